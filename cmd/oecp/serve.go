@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/transport/ndjson"
+	"github.com/oecp/oecp/transport/websocket"
+)
+
+func init() {
+	register("serve", "run a capsule: serve one cluster over WebSocket or NDJSON on stdio", runServe)
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// serveConfig is everything `oecp serve` was asked for.
+type serveConfig struct {
+	listen            string
+	stdio             bool
+	authTokens        string
+	tlsCert, tlsKey   string
+	insecurePlaintext bool
+	allowOrigins      multiFlag
+	faultDelays       multiFlag
+	shutdownGrace     time.Duration
+	logLevel          string
+	backend           backendConfig
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7300", "address to serve WebSocket on (upgrade at /oecp, health at /healthz)")
+	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one NDJSON connection on stdin/stdout instead (diagnostics on stderr)")
+	fs.StringVar(&cfg.authTokens, "auth-tokens", "", "JSON file of bearer tokens: [{\"token\",\"principal\",\"tenant\",\"expiresAt\"}]")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (serve wss://)")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "TLS key file")
+	fs.BoolVar(&cfg.insecurePlaintext, "insecure-plaintext", false, "allow plaintext ws:// on a non-loopback address (tokens travel in clear)")
+	fs.Var(&cfg.allowOrigins, "allow-origin", "extra Origin host pattern accepted on upgrade (repeatable)")
+	fs.Var(&cfg.faultDelays, "fault-delay", "METHOD=DURATION: delay that method's handler (repeatable; honours cancellation)")
+	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGTERM/SIGINT or EOF")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cfg.backend.addFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "oecp serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	log, err := newLogger(stderr, cfg.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
+		return exitUsage
+	}
+	delays, err := parseFaultDelays(cfg.faultDelays)
+	if err != nil {
+		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
+		return exitUsage
+	}
+	if err := cfg.backend.validate(); err != nil {
+		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
+		return exitUsage
+	}
+	backend, closeBackend, err := newBackend(cfg.backend, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
+		return exitError
+	}
+	defer closeBackend()
+
+	disp := &server.Dispatcher{Backend: backend, Log: log, FaultDelay: delays}
+	opts := server.Options{ShutdownGrace: cfg.shutdownGrace, Log: log}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if cfg.stdio {
+		if err := ndjson.Serve(ctx, disp, os.Stdin, stdout, stderr, identity.Local(), opts); err != nil {
+			fmt.Fprintf(stderr, "oecp serve: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	return serveWebSocket(ctx, cfg, disp, opts, log, stderr)
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func parseFaultDelays(specs []string) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, s := range specs {
+		method, dur, ok := strings.Cut(s, "=")
+		if !ok {
+			return nil, fmt.Errorf("--fault-delay %q: want METHOD=DURATION, e.g. get=500ms", s)
+		}
+		if _, known := protocol.LookupMethod(method); !known {
+			return nil, fmt.Errorf("--fault-delay %q: unknown method %q", s, method)
+		}
+		d, err := time.ParseDuration(dur)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("--fault-delay %q: %q is not a duration like 250ms or 2s", s, dur)
+		}
+		out[method] = d
+	}
+	return out, nil
+}
+
+// isLoopbackListen reports whether addr binds only loopback interfaces.
+func isLoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatcher, opts server.Options, log *slog.Logger, stderr io.Writer) int {
+	useTLS := cfg.tlsCert != "" || cfg.tlsKey != ""
+	if useTLS && (cfg.tlsCert == "" || cfg.tlsKey == "") {
+		fmt.Fprintln(stderr, "oecp serve: --tls-cert and --tls-key go together")
+		return exitUsage
+	}
+	loopback := isLoopbackListen(cfg.listen)
+	if !loopback {
+		if cfg.authTokens == "" {
+			fmt.Fprintf(stderr, "oecp serve: %s is not a loopback address: give --auth-tokens FILE so that connections are authenticated\n", cfg.listen)
+			return exitUsage
+		}
+		if !useTLS && !cfg.insecurePlaintext {
+			fmt.Fprintf(stderr, "oecp serve: %s is not a loopback address: serve TLS with --tls-cert/--tls-key, or accept plaintext with --insecure-plaintext\n", cfg.listen)
+			return exitUsage
+		}
+	}
+	var resolver identity.Resolver = identity.Static(identity.Local())
+	if cfg.authTokens != "" {
+		toks, err := identity.LoadTokens(cfg.authTokens)
+		if err != nil {
+			fmt.Fprintf(stderr, "oecp serve: %v\n", err)
+			return exitUsage
+		}
+		resolver = toks
+	}
+	var tlsConfig *tls.Config
+	if useTLS {
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		if err != nil {
+			fmt.Fprintf(stderr, "oecp serve: load TLS key pair: %v\n", err)
+			return exitUsage
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+
+	shutdown, beginShutdown := context.WithCancel(context.Background())
+	defer beginShutdown()
+	h := &websocket.Handler{
+		Dispatcher:     disp,
+		Resolver:       resolver,
+		OriginPatterns: cfg.allowOrigins,
+		Options:        opts,
+		Shutdown:       shutdown,
+		Log:            log,
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/oecp", h)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "oecp serve: listen on %s: %v\n", cfg.listen, err)
+		return exitError
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 32 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	scheme := "ws"
+	if tlsConfig != nil {
+		scheme = "wss"
+	}
+	log.Info("serving", "url", fmt.Sprintf("%s://%s/oecp", scheme, ln.Addr()))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
+		return exitError
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	beginShutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace+5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	done := make(chan struct{})
+	go func() { h.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sctx.Done():
+		log.Warn("connections still open at shutdown deadline")
+	}
+	return exitOK
+}

@@ -1,0 +1,163 @@
+// Package identity defines the connection identity every OECP connection
+// carries (principal, tenant, hard expiry), the Resolver interface a host
+// implements to supply it, and the built-in resolvers: the anonymous local
+// identity and a bearer-token file. An identity has no wire representation:
+// nothing in a request can change it.
+package identity
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// ConnectionIdentity is resolved once per connection before the first frame
+// and never changes afterwards.
+type ConnectionIdentity struct {
+	Principal string
+	Tenant    string
+	// IssuedAt is zero when unknown.
+	IssuedAt time.Time
+	// ExpiresAt is the hard expiry: at or after it no frame reaches the
+	// backend and the connection is closed. The zero value never expires.
+	ExpiresAt time.Time
+	// Attributes are opaque to the server; hosts may use them.
+	Attributes map[string]string
+}
+
+// Local is the identity of unauthenticated loopback connections.
+func Local() ConnectionIdentity {
+	return ConnectionIdentity{Principal: "local", Tenant: "local"}
+}
+
+// ExpiredAt reports whether the identity is expired at t (the boundary
+// instant counts as expired).
+func (id ConnectionIdentity) ExpiredAt(t time.Time) bool {
+	return !id.ExpiresAt.IsZero() && !t.Before(id.ExpiresAt)
+}
+
+// Resolver resolves the identity of a new connection. For WebSocket the
+// request is the upgrade request; for NDJSON it is nil.
+type Resolver interface {
+	Resolve(r *http.Request) (ConnectionIdentity, error)
+}
+
+// ResolverFunc adapts a function to Resolver.
+type ResolverFunc func(r *http.Request) (ConnectionIdentity, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(r *http.Request) (ConnectionIdentity, error) { return f(r) }
+
+// Static always resolves to the same identity.
+type Static ConnectionIdentity
+
+// Resolve returns the static identity.
+func (s Static) Resolve(*http.Request) (ConnectionIdentity, error) { return ConnectionIdentity(s), nil }
+
+// ErrUnauthorized is returned when a connection presents no valid token.
+var ErrUnauthorized = errors.New("identity: missing, unknown or expired bearer token")
+
+type ctxKey struct{}
+
+// With returns ctx carrying id.
+func With(ctx context.Context, id ConnectionIdentity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// From returns the identity in ctx, or Local() when there is none.
+func From(ctx context.Context) ConnectionIdentity {
+	if id, ok := ctx.Value(ctxKey{}).(ConnectionIdentity); ok {
+		return id
+	}
+	return Local()
+}
+
+// TokenEntry is one entry of an --auth-tokens file.
+type TokenEntry struct {
+	Token     string `json:"token"`
+	Principal string `json:"principal"`
+	Tenant    string `json:"tenant"`
+	ExpiresAt string `json:"expiresAt"`
+}
+
+// Tokens resolves identities from bearer tokens.
+type Tokens struct {
+	entries []tokenIdentity
+	now     func() time.Time
+}
+
+type tokenIdentity struct {
+	token []byte
+	id    ConnectionIdentity
+}
+
+// LoadTokens reads a JSON array of {"token","principal","tenant","expiresAt"}
+// (all required, expiresAt in RFC 3339).
+func LoadTokens(path string) (*Tokens, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read auth tokens: %w", err)
+	}
+	return ParseTokens(data)
+}
+
+// ParseTokens parses the token file format.
+func ParseTokens(data []byte) (*Tokens, error) {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	var raw []TokenEntry
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("auth tokens: want a JSON array of {token, principal, tenant, expiresAt}: %w", err)
+	}
+	t := &Tokens{now: time.Now}
+	seen := map[string]bool{}
+	for i, e := range raw {
+		if e.Token == "" || e.Principal == "" || e.Tenant == "" || e.ExpiresAt == "" {
+			return nil, fmt.Errorf("auth tokens: entry %d: token, principal, tenant and expiresAt are all required", i)
+		}
+		exp, err := time.Parse(time.RFC3339, e.ExpiresAt)
+		if err != nil {
+			return nil, fmt.Errorf("auth tokens: entry %d: expiresAt is not RFC 3339: %w", i, err)
+		}
+		if seen[e.Token] {
+			return nil, fmt.Errorf("auth tokens: entry %d: duplicate token", i)
+		}
+		seen[e.Token] = true
+		t.entries = append(t.entries, tokenIdentity{
+			token: []byte(e.Token),
+			id:    ConnectionIdentity{Principal: e.Principal, Tenant: e.Tenant, ExpiresAt: exp},
+		})
+	}
+	return t, nil
+}
+
+// SetClock replaces the clock used to reject already-expired tokens.
+func (t *Tokens) SetClock(now func() time.Time) { t.now = now }
+
+// Resolve checks the Authorization: Bearer header.
+func (t *Tokens) Resolve(r *http.Request) (ConnectionIdentity, error) {
+	if r == nil {
+		return ConnectionIdentity{}, ErrUnauthorized
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return ConnectionIdentity{}, ErrUnauthorized
+	}
+	tok := []byte(strings.TrimSpace(h[len(prefix):]))
+	for _, e := range t.entries {
+		if subtle.ConstantTimeCompare(e.token, tok) == 1 {
+			if e.id.ExpiredAt(t.now()) {
+				return ConnectionIdentity{}, ErrUnauthorized
+			}
+			return e.id, nil
+		}
+	}
+	return ConnectionIdentity{}, ErrUnauthorized
+}

@@ -1,0 +1,377 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// ID is a JSON-RPC request id: a string or an integer literal that fits
+// int64 (spec/01 §1.2). "1" and 1 are distinct ids.
+type ID struct {
+	str   string
+	num   int64
+	isStr bool
+}
+
+// StringID returns the string id s.
+func StringID(s string) ID { return ID{str: s, isStr: true} }
+
+// IntID returns the integer id n.
+func IntID(n int64) ID { return ID{num: n} }
+
+// IsString reports whether the id is a JSON string.
+func (id ID) IsString() bool { return id.isStr }
+
+// String renders the id for logs and messages: strings quoted.
+func (id ID) String() string {
+	if id.isStr {
+		return strconv.Quote(id.str)
+	}
+	return strconv.FormatInt(id.num, 10)
+}
+
+// Key is a comparable map key that keeps "1" and 1 apart.
+type Key struct {
+	s     string
+	n     int64
+	isStr bool
+}
+
+// Key returns the id's map key.
+func (id ID) Key() Key { return Key{s: id.str, n: id.num, isStr: id.isStr} }
+
+// AppendJSON appends the id as JSON, with the same type it arrived with.
+func (id ID) AppendJSON(b []byte) []byte {
+	if id.isStr {
+		return AppendString(b, id.str)
+	}
+	return strconv.AppendInt(b, id.num, 10)
+}
+
+// MarshalJSON encodes the id.
+func (id ID) MarshalJSON() ([]byte, error) { return id.AppendJSON(nil), nil }
+
+// UnmarshalJSON decodes a valid id or fails.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	v, ok := parseID(b)
+	if !ok {
+		return &json.UnsupportedValueError{Str: "invalid request id"}
+	}
+	*id = v
+	return nil
+}
+
+// parseID classifies a raw JSON value as an id: a string, or an integer
+// literal without fraction or exponent that fits int64.
+func parseID(raw []byte) (ID, bool) {
+	raw = trimSpace(raw)
+	if len(raw) == 0 {
+		return ID{}, false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		s, ok := unquote(raw)
+		if !ok {
+			return ID{}, false
+		}
+		return StringID(s), true
+	case c == '-' || (c >= '0' && c <= '9'):
+		lit := string(raw)
+		if strings.ContainsAny(lit, ".eE") {
+			return ID{}, false
+		}
+		n, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil {
+			return ID{}, false
+		}
+		return IntID(n), true
+	}
+	return ID{}, false
+}
+
+// Member is one member of a JSON object, in document order, duplicates kept.
+type Member struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// FrameKind is what the inbound decoder made of a frame.
+type FrameKind int
+
+const (
+	// FrameParseError: not JSON. Answer ParseErrorFrame, id null.
+	FrameParseError FrameKind = iota
+	// FrameCancelRequest: a recognised $/cancelRequest notification.
+	FrameCancelRequest
+	// FrameSubscriptionCancel: a recognised subscription/cancel notification.
+	FrameSubscriptionCancel
+	// FrameInvalid: fails strict envelope validation. Answer
+	// InvalidRequestFrame with id null (after the duplicate-id check if
+	// AdmissionID is set).
+	FrameInvalid
+	// FrameRequest: a valid request envelope.
+	FrameRequest
+)
+
+// Frame is one decoded inbound frame (spec/01 §1.1 steps 1–4).
+type Frame struct {
+	Kind FrameKind
+	// AdmissionID is set when the frame passed the "classified request"
+	// test: jsonrpc (any string), id, method (string) and params each
+	// present exactly once. Only such frames take part in duplicate-id
+	// tracking and may establish subscriptions.
+	AdmissionID *ID
+	// ID, Method and Params are the last-wins envelope of a FrameRequest.
+	ID     ID
+	Method string
+	// Params is nil when absent (treated as JSON null).
+	Params json.RawMessage
+	// CancelID is the target of a $/cancelRequest.
+	CancelID ID
+	// SubscriptionID is the target of a subscription/cancel.
+	SubscriptionID string
+}
+
+// Classified reports whether the frame passed the classified-request test.
+func (f *Frame) Classified() bool { return f.AdmissionID != nil }
+
+// Method names of the two client notifications.
+const (
+	MethodCancelRequest      = "$/cancelRequest"
+	MethodSubscriptionCancel = "subscription/cancel"
+)
+
+// DecodeFrame applies spec/01 §1.1 steps 1–4 to one frame. The
+// $/cancelRequest notification is recognised on every binding (a
+// deliberate improvement over the reference, which only does so on
+// WebSocket).
+func DecodeFrame(data []byte) Frame {
+	if !json.Valid(data) {
+		return Frame{Kind: FrameParseError}
+	}
+	raw := trimSpace(data)
+	if len(raw) == 0 || raw[0] != '{' {
+		return Frame{Kind: FrameInvalid}
+	}
+	members, ok := ObjectMembers(raw)
+	if !ok {
+		return Frame{Kind: FrameParseError}
+	}
+
+	var (
+		jsonrpcN, idN, methodN, paramsN int
+		jsonrpcRaw, idRaw, methodRaw    json.RawMessage
+		paramsRaw                       json.RawMessage
+	)
+	for _, m := range members {
+		switch m.Key {
+		case "jsonrpc":
+			jsonrpcN++
+			jsonrpcRaw = m.Value
+		case "id":
+			idN++
+			idRaw = m.Value
+		case "method":
+			methodN++
+			methodRaw = m.Value
+		case "params":
+			paramsN++
+			paramsRaw = m.Value
+		}
+	}
+	jsonrpc, jsonrpcIsStr := unquote(jsonrpcRaw)
+	method, methodIsStr := unquote(methodRaw)
+
+	// Step 2a: $/cancelRequest, checked on every parsed frame.
+	if jsonrpcN == 1 && jsonrpcIsStr && methodN == 1 && methodIsStr && paramsN == 1 && method == MethodCancelRequest {
+		if pm, ok := ObjectMembers(trimSpace(paramsRaw)); ok && len(pm) == 1 && pm[0].Key == "id" {
+			if cid, ok := parseID(pm[0].Value); ok {
+				return Frame{Kind: FrameCancelRequest, CancelID: cid}
+			}
+		}
+	}
+
+	// Step 3: the classified-request test.
+	var admission *ID
+	if jsonrpcN == 1 && jsonrpcIsStr && idN == 1 && methodN == 1 && methodIsStr && paramsN == 1 {
+		if id, ok := parseID(idRaw); ok {
+			admission = &id
+		}
+	}
+
+	// Step 2b: subscription/cancel, only for unclassified frames.
+	if admission == nil && jsonrpcN == 1 && jsonrpcIsStr && methodN == 1 && methodIsStr && paramsN == 1 && method == MethodSubscriptionCancel {
+		if pm, ok := ObjectMembers(trimSpace(paramsRaw)); ok && len(pm) == 1 && pm[0].Key == "subscriptionId" {
+			if sid, ok := unquote(pm[0].Value); ok {
+				return Frame{Kind: FrameSubscriptionCancel, SubscriptionID: sid}
+			}
+		}
+	}
+
+	// Step 4: strict envelope validation, last value wins.
+	f := Frame{Kind: FrameInvalid, AdmissionID: admission}
+	if jsonrpcN == 0 || !jsonrpcIsStr || jsonrpc != JSONRPCVersion {
+		return f
+	}
+	if methodN == 0 || !methodIsStr {
+		return f
+	}
+	if idN == 0 {
+		return f
+	}
+	id, ok := parseID(idRaw)
+	if !ok {
+		return f
+	}
+	f.Kind = FrameRequest
+	f.ID = id
+	f.Method = method
+	if paramsN > 0 {
+		f.Params = trimSpace(paramsRaw)
+	}
+	return f
+}
+
+// ObjectMembers splits a syntactically valid JSON object into its members in
+// document order, keeping duplicates. It reports false for non-objects.
+func ObjectMembers(raw []byte) ([]Member, bool) {
+	raw = trimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' {
+		return nil, false
+	}
+	var out []Member
+	i := skipSpace(raw, 1)
+	if i < len(raw) && raw[i] == '}' {
+		return out, true
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		end := skipString(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		key, ok := unquote(raw[i:end])
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+		vend := skipValue(raw, i)
+		if vend < 0 {
+			return nil, false
+		}
+		out = append(out, Member{Key: key, Value: raw[i:vend]})
+		i = skipSpace(raw, vend)
+		if i >= len(raw) {
+			return nil, false
+		}
+		if raw[i] == '}' {
+			return out, true
+		}
+		if raw[i] != ',' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+	}
+	return nil, false
+}
+
+func trimSpace(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && isSpace(b[i]) {
+		i++
+	}
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i]=='"'.
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index just past the (valid) JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipString(b, j)
+				if j < 0 {
+					return -1
+				}
+				j--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+			j++
+		}
+		return j
+	}
+}
+
+// unquote decodes a raw JSON string; it reports false for anything else.
+func unquote(raw []byte) (string, bool) {
+	raw = trimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	simple := true
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}

@@ -1,0 +1,109 @@
+package protocol
+
+// MethodKind says whether a method answers once or establishes a
+// subscription.
+type MethodKind int
+
+const (
+	// Unary methods answer with exactly one response.
+	Unary MethodKind = iota
+	// Subscription methods answer once, then push notifications.
+	Subscription
+)
+
+// MethodInfo describes one method of the registry (spec/02 §1.3).
+type MethodInfo struct {
+	Name string
+	Kind MethodKind
+	// DecodeData says which -32602 data variant a typed decode failure gets.
+	DecodeData DecodeDataVariant
+}
+
+// DecodeDataVariant is the shape of error.data on a params decode failure
+// (spec/01 §1.7).
+type DecodeDataVariant int
+
+const (
+	// DataNone: -32602 with no data (initialize, get).
+	DataNone DecodeDataVariant = iota
+	// DataCode: {code:SCHEMA_VIOLATION} (plan, apply, subscriptions, run/*).
+	DataCode
+	// DataReason: {code:SCHEMA_VIOLATION, details:{reason}} (lifecycle).
+	DataReason
+)
+
+// Method names.
+const (
+	MethodInitialize  = "initialize"
+	MethodPlan        = "plan"
+	MethodApply       = "apply"
+	MethodUpdate      = "update"
+	MethodStop        = "stop"
+	MethodRetry       = "retry"
+	MethodResubmit    = "resubmit"
+	MethodDelete      = "delete"
+	MethodGet         = "get"
+	MethodWatch       = "watch"
+	MethodLogs        = "logs"
+	MethodAgentAttach = "agent/attach"
+	MethodRunSubmit   = "run/submit"
+	MethodRunList     = "run/list"
+	MethodRunStatus   = "run/status"
+	MethodRunWatch    = "run/watch"
+	MethodRunLogs     = "run/logs"
+	MethodRunAttach   = "run/attach"
+	MethodRunForce    = "run/force"
+
+	NotifyEvent              = "event"
+	NotifySubscriptionClosed = "subscription/closed"
+)
+
+// Methods is the registry in advertised order (the 19 methods of openrpc.json).
+var Methods = []MethodInfo{
+	{MethodInitialize, Unary, DataNone},
+	{MethodPlan, Unary, DataCode},
+	{MethodApply, Unary, DataCode},
+	{MethodUpdate, Unary, DataReason},
+	{MethodStop, Unary, DataReason},
+	{MethodRetry, Unary, DataReason},
+	{MethodResubmit, Unary, DataReason},
+	{MethodDelete, Unary, DataReason},
+	{MethodGet, Unary, DataNone},
+	{MethodWatch, Subscription, DataCode},
+	{MethodLogs, Subscription, DataCode},
+	{MethodAgentAttach, Subscription, DataCode},
+	{MethodRunSubmit, Unary, DataCode},
+	{MethodRunList, Unary, DataCode},
+	{MethodRunStatus, Unary, DataCode},
+	{MethodRunWatch, Subscription, DataCode},
+	{MethodRunLogs, Subscription, DataCode},
+	{MethodRunAttach, Subscription, DataCode},
+	{MethodRunForce, Unary, DataCode},
+}
+
+var methodIndex = func() map[string]*MethodInfo {
+	m := make(map[string]*MethodInfo, len(Methods))
+	for i := range Methods {
+		m[Methods[i].Name] = &Methods[i]
+	}
+	return m
+}()
+
+// LookupMethod finds a method in the registry.
+func LookupMethod(name string) (*MethodInfo, bool) {
+	m, ok := methodIndex[name]
+	return m, ok
+}
+
+// DecodeError turns a typed-decoding failure into the -32602 variant the
+// method uses.
+func (m *MethodInfo) DecodeError(reason string) *Error {
+	switch m.DecodeData {
+	case DataNone:
+		return InvalidParams()
+	case DataReason:
+		return SchemaReason(reason)
+	default:
+		return SchemaError()
+	}
+}

@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/oecp/oecp/protocol"
+)
+
+// Dispatcher routes decoded requests to a Backend with the reference's
+// error precedence (spec/02 §1.4): method lookup, params shape, typed
+// decoding, backend call, result encoding. It is safe for concurrent use
+// and holds no per-connection state.
+type Dispatcher struct {
+	Backend Backend
+	Log     *slog.Logger
+	// FaultDelay delays a method's handler by the given duration, honouring
+	// cancellation (--fault-delay; an aid for client authors and tests).
+	FaultDelay map[string]time.Duration
+}
+
+func (d *Dispatcher) logger() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
+}
+
+// isObject reports whether raw params are a JSON object.
+func isObject(raw json.RawMessage) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func decodeReason(err error) string {
+	s := err.Error()
+	return strings.TrimPrefix(s, protocol.ErrDecode.Error()+": ")
+}
+
+// delay waits out a configured fault delay; false means ctx ended first.
+func (d *Dispatcher) delay(ctx context.Context, method string) bool {
+	dur, ok := d.FaultDelay[method]
+	if !ok || dur <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// errorResponse maps a backend error to its wire form.
+func (d *Dispatcher) errorResponse(id protocol.ID, method string, err error) []byte {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		if pe.Code == protocol.CodeInternalError {
+			// Redaction: internal errors never carry details or messages.
+			d.logger().Warn("backend internal error", "method", method, "code", pe.DataCode)
+			return protocol.ErrorFrame(id, protocol.Internal(pe.DataCode))
+		}
+		if pe.DataCode == "" && pe.Code == protocol.CodeApplication {
+			cp := *pe
+			cp.DataCode = protocol.InternalErrorCode
+			return protocol.ErrorFrame(id, &cp)
+		}
+		return protocol.ErrorFrame(id, pe)
+	}
+	d.logger().Error("backend failure", "method", method, "err", err)
+	return protocol.ErrorFrame(id, protocol.Internal(""))
+}
+
+// resultResponse encodes a success result, or -32603 when it cannot be.
+func (d *Dispatcher) resultResponse(id protocol.ID, method string, result any) []byte {
+	b, err := protocol.Marshal(result)
+	if err != nil {
+		d.logger().Error("result encoding failed", "method", method, "err", err)
+		return protocol.ErrorFrame(id, protocol.Internal(""))
+	}
+	return protocol.ResultFrame(id, b)
+}
+
+// Unary handles a unary method and returns the response frame. It returns
+// nil when ctx was cancelled before an answer existed.
+func (d *Dispatcher) Unary(ctx context.Context, m *protocol.MethodInfo, id protocol.ID, params json.RawMessage) []byte {
+	if !isObject(params) {
+		return protocol.ErrorFrame(id, protocol.InvalidParams())
+	}
+	var (
+		result any
+		err    error
+	)
+	fail := func(e error) []byte { return protocol.ErrorFrame(id, m.DecodeError(decodeReason(e))) }
+	switch m.Name {
+	case protocol.MethodInitialize:
+		p, derr := protocol.DecodeInitialize(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if p.ProtocolVersion != protocol.Version {
+			return protocol.ErrorFrame(id, protocol.AppError(protocol.UnsupportedProtocolVersion, protocol.MsgUnsupportedVer,
+				map[string]any{"requestedProtocolVersion": p.ProtocolVersion, "supportedProtocolVersion": protocol.Version}))
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		r, berr := d.Backend.Initialize(ctx)
+		if berr == nil && r.ProtocolVersion != protocol.Version {
+			return protocol.ErrorFrame(id, protocol.Internal(""))
+		}
+		result, err = r, berr
+	case protocol.MethodGet:
+		p, derr := protocol.DecodeGet(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Get(ctx, p)
+	case protocol.MethodPlan:
+		p, derr := protocol.DecodePlan(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Plan(ctx, p)
+	case protocol.MethodApply:
+		p, derr := protocol.DecodeApply(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Apply(ctx, p)
+	case protocol.MethodUpdate:
+		p, derr := protocol.DecodeUpdate(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Update(ctx, p)
+	case protocol.MethodStop:
+		p, derr := protocol.DecodeStop(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Stop(ctx, p)
+	case protocol.MethodRetry:
+		p, derr := protocol.DecodeRetry(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Retry(ctx, p)
+	case protocol.MethodResubmit:
+		p, derr := protocol.DecodeResubmit(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Resubmit(ctx, p)
+	case protocol.MethodDelete:
+		p, derr := protocol.DecodeDelete(params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.Delete(ctx, p)
+	case protocol.MethodRunSubmit, protocol.MethodRunList, protocol.MethodRunStatus, protocol.MethodRunForce:
+		p, derr := protocol.DecodeRun(m.Name, params)
+		if derr != nil {
+			return fail(derr)
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil
+		}
+		result, err = d.Backend.RunUnary(ctx, m.Name, p)
+	default:
+		// Subscription methods never reach unary dispatch.
+		return protocol.MethodNotFoundFrame(id)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return d.errorResponse(id, m.Name, err)
+	}
+	return d.resultResponse(id, m.Name, result)
+}
+
+// Subscribe establishes a subscription. On failure it returns the error
+// response frame instead.
+func (d *Dispatcher) Subscribe(ctx context.Context, m *protocol.MethodInfo, id protocol.ID, params json.RawMessage) (*Subscription, []byte) {
+	if !isObject(params) {
+		// Reference quirk 9 decided: non-object params are SCHEMA_VIOLATION.
+		return nil, protocol.ErrorFrame(id, protocol.SchemaError())
+	}
+	var (
+		sub *Subscription
+		err error
+	)
+	switch m.Name {
+	case protocol.MethodWatch:
+		p, derr := protocol.DecodeWatch(params)
+		if derr != nil {
+			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil, nil
+		}
+		sub, err = d.Backend.Watch(ctx, p)
+	case protocol.MethodLogs:
+		p, derr := protocol.DecodeLogs(params)
+		if derr != nil {
+			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil, nil
+		}
+		sub, err = d.Backend.Logs(ctx, p)
+	case protocol.MethodAgentAttach:
+		p, derr := protocol.DecodeAgentAttach(params)
+		if derr != nil {
+			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil, nil
+		}
+		sub, err = d.Backend.AgentAttach(ctx, p)
+	default:
+		p, derr := protocol.DecodeRun(m.Name, params)
+		if derr != nil {
+			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
+		}
+		if !d.delay(ctx, m.Name) {
+			return nil, nil
+		}
+		sub, err = d.Backend.RunSubscribe(ctx, m.Name, p)
+	}
+	if err != nil {
+		return nil, d.errorResponse(id, m.Name, err)
+	}
+	if sub == nil || sub.Stream == nil {
+		d.logger().Error("backend returned an empty subscription", "method", m.Name)
+		return nil, protocol.ErrorFrame(id, protocol.Internal(""))
+	}
+	return sub, nil
+}

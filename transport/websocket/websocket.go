@@ -1,0 +1,185 @@
+// Package websocket is the WebSocket binding of the OECP connection core
+// (github.com/coder/websocket): one JSON-RPC object per text message,
+// binary → close 1003, over 1 MiB → close 1009, identity expiry → close
+// 4401, server shutdown → close 1001. It resolves the connection identity
+// on the upgrade request (HTTP 401 without upgrade when that fails) and
+// knows nothing of methods.
+package websocket
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"unicode/utf8"
+
+	ws "github.com/coder/websocket"
+
+	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/server"
+)
+
+// Close codes and reasons (spec/02 §3). Reasons stay well under the
+// 123-byte limit of a close frame, or the library would send 1011 instead.
+const (
+	CodeUnsupported  = ws.StatusUnsupportedData // 1003
+	CodeTooBig       = ws.StatusMessageTooBig   // 1009
+	CodeExpired      = ws.StatusCode(4401)
+	CodeGoingAway    = ws.StatusGoingAway // 1001
+	ReasonBinary     = "binary frames are not supported"
+	ReasonTooBig     = "message too big"
+	ReasonExpired    = "connection identity expired"
+	ReasonGoingAway  = "server shutting down"
+	ReasonStalled    = "peer stopped reading"
+	ReasonInternal   = "connection failed"
+	errBinaryMessage = "binary message"
+)
+
+// errClosedByPolicy ends the reader after the binding closed the socket.
+var errClosedByPolicy = errors.New("websocket closed by policy")
+
+// Transport adapts one accepted *ws.Conn to the connection core.
+type Transport struct {
+	c   *ws.Conn
+	buf bytes.Buffer
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewTransport wraps an accepted connection. It disables the library's own
+// read limit: the binding enforces protocol.MaxFrameBytes itself so that
+// the close reason is the reference's.
+func NewTransport(c *ws.Conn) *Transport {
+	c.SetReadLimit(-1)
+	return &Transport{c: c}
+}
+
+// ReadFrame reads one text message of at most protocol.MaxFrameBytes.
+func (t *Transport) ReadFrame() ([]byte, error) {
+	typ, r, err := t.c.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	if typ != ws.MessageText {
+		t.closeWith(CodeUnsupported, ReasonBinary)
+		return nil, errors.New(errBinaryMessage)
+	}
+	t.buf.Reset()
+	n, err := t.buf.ReadFrom(io.LimitReader(r, protocol.MaxFrameBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > protocol.MaxFrameBytes {
+		t.closeWith(CodeTooBig, ReasonTooBig)
+		return nil, errClosedByPolicy
+	}
+	data := t.buf.Bytes()
+	if !utf8.Valid(data) {
+		// The reference ends the connection without a code.
+		_ = t.c.CloseNow()
+		return nil, errors.New("invalid UTF-8 in text message")
+	}
+	out := make([]byte, len(data))
+	copy(out, data)
+	return out, nil
+}
+
+// WriteFrame writes one text message.
+func (t *Transport) WriteFrame(b []byte) error {
+	return t.c.Write(context.Background(), ws.MessageText, b)
+}
+
+// Flush is a no-op: every message is written whole.
+func (t *Transport) Flush() error { return nil }
+
+func (t *Transport) closeWith(code ws.StatusCode, reason string) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	t.mu.Unlock()
+	_ = t.c.Close(code, reason)
+}
+
+// Close maps a core close reason to a close code.
+func (t *Transport) Close(reason server.CloseReason) error {
+	switch reason {
+	case server.CloseExpired:
+		t.closeWith(CodeExpired, ReasonExpired)
+	case server.CloseGoingAway:
+		t.closeWith(CodeGoingAway, ReasonGoingAway)
+	case server.CloseStalled:
+		t.closeWith(ws.StatusPolicyViolation, ReasonStalled)
+	case server.CloseInternal:
+		t.closeWith(ws.StatusInternalError, ReasonInternal)
+	default:
+		t.closeWith(ws.StatusNormalClosure, "")
+	}
+	return nil
+}
+
+// Handler upgrades HTTP requests at its mount point to OECP connections.
+type Handler struct {
+	Dispatcher *server.Dispatcher
+	// Resolver resolves each connection's identity from the upgrade
+	// request; failure answers HTTP 401 without upgrading.
+	Resolver identity.Resolver
+	// OriginPatterns widens the library's same-origin check
+	// (--allow-origin); cross-origin upgrades are answered 403.
+	OriginPatterns []string
+	Options        server.Options
+	// Shutdown, when done, makes every connection drain and close 1001.
+	Shutdown context.Context
+	Log      *slog.Logger
+
+	wg sync.WaitGroup
+}
+
+// ServeHTTP resolves the identity, upgrades and serves the connection.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	log := h.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	id := identity.Local()
+	if h.Resolver != nil {
+		var err error
+		id, err = h.Resolver.Resolve(r)
+		if err != nil {
+			http.Error(w, "unauthorized: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+	}
+	now := h.Options.Now
+	if now == nil {
+		now = timeNow
+	}
+	if id.ExpiredAt(now()) {
+		http.Error(w, "unauthorized: identity expired", http.StatusUnauthorized)
+		return
+	}
+	c, err := ws.Accept(w, r, &ws.AcceptOptions{OriginPatterns: h.OriginPatterns})
+	if err != nil {
+		log.Debug("websocket upgrade failed", "err", err)
+		return
+	}
+	h.wg.Add(1)
+	defer h.wg.Done()
+	shutdown := h.Shutdown
+	if shutdown == nil {
+		shutdown = context.Background()
+	}
+	conn := server.NewConn(h.Dispatcher, NewTransport(c), id, h.Options)
+	conn.Serve(shutdown)
+	_ = c.CloseNow()
+}
+
+// Wait blocks until every connection served by h has ended.
+func (h *Handler) Wait() { h.wg.Wait() }
