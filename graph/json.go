@@ -1,0 +1,251 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// parseJSON parses one JSON document into a generic tree of map[string]any,
+// []any, json.Number, string, bool and nil. Duplicate object keys collapse
+// with the last value winning, as the reference does (§1.5). Trailing data
+// and invalid UTF-8 are rejected.
+func parseJSON(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("document is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("malformed JSON: trailing data after the document")
+	}
+	return v, nil
+}
+
+// jsonWriter builds compact JSON with the reference's string escaping.
+type jsonWriter struct {
+	b []byte
+}
+
+func (w *jsonWriter) raw(s string) { w.b = append(w.b, s...) }
+
+func (w *jsonWriter) uint(u uint64) { w.b = strconv.AppendUint(w.b, u, 10) }
+
+// key writes `"k":` preceded by a comma unless first.
+func (w *jsonWriter) key(k string, first bool) {
+	if !first {
+		w.b = append(w.b, ',')
+	}
+	w.str(k)
+	w.b = append(w.b, ':')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// str writes s as a JSON string escaping only `"`, `\` and C0 controls
+// (§1.4): `<`, `>`, `&`, U+2028/U+2029 and non-ASCII stay raw.
+func (w *jsonWriter) str(s string) {
+	w.b = append(w.b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		w.b = append(w.b, s[start:i]...)
+		switch c {
+		case '"':
+			w.b = append(w.b, '\\', '"')
+		case '\\':
+			w.b = append(w.b, '\\', '\\')
+		case '\b':
+			w.b = append(w.b, '\\', 'b')
+		case '\f':
+			w.b = append(w.b, '\\', 'f')
+		case '\n':
+			w.b = append(w.b, '\\', 'n')
+		case '\r':
+			w.b = append(w.b, '\\', 'r')
+		case '\t':
+			w.b = append(w.b, '\\', 't')
+		default:
+			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	w.b = append(w.b, s[start:]...)
+	w.b = append(w.b, '"')
+}
+
+func (w *jsonWriter) strings(ss []string) {
+	w.b = append(w.b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.str(s)
+	}
+	w.b = append(w.b, ']')
+}
+
+// ErrFloatInCompiledIR is returned when canonicalising compiled IR that
+// contains a floating-point number (§6.1).
+var ErrFloatInCompiledIR = errors.New("graph: compiled IR must not contain floating-point numbers")
+
+// CanonicalJSON writes v as canonical JSON (§6.1): compact UTF-8, object keys
+// sorted by raw byte order at every level, arrays in order, §1.4 string
+// escaping, integers in decimal. v may be a json.RawMessage or []byte holding
+// JSON, or any value encoding/json can marshal (types with MarshalJSON, such
+// as *GraphSpec, are honoured). Floats are allowed and written in shortest
+// round-trip form with a trailing ".0" when integral.
+func CanonicalJSON(v any) ([]byte, error) {
+	var data []byte
+	switch t := v.(type) {
+	case json.RawMessage:
+		data = t
+	case []byte:
+		data = t
+	default:
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("graph: canonical JSON: %w", err)
+		}
+	}
+	tree, err := parseJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("graph: canonical JSON: %w", err)
+	}
+	w := &jsonWriter{}
+	if err := w.canonical(tree, true); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+// canonicalBytes canonicalises JSON produced by this package's own writers.
+// Floats are rejected since they cannot occur in a graph or compiled IR.
+func canonicalBytes(data []byte) ([]byte, error) {
+	tree, err := parseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	w := &jsonWriter{b: make([]byte, 0, len(data))}
+	if err := w.canonical(tree, false); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+func (w *jsonWriter) canonical(v any, allowFloat bool) error {
+	switch t := v.(type) {
+	case nil:
+		w.raw("null")
+	case bool:
+		if t {
+			w.raw("true")
+		} else {
+			w.raw("false")
+		}
+	case string:
+		w.str(t)
+	case json.Number:
+		s, isFloat, err := canonicalNumber(string(t))
+		if err != nil {
+			return err
+		}
+		if isFloat && !allowFloat {
+			return ErrFloatInCompiledIR
+		}
+		w.raw(s)
+	case []any:
+		w.b = append(w.b, '[')
+		for i, e := range t {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			if err := w.canonical(e, allowFloat); err != nil {
+				return err
+			}
+		}
+		w.b = append(w.b, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		w.b = append(w.b, '{')
+		for i, k := range keys {
+			w.key(k, i == 0)
+			if err := w.canonical(t[k], allowFloat); err != nil {
+				return err
+			}
+		}
+		w.b = append(w.b, '}')
+	default:
+		return fmt.Errorf("graph: canonical JSON: unexpected value %T", v)
+	}
+	return nil
+}
+
+// canonicalNumber normalises a JSON number literal. Integers that fit 64
+// bits keep their decimal form; anything else is a float (as in the
+// reference, whose JSON numbers are i64, u64 or f64) written in shortest
+// round-trip form: "1.0", "1.5", "1e21", "1e-7".
+func canonicalNumber(lit string) (s string, isFloat bool, err error) {
+	if !strings.ContainsAny(lit, ".eE") {
+		if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			return strconv.FormatInt(i, 10), false, nil
+		}
+		if u, err := strconv.ParseUint(lit, 10, 64); err == nil {
+			return strconv.FormatUint(u, 10), false, nil
+		}
+	}
+	f, perr := strconv.ParseFloat(lit, 64)
+	if perr != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", true, fmt.Errorf("graph: number %s is not a finite float", lit)
+	}
+	return formatFloat(f), true, nil
+}
+
+// formatFloat mimics the shortest round-trip formatting of the reference
+// (Rust ryu via serde_json): decimal notation for 1e-5 <= |f| < 1e21,
+// otherwise scientific with a bare exponent.
+func formatFloat(f float64) string {
+	if f == 0 {
+		if math.Signbit(f) {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-5 && abs < 1e21 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	if exp[0] == '+' {
+		exp = exp[1:]
+	}
+	neg := strings.HasPrefix(exp, "-")
+	exp = strings.TrimLeft(strings.TrimPrefix(exp, "-"), "0")
+	if neg {
+		exp = "-" + exp
+	}
+	return mant + "e" + exp
+}
