@@ -1,0 +1,360 @@
+// Package wiretest is the in-house harness for wire-level tests: it parses
+// golden transcripts and runs a server.Backend behind each real binding —
+// an in-process NDJSON pipe, a loopback WebSocket server, and a real
+// `oecp serve --stdio` child process — behind one small Wire interface.
+// It is for tests only.
+package wiretest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ws "github.com/coder/websocket"
+
+	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/transport/ndjson"
+	"github.com/oecp/oecp/transport/websocket"
+)
+
+// Wire is one client connection to a server under test.
+type Wire interface {
+	// Send writes one frame.
+	Send(frame string) error
+	// Recv reads the next frame; it fails once the connection has ended.
+	Recv() (string, error)
+	// CloseSend ends the client's side (NDJSON EOF, WebSocket close) and
+	// returns every frame the server still wrote before it finished.
+	CloseSend() ([]string, error)
+}
+
+// Pair is one request line and the response line that must follow it.
+type Pair struct {
+	Request  string
+	Response string
+}
+
+// SharedDir returns the path of the shared/ folder beside the repository.
+func SharedDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
+}
+
+// GoldenPath returns the path of a golden transcript.
+func GoldenPath(name string) string {
+	return filepath.Join(SharedDir(), "oecp-v1", "goldens", name)
+}
+
+// ParseGolden reads an .ndjson golden: request and response lines alternate.
+func ParseGolden(path string) ([]Pair, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines)%2 != 0 {
+		return nil, fmt.Errorf("%s: odd number of lines", path)
+	}
+	pairs := make([]Pair, 0, len(lines)/2)
+	for i := 0; i < len(lines); i += 2 {
+		pairs = append(pairs, Pair{Request: lines[i], Response: lines[i+1]})
+	}
+	return pairs, nil
+}
+
+// Replay sends each request and requires the exact response bytes.
+func Replay(t testing.TB, w Wire, pairs []Pair) {
+	t.Helper()
+	for i, p := range pairs {
+		if err := w.Send(p.Request); err != nil {
+			t.Fatalf("pair %d: send: %v", i, err)
+		}
+		got, err := w.Recv()
+		if err != nil {
+			t.Fatalf("pair %d: recv: %v", i, err)
+		}
+		if got != p.Response {
+			t.Fatalf("pair %d: request %s\n got: %s\nwant: %s", i, p.Request, got, p.Response)
+		}
+	}
+}
+
+// Options configure a harness server.
+type Options struct {
+	Identity identity.ConnectionIdentity
+	Resolver identity.Resolver
+	Server   server.Options
+	// FaultDelay is passed to the dispatcher.
+	FaultDelay map[string]time.Duration
+}
+
+// ---- in-process NDJSON pipe ----
+
+// PipeWire is an in-process NDJSON connection.
+type PipeWire struct {
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	outR *io.PipeReader
+	diag *syncBuffer
+	done chan struct{}
+	Conn *server.Conn
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// NewPipe serves b over an in-process NDJSON pipe until CloseSend.
+func NewPipe(t testing.TB, b server.Backend, o Options) *PipeWire {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &PipeWire{in: inW, out: bufio.NewReaderSize(outR, 1<<21), outR: outR, diag: &syncBuffer{}, done: make(chan struct{})}
+	id := o.Identity
+	if id.Principal == "" {
+		id = identity.Local()
+	}
+	d := &server.Dispatcher{Backend: b, FaultDelay: o.FaultDelay}
+	p.Conn = server.NewConn(d, ndjson.New(inR, outW, p.diag), id, o.Server)
+	go func() {
+		defer close(p.done)
+		p.Conn.Serve(context.Background())
+		_ = outW.Close()
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		go func() { _, _ = io.Copy(io.Discard, outR) }()
+		<-p.done
+	})
+	return p
+}
+
+// Send writes one line.
+func (p *PipeWire) Send(frame string) error {
+	_, err := io.WriteString(p.in, frame+"\n")
+	return err
+}
+
+// Recv reads one line.
+func (p *PipeWire) Recv() (string, error) {
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// CloseSend closes stdin and collects the remaining output.
+func (p *PipeWire) CloseSend() ([]string, error) {
+	_ = p.in.Close()
+	var rest []string
+	for {
+		l, err := p.Recv()
+		if err != nil {
+			<-p.done
+			return rest, nil
+		}
+		rest = append(rest, l)
+	}
+}
+
+// Diagnostics returns what the server wrote to its diagnostics stream.
+func (p *PipeWire) Diagnostics() string { return p.diag.String() }
+
+// Done is closed when the server side has finished.
+func (p *PipeWire) Done() <-chan struct{} { return p.done }
+
+// ---- loopback WebSocket ----
+
+// WSServer is a loopback WebSocket server for one backend.
+type WSServer struct {
+	URL     string
+	Handler *websocket.Handler
+	srv     *httptest.Server
+}
+
+// NewWSServer listens on 127.0.0.1:0 and serves b at /oecp.
+func NewWSServer(t testing.TB, b server.Backend, o Options) *WSServer {
+	t.Helper()
+	h := &websocket.Handler{
+		Dispatcher: &server.Dispatcher{Backend: b, FaultDelay: o.FaultDelay},
+		Resolver:   o.Resolver,
+		Options:    o.Server,
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/oecp", h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(mux)
+	_ = srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	s := &WSServer{URL: "ws://" + ln.Addr().String() + "/oecp", Handler: h, srv: srv}
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		h.Wait()
+	})
+	return s
+}
+
+// WSWire is a raw WebSocket client connection.
+type WSWire struct {
+	C *ws.Conn
+}
+
+// Dial connects to the server with optional headers.
+func (s *WSServer) Dial(t testing.TB, header http.Header) *WSWire {
+	t.Helper()
+	c, resp, err := ws.Dial(context.Background(), s.URL, &ws.DialOptions{HTTPHeader: header})
+	if err != nil {
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (HTTP %d)", s.URL, err, code)
+	}
+	c.SetReadLimit(4 << 20)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return &WSWire{C: c}
+}
+
+// Send writes one text message.
+func (w *WSWire) Send(frame string) error {
+	return w.C.Write(context.Background(), ws.MessageText, []byte(frame))
+}
+
+// SendBinary writes one binary message.
+func (w *WSWire) SendBinary(b []byte) error {
+	return w.C.Write(context.Background(), ws.MessageBinary, b)
+}
+
+// Recv reads one message.
+func (w *WSWire) Recv() (string, error) {
+	typ, b, err := w.C.Read(context.Background())
+	if err != nil {
+		return "", err
+	}
+	if typ != ws.MessageText {
+		return "", errors.New("binary message from server")
+	}
+	return string(b), nil
+}
+
+// CloseSend closes the connection normally. The server's remaining frames
+// are not collected on WebSocket (the close handshake discards them).
+func (w *WSWire) CloseSend() ([]string, error) {
+	return nil, w.C.Close(ws.StatusNormalClosure, "")
+}
+
+// ---- oecp serve --stdio child process ----
+
+// ProcWire is a real `oecp serve --stdio` child process.
+type ProcWire struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	Stderr *syncBuffer
+}
+
+// BuildBinary builds cmd/oecp into dir and returns its path.
+func BuildBinary(dir string) (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	bin := filepath.Join(dir, "oecp")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oecp")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// StartProc runs `bin serve --stdio args...`.
+func StartProc(t testing.TB, bin string, args ...string) *ProcWire {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--stdio"}, args...)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ProcWire{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<21), Stderr: &syncBuffer{}}
+	cmd.Stderr = p.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = in.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return p
+}
+
+// Send writes one line.
+func (p *ProcWire) Send(frame string) error {
+	_, err := io.WriteString(p.in, frame+"\n")
+	return err
+}
+
+// Recv reads one line.
+func (p *ProcWire) Recv() (string, error) {
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// CloseSend closes stdin, collects the remaining output and waits for exit.
+func (p *ProcWire) CloseSend() ([]string, error) {
+	_ = p.in.Close()
+	var rest []string
+	for {
+		l, err := p.Recv()
+		if err != nil {
+			break
+		}
+		rest = append(rest, l)
+	}
+	return rest, p.cmd.Wait()
+}
