@@ -57,6 +57,12 @@ func (t *Transport) diagnose(msg string) {
 	_, _ = io.WriteString(t.diag, msg)
 }
 
+func (t *Transport) isClosed() bool {
+	t.diagMu.Lock()
+	defer t.diagMu.Unlock()
+	return t.closed
+}
+
 // ReadFrame returns the next line without its terminator (a CR before the
 // LF is stripped and counts toward the limit). An over-long line is
 // discarded up to its newline and reported as server.ErrFrameTooLarge.
@@ -80,7 +86,7 @@ func (t *Transport) ReadFrame() ([]byte, error) {
 			if errors.Is(err, io.EOF) && (len(line) > 0 || tooLong) {
 				break // a final line without newline still counts
 			}
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && !t.isClosed() {
 				t.diagnose(diagInputError + err.Error() + "\n")
 			}
 			return nil, err

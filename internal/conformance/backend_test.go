@@ -1,0 +1,6 @@
+package conformance
+
+import "github.com/oecp/oecp/server"
+
+// fixtureBackend is a fresh `--backend fixture` instance.
+func fixtureBackend() server.Backend { return server.EmptyBackend{} }
