@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ID is a JSON-RPC request id: a string or an integer literal that fits
@@ -147,7 +148,9 @@ const (
 // deliberate improvement over the reference, which only does so on
 // WebSocket).
 func DecodeFrame(data []byte) Frame {
-	if !json.Valid(data) {
+	// Bindings reject invalid UTF-8 before decoding; an in-process caller
+	// that passes it gets a parse error, as serde_json would give.
+	if !utf8.Valid(data) || !json.Valid(data) {
 		return Frame{Kind: FrameParseError}
 	}
 	raw := trimSpace(data)
