@@ -1,0 +1,259 @@
+package reduce
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/oecp/oecp/graph"
+)
+
+// graphIndex is what the reducer precomputes about the graph.
+type graphIndex struct {
+	nodes map[string]graph.Node
+	// depth is the number of maps enclosing each node (a map's own depth
+	// excludes itself): the length of its controls' map indices.
+	depth map[string]int
+	// subtree lists, per node, the names of its subtree (itself included).
+	subtree map[string]map[string]bool
+	// errorRouted holds the executables whose `error` control some guard of
+	// the graph reads: their exhausted failures are routed, not held.
+	errorRouted map[string]bool
+}
+
+func indexGraph(g *graph.GraphSpec) (*graphIndex, error) {
+	if g == nil || g.Root == nil {
+		return nil, errf(ErrInvalidGraph, "graph has no root")
+	}
+	ix := &graphIndex{
+		nodes:       map[string]graph.Node{},
+		depth:       map[string]int{},
+		subtree:     map[string]map[string]bool{},
+		errorRouted: map[string]bool{},
+	}
+	var walk func(n graph.Node, depth, level int) error
+	walk = func(n graph.Node, depth, level int) error {
+		if n == nil {
+			return errf(ErrInvalidGraph, "nil node")
+		}
+		if level > graph.MaxGraphDepth {
+			return errf(ErrInvalidGraph, "graph deeper than %d", graph.MaxGraphDepth)
+		}
+		name := n.NodeName()
+		if _, dup := ix.nodes[name]; dup {
+			return errf(ErrInvalidGraph, "duplicate node name %q", name)
+		}
+		ix.nodes[name] = n
+		ix.depth[name] = depth
+		set := map[string]bool{name: true}
+		ix.subtree[name] = set
+		childDepth := depth
+		switch t := n.(type) {
+		case *graph.Step, *graph.Verifier:
+		case *graph.Map:
+			childDepth++
+		case *graph.Par:
+			if t.Join.Kind == graph.JoinFirst && t.Join.When == nil {
+				return errf(ErrInvalidGraph, "par %q: first join without a guard", name)
+			}
+		case *graph.Seq, *graph.Choice, *graph.Loop, *graph.Succeed, *graph.Fail:
+		default:
+			return errf(ErrInvalidGraph, "unknown node kind %T", n)
+		}
+		for _, gd := range graph.Guards(n) {
+			for _, s := range gd.Selectors() {
+				if s.Source == graph.ControlError {
+					ix.errorRouted[s.Name] = true
+				}
+			}
+		}
+		if ch, ok := n.(*graph.Choice); ok {
+			for _, b := range ch.Branches {
+				if b.Node == nil {
+					return errf(ErrInvalidGraph, "choice %q: nil branch", name)
+				}
+			}
+		}
+		for _, c := range graph.Children(n) {
+			if err := walk(c, childDepth, level+1); err != nil {
+				return err
+			}
+			for e := range ix.subtree[c.NodeName()] {
+				set[e] = true
+			}
+		}
+		return nil
+	}
+	if err := walk(g.Root, 0, 1); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// entry is a recorded execution with its canonical input.
+type entry struct {
+	Execution
+	input string
+}
+
+// visit is one visit of an occurrence: its attempts in order and the retry
+// grants that extend its budget.
+type visit struct {
+	entries []*entry
+	grants  uint64
+}
+
+type historyIndex struct {
+	byOcc  map[string][]*visit
+	byID   map[uint64]*entry
+	niOcc  map[string]uint64
+	nextNI uint64
+	nextEx uint64
+}
+
+func idxKey(idx []uint64) string {
+	var b strings.Builder
+	for i, x := range idx {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strconv.FormatUint(x, 10))
+	}
+	return b.String()
+}
+
+func occKey(node string, idx []uint64) string { return node + "\x00" + idxKey(idx) }
+
+func hasPrefix(idx, prefix []uint64) bool {
+	return len(idx) >= len(prefix) && slices.Equal(idx[:len(prefix)], prefix)
+}
+
+var errorCodes = map[string]bool{"timeout": true, "crash": true, "malformed": true, "refusal": true}
+
+// indexHistory runs the §7.3 checks that need no evaluation and groups each
+// occurrence's executions into visits (a new visit starts at attempt 1).
+func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
+	hi := &historyIndex{
+		byOcc: map[string][]*visit{},
+		byID:  map[uint64]*entry{},
+		niOcc: map[string]uint64{},
+	}
+	occOfNI := map[uint64]string{}
+	byOcc := map[string][]*entry{}
+	var maxNI, maxEx uint64
+	for i := range h.Executions {
+		x := h.Executions[i]
+		if x.Execution == 0 || x.NodeInstance == 0 || x.Execution > MaxIdentity || x.NodeInstance > MaxIdentity {
+			return nil, errf(ErrIdentityOutOfRange, "execution %d / node instance %d out of range", x.Execution, x.NodeInstance)
+		}
+		if _, dup := hi.byID[x.Execution]; dup {
+			return nil, errf(ErrInconsistentHistory, "duplicate execution id %d", x.Execution)
+		}
+		if x.DispatchPosition == 0 || x.DispatchPosition > MaxPosition || x.Position > MaxPosition {
+			return nil, errf(ErrIdentityOutOfRange, "execution %d: position out of range", x.Execution)
+		}
+		n, ok := ix.nodes[x.Occurrence.Node]
+		if !ok || (n.NodeKind() != graph.KindStep && n.NodeKind() != graph.KindVerifier) {
+			return nil, errf(ErrInconsistentHistory, "execution %d: %q is not an executable of the graph", x.Execution, x.Occurrence.Node)
+		}
+		if len(x.Occurrence.MapIndices) != ix.depth[x.Occurrence.Node] {
+			return nil, errf(ErrInconsistentHistory, "execution %d: %d map indices for %q at map depth %d", x.Execution, len(x.Occurrence.MapIndices), x.Occurrence.Node, ix.depth[x.Occurrence.Node])
+		}
+		if x.Attempt == 0 {
+			return nil, errf(ErrInconsistentHistory, "execution %d: attempt 0", x.Execution)
+		}
+		switch x.State {
+		case StateActive:
+		case StateSettled:
+			if x.Outcome == nil || x.Position <= x.DispatchPosition {
+				return nil, errf(ErrInconsistentHistory, "execution %d: settled without an outcome after its dispatch", x.Execution)
+			}
+			switch x.Outcome.Status {
+			case OutcomeVerified, OutcomeVerifier:
+			case OutcomeError:
+				if !errorCodes[x.Outcome.Code] {
+					return nil, errf(ErrInconsistentHistory, "execution %d: unknown error code %q", x.Execution, x.Outcome.Code)
+				}
+			default:
+				return nil, errf(ErrInconsistentHistory, "execution %d: unknown outcome status %q", x.Execution, x.Outcome.Status)
+			}
+		case StateVoided:
+			if (x.VoidReason != VoidParallelJoin && x.VoidReason != VoidMapTerminal) || x.Position <= x.DispatchPosition {
+				return nil, errf(ErrInconsistentHistory, "execution %d: bad void", x.Execution)
+			}
+		default:
+			return nil, errf(ErrInconsistentHistory, "execution %d: unknown state %q", x.Execution, x.State)
+		}
+		in, err := parseValue(x.Input)
+		if err != nil {
+			return nil, err
+		}
+		cin, err := canonical(in)
+		if err != nil {
+			return nil, err
+		}
+		ok2 := occKey(x.Occurrence.Node, x.Occurrence.MapIndices)
+		if o, seen := occOfNI[x.NodeInstance]; seen && o != ok2 {
+			return nil, errf(ErrInconsistentHistory, "node instance %d names two occurrences", x.NodeInstance)
+		}
+		if ni, seen := hi.niOcc[ok2]; seen && ni != x.NodeInstance {
+			return nil, errf(ErrInconsistentHistory, "occurrence %s has two node instances", x.Occurrence.Node)
+		}
+		occOfNI[x.NodeInstance] = ok2
+		hi.niOcc[ok2] = x.NodeInstance
+		e := &entry{Execution: x, input: string(cin)}
+		hi.byID[x.Execution] = e
+		byOcc[ok2] = append(byOcc[ok2], e)
+		maxNI = max(maxNI, x.NodeInstance)
+		maxEx = max(maxEx, x.Execution)
+	}
+	hi.nextNI, hi.nextEx = maxNI+1, maxEx+1
+
+	grantOf := map[uint64]*visit{}
+	for ok, es := range byOcc {
+		slices.SortFunc(es, func(a, b *entry) int {
+			return cmp.Or(cmp.Compare(a.DispatchPosition, b.DispatchPosition), cmp.Compare(a.Execution.Execution, b.Execution.Execution))
+		})
+		var vs []*visit
+		for i, e := range es {
+			if i > 0 && es[i-1].DispatchPosition == e.DispatchPosition {
+				return nil, errf(ErrInconsistentHistory, "occurrence %s dispatched twice at position %d", e.Occurrence.Node, e.DispatchPosition)
+			}
+			if e.Attempt == 1 {
+				vs = append(vs, &visit{})
+			} else {
+				if len(vs) == 0 {
+					return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d without attempt 1", e.Execution.Execution, e.Attempt)
+				}
+				cur := vs[len(vs)-1]
+				prev := cur.entries[len(cur.entries)-1]
+				if e.Attempt != prev.Attempt+1 {
+					return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d follows attempt %d", e.Execution.Execution, e.Attempt, prev.Attempt)
+				}
+			}
+			cur := vs[len(vs)-1]
+			if n := len(cur.entries); n > 0 {
+				prev := cur.entries[n-1]
+				if prev.State != StateSettled || prev.Outcome.Status != OutcomeError || prev.Position >= e.DispatchPosition {
+					return nil, errf(ErrInconsistentHistory, "execution %d: re-dispatched although attempt %d did not fail first", e.Execution.Execution, prev.Attempt)
+				}
+			}
+			cur.entries = append(cur.entries, e)
+			grantOf[e.Execution.Execution] = cur
+		}
+		hi.byOcc[ok] = vs
+	}
+	granted := map[uint64]bool{}
+	for _, g := range h.Grants {
+		e, ok := hi.byID[g.Execution]
+		if !ok || e.State != StateSettled || e.Outcome.Status != OutcomeError {
+			return nil, errf(ErrInconsistentHistory, "retry grant names execution %d, which did not fail", g.Execution)
+		}
+		if !granted[g.Execution] {
+			granted[g.Execution] = true
+			grantOf[g.Execution].grants++
+		}
+	}
+	return hi, nil
+}
