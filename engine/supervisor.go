@@ -1,0 +1,430 @@
+// Package engine drives admitted runs: a supervisor reconciles every
+// running run against the pure reducer (engine/reduce), records each
+// dispatch in the ledger before it starts the worker (engine/worker),
+// enforces the node's timeout, honours the lifecycle gate (suspension,
+// drain, force stop), holds a run whose failure no guard routes, and
+// settles every run exactly once. All durable state lives behind the
+// Ledger port (the cluster backend over the store); the supervisor keeps
+// only the in-process handles of the workers it is running.
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/protocol"
+)
+
+// RunRef names one run of one tenant's cluster.
+type RunRef struct {
+	Tenant string
+	RunID  string
+}
+
+// Snapshot is what the supervisor needs to reduce one run.
+type Snapshot struct {
+	Ref  RunRef
+	Spec *graph.GraphSpec
+	Seed json.RawMessage
+	// History is every recorded execution of the run and every retry
+	// grant, with ledger positions.
+	History reduce.History
+	// Dispatch is the run's dispatch state (active, suspended, draining,
+	// force_stopping, stopped).
+	Dispatch string
+	// Held names the execution the run holds on (0: not held).
+	Held uint64
+}
+
+// Ledger is the durable side of the engine. Every method is one
+// transaction; a method that cannot apply (the run moved on, the gate
+// closed, the execution was voided) returns an error wrapping one of the
+// sentinels below and changes nothing.
+type Ledger interface {
+	// Changed is closed after the next commit.
+	Changed() <-chan struct{}
+	// Running lists runs in phase running.
+	Running(ctx context.Context) ([]RunRef, error)
+	// Snapshot reads one run.
+	Snapshot(ctx context.Context, ref RunRef) (*Snapshot, error)
+	// Dispatch records the dispatches (node_begin each) before any starts.
+	Dispatch(ctx context.Context, ref RunRef, ds []Dispatch) error
+	// Settle records an execution's outcome (node_end).
+	Settle(ctx context.Context, ref RunRef, execution uint64, o worker.Outcome) error
+	// Crash settles executions found active with no worker behind them
+	// (after a restart) as crash, with a fault event each.
+	Crash(ctx context.Context, ref RunRef, executions []uint64) error
+	// Void records voided executions (join losers, map terminals).
+	Void(ctx context.Context, ref RunRef, vs []reduce.VoidLoser) error
+	// Hold marks the run held on a failed execution (the retry frontier).
+	Hold(ctx context.Context, ref RunRef, h reduce.Hold) error
+	// Finish settles the run with its terminal result.
+	Finish(ctx context.Context, ref RunRef, t reduce.Terminal) error
+	// Log and Output publish an execution's live output.
+	Log(ref RunRef, execution, level, message string)
+	Output(ref RunRef, execution, text string)
+	// ExecutionStarted/Ended bracket an execution's attach stream.
+	ExecutionStarted(ref RunRef, execution string)
+	ExecutionEnded(ref RunRef, execution string)
+}
+
+// Dispatch is one execution to record and start.
+type Dispatch struct {
+	reduce.Dispatch
+	// Ref is the ExecutionRef clients attach to.
+	Ref string
+}
+
+// Sentinels a Ledger wraps.
+var (
+	// ErrStale: the run is no longer the current running run.
+	ErrStale = errors.New("engine: run is not current")
+	// ErrGateClosed: the lifecycle gate denies new dispatch.
+	ErrGateClosed = errors.New("engine: dispatch gate is closed")
+	// ErrVoided: the execution was voided (e.g. by a force stop).
+	ErrVoided = errors.New("engine: execution was voided")
+)
+
+// ExecutionRef is the reference of the k-th dispatch of node in a run:
+// "<runId>/<node>/<k>". A client derives it from the watch stream by
+// counting node_begin events of that node. When it would exceed 128 bytes
+// the node name is replaced by "#" and the first 16 hex digits of its
+// SHA-256.
+func ExecutionRef(runID, node string, k int) string {
+	ref := runID + "/" + node + "/" + strconv.Itoa(k)
+	if len(ref) <= protocol.MaxExecutionRefBytes {
+		return ref
+	}
+	sum := sha256.Sum256([]byte(node))
+	ref = runID + "/#" + hex.EncodeToString(sum[:8]) + "/" + strconv.Itoa(k)
+	if len(ref) > protocol.MaxExecutionRefBytes {
+		ref = ref[len(ref)-protocol.MaxExecutionRefBytes:]
+	}
+	return ref
+}
+
+// Supervisor drives every running run of a Ledger.
+type Supervisor struct {
+	ledger  Ledger
+	workers *worker.Registry
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	running map[runExec]*execHandle // executions this process runs
+	wg      sync.WaitGroup
+}
+
+type runExec struct {
+	ref  RunRef
+	exec uint64
+}
+
+type execHandle struct {
+	cancel context.CancelFunc
+}
+
+// New returns a supervisor over ledger using workers.
+func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{}}
+}
+
+// Run reconciles until ctx is done, then cancels its workers and waits for
+// them. Executions it leaves active are settled as crash by the next
+// supervisor that starts on the same ledger.
+func (s *Supervisor) Run(ctx context.Context) {
+	defer func() {
+		s.mu.Lock()
+		for _, h := range s.running {
+			h.cancel()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	}()
+	for {
+		changed := s.ledger.Changed()
+		s.reconcileAll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+func (s *Supervisor) reconcileAll(ctx context.Context) {
+	runs, err := s.ledger.Running(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("engine: list running runs", "err", err)
+		}
+		return
+	}
+	live := map[RunRef]bool{}
+	for _, ref := range runs {
+		live[ref] = true
+		if err := s.reconcile(ctx, ref); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
+			s.log.Error("engine: reconcile", "run", ref.RunID, "err", err)
+		}
+	}
+	// Workers of runs that are no longer running (finished, superseded,
+	// force-stopped) are cancelled; their results will be rejected.
+	s.mu.Lock()
+	for k, h := range s.running {
+		if !live[k.ref] {
+			h.cancel()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// reconcile brings one run one step forward.
+func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) error {
+	snap, err := s.ledger.Snapshot(ctx, ref)
+	if err != nil {
+		return err
+	}
+	// Executions the ledger thinks active: ours keep running; others were
+	// orphaned by a previous process and end as crash.
+	var orphans []uint64
+	active := map[uint64]bool{}
+	s.mu.Lock()
+	for _, e := range snap.History.Executions {
+		if e.State != reduce.StateActive {
+			continue
+		}
+		active[e.Execution] = true
+		if _, ok := s.running[runExec{ref, e.Execution}]; !ok {
+			orphans = append(orphans, e.Execution)
+		}
+	}
+	// Cancel workers whose execution the ledger voided (force stop).
+	for k, h := range s.running {
+		if k.ref == ref && !active[k.exec] {
+			h.cancel()
+		}
+	}
+	s.mu.Unlock()
+	if len(orphans) > 0 {
+		return s.ledger.Crash(ctx, ref, orphans)
+	}
+
+	res, err := reduce.Reduce(snap.Spec, snap.Seed, snap.History)
+	if err != nil {
+		if len(active) > 0 {
+			return nil // settle what runs first
+		}
+		s.log.Warn("engine: reducer error ends the run", "run", ref.RunID, "err", err)
+		return s.ledger.Finish(ctx, ref, reduce.Terminal{Status: reduce.TerminalFailed, Reason: reduce.FailureReason(err)})
+	}
+	if vs := res.Voids(); len(vs) > 0 {
+		s.mu.Lock()
+		for _, v := range vs {
+			if h, ok := s.running[runExec{ref, v.Execution}]; ok {
+				h.cancel()
+			}
+		}
+		s.mu.Unlock()
+		return s.ledger.Void(ctx, ref, vs)
+	}
+	if res.Terminal != nil {
+		if len(active) > 0 {
+			return nil
+		}
+		return s.ledger.Finish(ctx, ref, *res.Terminal)
+	}
+	if ds := res.Dispatches(); len(ds) > 0 {
+		if snap.Dispatch != protocol.DispatchActive {
+			return nil // suspended or stopping: the gate holds new work
+		}
+		return s.dispatch(ctx, snap, ds)
+	}
+	if hs := res.Holds(); len(hs) > 0 && len(active) == 0 && snap.Held != hs[0].Execution {
+		return s.ledger.Hold(ctx, ref, hs[0])
+	}
+	return nil
+}
+
+// dispatch records the batch, then starts a worker per execution.
+func (s *Supervisor) dispatch(ctx context.Context, snap *Snapshot, ds []reduce.Dispatch) error {
+	ref := snap.Ref
+	counts := map[string]int{}
+	for _, e := range snap.History.Executions {
+		counts[e.Occurrence.Node]++
+	}
+	batch := make([]Dispatch, len(ds))
+	for i, d := range ds {
+		counts[d.Occurrence.Node]++
+		batch[i] = Dispatch{Dispatch: d, Ref: ExecutionRef(ref.RunID, d.Occurrence.Node, counts[d.Occurrence.Node])}
+	}
+	if err := s.ledger.Dispatch(ctx, ref, batch); err != nil {
+		if errors.Is(err, ErrGateClosed) {
+			return nil
+		}
+		return err
+	}
+	for _, d := range batch {
+		s.start(ctx, snap, d)
+	}
+	return nil
+}
+
+// start runs one execution's worker in its own goroutine.
+func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
+	ref := snap.Ref
+	node := findNode(snap.Spec, d.Occurrence.Node)
+	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
+	wctx, cancel := context.WithCancel(ctx)
+	key := runExec{ref, d.Execution}
+	s.mu.Lock()
+	s.running[key] = &execHandle{cancel: cancel}
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		s.ledger.ExecutionStarted(ref, d.Ref)
+		outcome := s.execute(wctx, ref, d, node, timeout)
+		s.ledger.ExecutionEnded(ref, d.Ref)
+		cancelled := wctx.Err() != nil && ctx.Err() == nil && !outcome.timedOut
+		if ctx.Err() != nil || cancelled {
+			// Shutdown or a void: the ledger already decided (or the
+			// next process will settle it as crash).
+			s.forget(key)
+			return
+		}
+		err := s.ledger.Settle(context.WithoutCancel(ctx), ref, d.Execution, outcome.Outcome)
+		s.forget(key)
+		if err != nil && !errors.Is(err, ErrVoided) && !errors.Is(err, ErrStale) {
+			s.log.Error("engine: settle", "run", ref.RunID, "execution", d.Ref, "err", err)
+		}
+	}()
+}
+
+func (s *Supervisor) forget(key runExec) {
+	s.mu.Lock()
+	delete(s.running, key)
+	s.mu.Unlock()
+}
+
+type result struct {
+	worker.Outcome
+	timedOut bool
+}
+
+// execute runs the worker under the node's timeout and checks its outcome
+// against the node's declared contract.
+func (s *Supervisor) execute(ctx context.Context, ref RunRef, d Dispatch, node graph.Node, timeout time.Duration) result {
+	w, ok := s.workers.Lookup(d.Worker)
+	if !ok {
+		s.ledger.Log(ref, d.Ref, "error", "no worker is registered as "+d.Worker)
+		return result{Outcome: worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)}
+	}
+	tctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	ex := worker.Execution{
+		Ref: d.Ref, Node: d.Occurrence.Node, Attempt: int64(d.Attempt), Input: d.Input,
+		Sinks: worker.Sinks{
+			Log:    func(level, msg string) { s.ledger.Log(ref, d.Ref, level, msg) },
+			Output: func(text string) { s.ledger.Output(ref, d.Ref, text) },
+		},
+	}
+	o := w.Run(tctx, ex)
+	if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return result{Outcome: worker.Failed(worker.CodeTimeout, worker.ReasonDeclaredFailure), timedOut: true}
+	}
+	return result{Outcome: checkOutcome(o, node)}
+}
+
+// checkOutcome enforces the node's contract: a step's output must match
+// its declared output type; a verifier must label every declared signal
+// field with a declared label and match output and diagnostic types.
+// Anything else is malformed.
+func checkOutcome(o worker.Outcome, node graph.Node) worker.Outcome {
+	malformed := worker.Failed(worker.CodeMalformed, worker.ReasonMalformedResult)
+	if o.IsError() {
+		return o
+	}
+	switch n := node.(type) {
+	case *graph.Step:
+		if o.Status != "verified" || n.Output.Validate(orNull(o.Output)) != nil {
+			return malformed
+		}
+	case *graph.Verifier:
+		if o.Status != "verifier" || n.Output.Validate(orNull(o.Output)) != nil || n.Diagnostic.Validate(orNull(o.Diagnostic)) != nil {
+			return malformed
+		}
+		for field, labels := range n.Signals {
+			got, ok := o.Signals[field]
+			if !ok || !containsLabel(labels, got) {
+				return malformed
+			}
+		}
+		for field := range o.Signals {
+			if _, ok := n.Signals[field]; !ok {
+				return malformed
+			}
+		}
+	default:
+		return malformed
+	}
+	return o
+}
+
+func containsLabel(labels []string, l string) bool {
+	for _, x := range labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// findNode returns the executable named name.
+func findNode(g *graph.GraphSpec, name string) graph.Node {
+	var found graph.Node
+	graph.Walk(g, func(n graph.Node, _ graph.Path, _ int) bool {
+		if found != nil {
+			return false
+		}
+		switch x := n.(type) {
+		case *graph.Step:
+			if x.Name == name {
+				found = n
+			}
+		case *graph.Verifier:
+			if x.Name == name {
+				found = n
+			}
+		}
+		return found == nil
+	})
+	return found
+}
+
+// String describes a run reference.
+func (r RunRef) String() string { return fmt.Sprintf("%s/%s", r.Tenant, r.RunID) }
