@@ -358,3 +358,14 @@ func (h *intHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// StructuralChecks returns the per-node structural diagnostics alone
+// (duplicate names, profile and quorum shape, depth/node/guard/attempt/
+// iteration/item ceilings), sorted per §5.8, without the reference-cycle
+// and fold diagnostics of ComputeBounds. The flow-analysing verifier runs
+// its analysis only when this is empty.
+func StructuralChecks(g *GraphSpec) []Diagnostic {
+	ds := structuralDiagnostics(g)
+	SortDiagnostics(ds)
+	return ds
+}

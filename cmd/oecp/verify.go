@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/verifier"
+)
+
+func init() {
+	register("verify", "verify a graph or a worker descriptor offline", runVerify)
+}
+
+func runVerify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	graphFile := fs.String("graph", "", "GraphSpec JSON file to verify")
+	registryFile := fs.String("registry", "", "worker registry table (registry.json layout); default: the built-in workers")
+	workerFile := fs.String("worker", "", "worker descriptor JSON file to validate")
+	asJSON := fs.Bool("json", false, "print exactly one JSON document")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: oecp verify --graph FILE [--registry FILE] [--json]")
+		fmt.Fprintln(stderr, "       oecp verify --worker FILE [--json]")
+		fmt.Fprintln(stderr, "exit status: 0 verified/valid, 1 rejected/invalid, 2 unreadable input or bad usage")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 || (*graphFile == "") == (*workerFile == "") || (*workerFile != "" && *registryFile != "") {
+		fs.Usage()
+		return exitUsage
+	}
+	if *workerFile != "" {
+		return verifyWorker(*workerFile, *asJSON, stdout, stderr)
+	}
+	return verifyGraph(*graphFile, *registryFile, *asJSON, stdout, stderr)
+}
+
+func verifyGraph(graphFile, registryFile string, asJSON bool, stdout, stderr io.Writer) int {
+	data, err := os.ReadFile(graphFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "oecp verify: cannot read graph %s: %v\n", graphFile, err)
+		return exitUsage
+	}
+	g, err := graph.Decode(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "oecp verify: %s is not a valid GraphSpec: %v\n", graphFile, err)
+		return exitUsage
+	}
+	var reg verifier.Registry = verifier.BuiltinRegistry{}
+	if registryFile != "" {
+		rdata, err := os.ReadFile(registryFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "oecp verify: cannot read registry %s: %v\n", registryFile, err)
+			return exitUsage
+		}
+		sr, err := verifier.LoadStaticRegistry(rdata)
+		if err != nil {
+			fmt.Fprintf(stderr, "oecp verify: %s is not a valid registry: %v\n", registryFile, err)
+			return exitUsage
+		}
+		reg = sr
+	}
+	res := verifier.New(reg).Verify(g)
+	if asJSON {
+		out, err := json.Marshal(res)
+		if err != nil {
+			fmt.Fprintf(stderr, "oecp verify: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "%s\n", out)
+	} else {
+		writeReport(stdout, graphFile, res)
+	}
+	if res.OK() {
+		return exitOK
+	}
+	return exitError
+}
+
+func formatPath(p graph.Path) string {
+	var b strings.Builder
+	for _, s := range p {
+		switch s.Kind {
+		case graph.SegmentIndex:
+			fmt.Fprintf(&b, "[%d]", s.Index)
+		case graph.SegmentNode:
+			fmt.Fprintf(&b, "<%s>", s.Name)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.Name)
+		}
+	}
+	return b.String()
+}
+
+func writeReport(w io.Writer, file string, res verifier.Result) {
+	if res.OK() {
+		b := res.Bounds
+		fmt.Fprintf(w, "%s: verified\n", file)
+		if b != nil {
+			fmt.Fprintf(w, "  termination:        %s\n", b.Termination.Kind)
+			fmt.Fprintf(w, "  maxNodeExecutions:  %d\n", b.MaxNodeExecutions)
+			fmt.Fprintf(w, "  peakConcurrency:    %d\n", b.PeakConcurrency)
+			fmt.Fprintf(w, "  executables:        %d\n", len(b.AttemptsPerNode))
+		}
+		return
+	}
+	fmt.Fprintf(w, "%s: rejected (%d diagnostic(s))\n", file, len(res.Diagnostics))
+	for _, d := range res.Diagnostics {
+		fmt.Fprintf(w, "  %s %s at %s: %s", d.Severity, d.Code, formatPath(d.Path), d.Message)
+		if len(d.RelatedNodes) > 0 {
+			fmt.Fprintf(w, " (nodes: %s)", strings.Join(d.RelatedNodes, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func verifyWorker(file string, asJSON bool, stdout, stderr io.Writer) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "oecp verify: cannot read worker descriptor %s: %v\n", file, err)
+		return exitUsage
+	}
+	if !json.Valid(data) {
+		fmt.Fprintf(stderr, "oecp verify: %s is not valid JSON\n", file)
+		return exitUsage
+	}
+	d, err := verifier.ParseDescriptor(data)
+	if err == nil {
+		err = d.Validate()
+	}
+	var de *verifier.DescriptorError
+	if err != nil && !errors.As(err, &de) {
+		de = &verifier.DescriptorError{Code: verifier.CodeMalformedDescriptor, Reason: err.Error()}
+	}
+	if asJSON {
+		type report struct {
+			Valid  bool   `json:"valid"`
+			Worker string `json:"worker,omitempty"`
+			Code   string `json:"code,omitempty"`
+			Reason string `json:"reason,omitempty"`
+		}
+		r := report{Valid: de == nil}
+		if d != nil {
+			r.Worker = d.Worker
+		}
+		if de != nil {
+			r.Code, r.Reason = string(de.Code), de.Reason
+		}
+		out, _ := json.Marshal(r)
+		fmt.Fprintf(stdout, "%s\n", out)
+	} else if de == nil {
+		fmt.Fprintf(stdout, "%s: valid worker descriptor %s\n", file, d.Worker)
+	} else {
+		fmt.Fprintf(stdout, "%s: invalid worker descriptor: %s (%s)\n", file, de.Reason, de.Code)
+	}
+	if de != nil {
+		return exitError
+	}
+	return exitOK
+}
