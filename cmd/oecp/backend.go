@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/store"
 )
 
 // backendConfig selects and configures the cluster backend of `oecp serve`.
@@ -56,7 +59,33 @@ func (b *backendConfig) validate() error {
 }
 
 // newBackend builds the configured backend and a function that releases it.
+//
+//   - fixture: the reference-compatible in-memory cluster (run-N, cursor-N,
+//     sub-N; structural verifier; advertises [], false, false).
+//   - default: the same cluster with the structural verifier, advertising
+//     both graph profiles and the hook-fed logs and agent/attach streams.
+//     Its ledger is in memory until the SQLite store lands (--store sqlite
+//     is refused explicitly rather than silently not persisting).
 func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), error) {
-	_ = log
-	return server.EmptyBackend{}, func() {}, nil
+	tenancy := cluster.Isolated
+	if cfg.tenancy == "shared" {
+		tenancy = cluster.Shared
+	}
+	if cfg.kind == "fixture" {
+		b := cluster.NewFixture(tenancy)
+		return b, func() { _ = b.Close() }, nil
+	}
+	if cfg.store == "sqlite" {
+		return nil, nil, errors.New("--store sqlite is not available yet: use --store memory")
+	}
+	b := cluster.New(cluster.Config{
+		Store:         store.NewMemory(),
+		Verifier:      cluster.StructuralVerifier{},
+		Tenancy:       tenancy,
+		GraphProfiles: []string{protocol.ProfileFull, protocol.ProfileSingleWorker},
+		Logs:          true,
+		AgentAttach:   true,
+		Log:           log,
+	})
+	return b, func() { _ = b.Close() }, nil
 }

@@ -1,6 +1,9 @@
 package conformance
 
-import "github.com/oecp/oecp/server"
+import (
+	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/server"
+)
 
 // fixtureBackend is a fresh `--backend fixture` instance.
-func fixtureBackend() server.Backend { return server.EmptyBackend{} }
+func fixtureBackend() server.Backend { return cluster.NewFixture(cluster.Isolated) }

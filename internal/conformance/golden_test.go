@@ -89,3 +89,15 @@ func replayEverywhere(t *testing.T, sessions []session, newBackend func() server
 func TestHandshakeGoldens(t *testing.T) {
 	replayEverywhere(t, handshakeSessions, fixtureBackend, "--backend", "fixture")
 }
+
+// admissionSessions need the fixture backend's approving verifier and its
+// run-N / cursor-N minting.
+var admissionSessions = []session{
+	{"admission-lifecycle.ndjson", "admission-errors.ndjson"},
+	{"lifecycle-resubmit.ndjson"},
+	{"lifecycle-delete.ndjson"},
+}
+
+func TestAdmissionGoldens(t *testing.T) {
+	replayEverywhere(t, admissionSessions, fixtureBackend, "--backend", "fixture")
+}

@@ -1,0 +1,361 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/store"
+)
+
+// Tenancy says how connection identities map to clusters.
+type Tenancy int
+
+const (
+	// Isolated gives every tenant of the connection identity its own
+	// cluster (--tenancy isolated, the default).
+	Isolated Tenancy = iota
+	// Shared serves one cluster to every identity (--tenancy shared).
+	Shared
+)
+
+// sharedTenant is the store tenant key of the one cluster in Shared mode.
+const sharedTenant = "*shared*"
+
+// Config configures a Backend. Zero values mean the defaults.
+type Config struct {
+	// Store is the ledger (default store.NewMemory()).
+	Store store.Store
+	// Verifier admits graphs (default StructuralVerifier).
+	Verifier Verifier
+	Tenancy  Tenancy
+	// GraphProfiles are advertised by initialize (nil advertises []).
+	GraphProfiles []string
+	// Logs and AgentAttach serve (and advertise) the logs and agent/attach
+	// subscriptions, fed by PublishLog and PublishAttach. When false the
+	// methods answer INVALID_PHASE "Backend does not support ...".
+	Logs        bool
+	AgentAttach bool
+	// QueueCapacity is the undelivered backlog at which one subscription
+	// is closed with SLOW_CONSUMER (default 1024).
+	QueueCapacity int
+	Log           *slog.Logger
+}
+
+// Backend is the v1 cluster backend: it implements server.Backend over a
+// store.Store and a Verifier, and exposes the in-process lifecycle API an
+// execution engine drives (engine.go). It is safe for concurrent use.
+type Backend struct {
+	server.Unsupported // the native-v2 run/* methods are not served
+
+	store    store.Store
+	verifier Verifier
+	cfg      Config
+
+	subSeq atomic.Uint64 // sub-N, shared by watch, logs and agent/attach
+	live   *liveHub
+
+	leaseMu   sync.Mutex
+	leaseDone map[string]chan struct{} // tenant/leaseID -> closed when voided or settled
+}
+
+// Compile-time checks of the ports.
+var (
+	_ server.Backend = (*Backend)(nil)
+	_ Admission      = (*Backend)(nil)
+	_ Lifecycle      = (*Backend)(nil)
+	_ Observation    = (*Backend)(nil)
+	_ Engine         = (*Backend)(nil)
+)
+
+// New builds a backend.
+func New(cfg Config) *Backend {
+	if cfg.Store == nil {
+		cfg.Store = store.NewMemory()
+	}
+	if cfg.Verifier == nil {
+		cfg.Verifier = StructuralVerifier{}
+	}
+	if cfg.QueueCapacity <= 0 {
+		cfg.QueueCapacity = protocol.SubscriptionQueueCapacity
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Backend{
+		store:     cfg.Store,
+		verifier:  cfg.Verifier,
+		cfg:       cfg,
+		live:      newLiveHub(cfg.QueueCapacity),
+		leaseDone: map[string]chan struct{}{},
+	}
+}
+
+// NewFixture is `--backend fixture`: the reference testkit's behaviour. It
+// keeps everything in memory, mints run-N, cursor-N and sub-N from
+// backend-wide counters, admits with the structural verifier and
+// advertises graphProfiles [], logs false, agentAttach false, so that the
+// goldens replay byte for byte.
+func NewFixture(t Tenancy) *Backend {
+	return New(Config{Store: store.NewMemory(), Verifier: StructuralVerifier{}, Tenancy: t})
+}
+
+// NewDefault is the default backend until the registry-backed verifier
+// and the engine land: the same cluster over st with the structural
+// verifier, advertising both graph profiles and the hook-fed logs and
+// agent/attach subscriptions.
+func NewDefault(st store.Store, t Tenancy) *Backend {
+	return New(Config{
+		Store:         st,
+		Verifier:      StructuralVerifier{},
+		Tenancy:       t,
+		GraphProfiles: []string{protocol.ProfileFull, protocol.ProfileSingleWorker},
+		Logs:          true,
+		AgentAttach:   true,
+	})
+}
+
+// Store returns the backend's ledger.
+func (b *Backend) Store() store.Store { return b.store }
+
+// Close releases the store.
+func (b *Backend) Close() error { return b.store.Close() }
+
+// tenant maps a caller to its store tenant key.
+func (b *Backend) tenant(ctx context.Context) string {
+	return b.TenantKey(identity.From(ctx).Tenant)
+}
+
+// TenantKey is the store key of a connection tenant's cluster: the tenant
+// itself when isolated, one shared key when shared. Engine calls take the
+// connection tenant and map it the same way.
+func (b *Backend) TenantKey(tenant string) string {
+	if b.cfg.Tenancy == Shared {
+		return sharedTenant
+	}
+	return "t:" + tenant
+}
+
+func (b *Backend) nextSubscription() string {
+	return "sub-" + strconv.FormatUint(b.subSeq.Add(1), 10)
+}
+
+// view reads a tenant's state in one snapshot.
+func (b *Backend) view(ctx context.Context, tenant string) (*state, error) {
+	var st *state
+	err := b.store.View(ctx, func(tx store.ReadTx) error {
+		var err error
+		st, _, err = load(tx, tenant)
+		return err
+	})
+	return st, b.wire(err)
+}
+
+// wire maps an internal error to its wire error: protocol errors pass,
+// cancellation is CANCELLED, anything else is an internal error.
+func (b *Backend) wire(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errCancelled()
+	}
+	b.cfg.Log.Error("cluster backend failure", "err", err)
+	return fmt.Errorf("cluster: %w", err)
+}
+
+func errCancelled() *protocol.Error {
+	return protocol.AppError(protocol.Cancelled, protocol.MsgCancelled, nil)
+}
+
+func errIdempotencyReuse() *protocol.Error {
+	return protocol.AppError(protocol.IdempotencyReuse, protocol.MsgIdempotencyReuse, nil)
+}
+
+func errGeneration(st *state) *protocol.Error {
+	return protocol.AppError(protocol.GenerationConflict, protocol.MsgGenerationCAS, map[string]any{"currentGeneration": st.generation()})
+}
+
+func errRun(st *state) *protocol.Error {
+	return protocol.AppError(protocol.RunConflict, protocol.MsgRunCAS, map[string]any{"currentRunId": st.runID()})
+}
+
+func errDispatch(ds string) *protocol.Error {
+	return protocol.AppError(protocol.InvalidPhase, protocol.MsgDispatchDenied, map[string]any{"dispatchState": ds})
+}
+
+func errNoFrontier(reason string) *protocol.Error {
+	return protocol.AppError(protocol.NoRetryableFrontier, protocol.MsgNoFrontier, map[string]any{"reason": reason})
+}
+
+// checkGeneration is the exact generation CAS: 0 asserts "no generation".
+func checkGeneration(st *state, want int64) error {
+	if st.Generation != want {
+		return errGeneration(st)
+	}
+	return nil
+}
+
+// checkRun is the run CAS: nil asserts "no current run".
+func checkRun(st *state, want *string) error {
+	if (want == nil) != (st.RunID == "") || (want != nil && *want != st.RunID) {
+		return errRun(st)
+	}
+	return nil
+}
+
+// replay looks up an idempotency key inside a transaction. It returns the
+// stored result (hit) when the fingerprint matches, IDEMPOTENCY_REUSE when
+// it does not, and (nil, nil) when the key is unused.
+func replay(tx store.ReadTx, tenant, key, fp string) ([]byte, error) {
+	r, ok, err := tx.Idempotency(tenant, key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if r.Fingerprint != fp {
+		return nil, errIdempotencyReuse()
+	}
+	return r.Result, nil
+}
+
+// record stores a receipt under key; result must not be deduped.
+func record(tx store.Tx, tenant, key, fp string, result any) error {
+	data, err := json.Marshal(result)
+	if err != nil {
+		return err
+	}
+	return tx.PutIdempotency(tenant, key, store.Receipt{Fingerprint: fp, Result: data})
+}
+
+// fingerprint is the method-qualified idempotency fingerprint of params
+// (a map in which absence and presence are already decided).
+func fingerprint(method string, params map[string]any) (string, error) {
+	return graph.Fingerprint(method, params)
+}
+
+// appendRecord appends one event to the current run: build is called with
+// st already advanced to the new cursor, so the status it embeds carries
+// the event's own cursor (§8.2).
+func appendRecord(tx store.Tx, tenant string, st *state, build func(st *state) protocol.WatchEvent) error {
+	_, err := tx.AppendEvent(tenant, st.RunID, func(seq uint64) ([]byte, error) {
+		st.Cursor = seq
+		return encodeEvent(st.RunID, seq, build(st))
+	})
+	return err
+}
+
+// encodeEvent is the shared notification tail of one watch event: the
+// members after "subscriptionId" (server.Notification.Rest). It is encoded
+// once, at commit, and stored with the event.
+func encodeEvent(runID string, seq uint64, ev protocol.WatchEvent) ([]byte, error) {
+	body, err := protocol.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(body)+len(runID)+48)
+	b = append(b, `,"runId":`...)
+	b = protocol.AppendString(b, runID)
+	b = append(b, `,"cursor":`...)
+	b = protocol.AppendString(b, cursorString(seq))
+	b = append(b, `,"event":`...)
+	return append(b, body...), nil
+}
+
+func phaseEvent(st *state) protocol.WatchEvent {
+	s := st.status()
+	return protocol.WatchEvent{Type: protocol.EventPhase, Status: &s}
+}
+
+func bookmarkEvent(*state) protocol.WatchEvent {
+	return protocol.WatchEvent{Type: protocol.EventBookmark}
+}
+
+// Initialize advertises the configured capabilities and the caller's
+// cluster status.
+func (b *Backend) Initialize(ctx context.Context) (*protocol.InitializeResult, error) {
+	st, err := b.view(ctx, b.tenant(ctx))
+	if err != nil {
+		return nil, err
+	}
+	profiles := b.cfg.GraphProfiles
+	if profiles == nil {
+		profiles = []string{}
+	}
+	return &protocol.InitializeResult{
+		ProtocolVersion: protocol.Version,
+		Capabilities:    protocol.Capabilities{GraphProfiles: profiles, Logs: b.cfg.Logs, AgentAttach: b.cfg.AgentAttach},
+		Status:          st.status(),
+	}, nil
+}
+
+// Get reads the caller's cluster from one snapshot.
+func (b *Backend) Get(ctx context.Context, p protocol.GetParams) (*protocol.GetResult, error) {
+	st, err := b.view(ctx, b.tenant(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if p.AtCursor != nil {
+		cur := st.cursor()
+		if cur == nil || *cur != *p.AtCursor {
+			return nil, protocol.AppError(protocol.InvalidPhase, protocol.MsgCursorUnavailable, map[string]any{"currentCursor": cur})
+		}
+	}
+	spec := json.RawMessage("null")
+	if len(st.Spec) > 0 {
+		spec = st.Spec
+	}
+	return &protocol.GetResult{Spec: spec, Status: st.status(), AtCursor: st.cursor()}, nil
+}
+
+// Plan verifies a graph; it never reads or writes cluster state.
+func (b *Backend) Plan(ctx context.Context, p protocol.PlanParams) (*protocol.PlanResult, error) {
+	g, err := graph.Decode(p.Graph)
+	if err != nil {
+		return nil, protocol.SchemaError()
+	}
+	v, err := b.verify(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	diags, err := json.Marshal(v.Diagnostics)
+	if err != nil {
+		return nil, err
+	}
+	res := &protocol.PlanResult{OK: v.OK, Diagnostics: diags}
+	if v.OK {
+		if res.Bounds, err = v.Bounds.MarshalJSON(); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// verify runs the verifier port; an internal failure is redacted.
+func (b *Backend) verify(ctx context.Context, g *graph.GraphSpec) (Verdict, error) {
+	v, err := b.verifier.Verify(ctx, g)
+	if err != nil {
+		b.cfg.Log.Error("graph verifier failed", "err", err)
+		return Verdict{}, protocol.Internal("")
+	}
+	if v.Diagnostics == nil {
+		v.Diagnostics = []graph.Diagnostic{}
+	}
+	if v.OK && v.Bounds == nil {
+		b.cfg.Log.Error("graph verifier approved without bounds")
+		return Verdict{}, protocol.Internal("")
+	}
+	return v, nil
+}

@@ -1,0 +1,350 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+)
+
+// mutate runs one lifecycle mutation: replay, then fn on the loaded state,
+// then (if fn did not fail) the state and the receipt are written in the
+// same transaction. fn returns the fresh result; a replay returns the
+// stored one marked deduped.
+func mutate[T any](ctx context.Context, b *Backend, key, fp string, mark func(*T), fn func(tx store.Tx, tenant string, st *state) (*T, error)) (*T, error) {
+	tenant := b.tenant(ctx)
+	var res *T
+	err := b.store.Update(ctx, func(tx store.Tx) error {
+		res = nil
+		hit, err := replay(tx, tenant, key, fp)
+		if err != nil {
+			return err
+		}
+		if hit != nil {
+			res, err = dedupe(hit, mark)
+			return err
+		}
+		st, version, err := load(tx, tenant)
+		if err != nil {
+			return err
+		}
+		r, err := fn(tx, tenant, st)
+		if err != nil {
+			return err
+		}
+		if err := save(tx, tenant, st, version); err != nil {
+			return err
+		}
+		res = r
+		return record(tx, tenant, key, fp, r)
+	})
+	if err != nil {
+		return nil, b.wire(err)
+	}
+	return res, nil
+}
+
+// Update changes labels, log level or the dispatch gate of the running
+// run. Order: replay, generation CAS, phase (running, dispatch active or
+// suspended), then one phase record.
+func (b *Backend) Update(ctx context.Context, p protocol.UpdateParams) (*protocol.UpdateResult, error) {
+	m := map[string]any{"ifGeneration": p.IfGeneration}
+	if p.HasLabels {
+		m["labels"] = p.Labels
+	}
+	if p.LogLevel != nil {
+		m["logLevel"] = *p.LogLevel
+	}
+	if p.Suspended != nil {
+		m["suspended"] = *p.Suspended
+	}
+	fp, err := fingerprint(protocol.MethodUpdate, m)
+	if err != nil {
+		return nil, b.wire(err)
+	}
+	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.UpdateResult) { r.Deduped = true },
+		func(tx store.Tx, tenant string, st *state) (*protocol.UpdateResult, error) {
+			if err := checkGeneration(st, p.IfGeneration); err != nil {
+				return nil, err
+			}
+			// Deliberate difference: the reference answers an internal
+			// error on an empty cluster (COMPAT.md).
+			if st.Phase != protocol.PhaseRunning || (st.Op.Dispatch != protocol.DispatchActive && st.Op.Dispatch != protocol.DispatchSuspended) {
+				return nil, protocol.PhaseError(st.Phase)
+			}
+			if p.HasLabels {
+				st.Op.Labels = maps.Clone(p.Labels)
+			}
+			if p.LogLevel != nil {
+				st.Op.LogLevel = *p.LogLevel
+			}
+			if p.Suspended != nil {
+				st.Op.Dispatch = protocol.DispatchActive
+				if *p.Suspended {
+					st.Op.Dispatch = protocol.DispatchSuspended
+				}
+			}
+			if err := appendRecord(tx, tenant, st, phaseEvent); err != nil {
+				return nil, err
+			}
+			return &protocol.UpdateResult{
+				Generation: st.Generation, RunID: st.RunID, Phase: st.Phase,
+				Operational: st.operational(), AtCursor: cursorString(st.Cursor),
+			}, nil
+		})
+}
+
+// Stop stops the running run. Order: replay, generation CAS, phase
+// running (and not already force-stopping), then a stop-requested phase
+// record and the settlement: drain without leases and force finish at
+// once (force voids every lease first, one bookmark each); drain with
+// leases finishes when the last lease settles.
+func (b *Backend) Stop(ctx context.Context, p protocol.StopParams) (*protocol.StopResult, error) {
+	fp, err := fingerprint(protocol.MethodStop, map[string]any{"mode": p.Mode, "ifGeneration": p.IfGeneration})
+	if err != nil {
+		return nil, b.wire(err)
+	}
+	var voided []string
+	res, err := mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.StopResult) { r.Deduped = true },
+		func(tx store.Tx, tenant string, st *state) (*protocol.StopResult, error) {
+			voided = nil
+			if err := checkGeneration(st, p.IfGeneration); err != nil {
+				return nil, err
+			}
+			if st.Phase != protocol.PhaseRunning || st.Op.Dispatch == protocol.DispatchForceStopping || st.Op.Dispatch == protocol.DispatchStopped {
+				return nil, protocol.PhaseError(st.Phase)
+			}
+			effective := p.Mode
+			if st.Op.StopMode == "force" {
+				effective = "force" // drain never weakens force
+			}
+			st.Op.StopMode = effective
+			st.Op.Dispatch = protocol.DispatchDraining
+			if effective == "force" {
+				st.Op.Dispatch = protocol.DispatchForceStopping
+			}
+			if err := appendRecord(tx, tenant, st, phaseEvent); err != nil {
+				return nil, err
+			}
+			if effective == "force" {
+				for len(st.Leases) > 0 {
+					voided = append(voided, st.Leases[0].ID)
+					st.Leases = st.Leases[1:]
+					if err := appendRecord(tx, tenant, st, bookmarkEvent); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if len(st.Leases) == 0 {
+				if err := finish(tx, tenant, st); err != nil {
+					return nil, err
+				}
+			}
+			return &protocol.StopResult{
+				Generation: st.Generation, RunID: st.RunID, Phase: st.Phase,
+				AcceptedMode: p.Mode, EffectiveMode: effective,
+				Operational: st.operational(), AtCursor: cursorString(st.Cursor),
+			}, nil
+		})
+	if err == nil {
+		for _, id := range voided {
+			b.settleLease(b.tenant(ctx), id)
+		}
+	}
+	return res, err
+}
+
+// finish appends the run's single finished record.
+func finish(tx store.Tx, tenant string, st *state) error {
+	st.Phase = protocol.PhaseFinished
+	st.Op.Dispatch = protocol.DispatchStopped
+	st.Leases = nil
+	st.Frontier = ""
+	st.PendingRetry = ""
+	return appendRecord(tx, tenant, st, func(st *state) protocol.WatchEvent {
+		s := st.status()
+		return protocol.WatchEvent{Type: protocol.EventFinished, FinalStatus: &s, StopMode: st.Op.StopMode}
+	})
+}
+
+// Retry reserves a retry turn for the latest retryable failed frontier.
+// Order: replay, generation CAS, phase (finished is rejected), dispatch
+// state (must be active; empty and deleting count as stopped), leases
+// (active), a reserved retry (consumed), no frontier (history reason).
+func (b *Backend) Retry(ctx context.Context, p protocol.RetryParams) (*protocol.RetryResult, error) {
+	fp, err := fingerprint(protocol.MethodRetry, map[string]any{"ifGeneration": p.IfGeneration})
+	if err != nil {
+		return nil, b.wire(err)
+	}
+	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.RetryResult) { r.Deduped = true },
+		func(tx store.Tx, tenant string, st *state) (*protocol.RetryResult, error) {
+			if err := checkGeneration(st, p.IfGeneration); err != nil {
+				return nil, err
+			}
+			if st.Phase == protocol.PhaseFinished {
+				return nil, protocol.PhaseError(st.Phase)
+			}
+			if ds := st.dispatchState(); ds != protocol.DispatchActive {
+				return nil, errDispatch(ds)
+			}
+			switch {
+			case len(st.Leases) > 0:
+				return nil, errNoFrontier(reasonActive)
+			case st.PendingRetry != "":
+				return nil, errNoFrontier(reasonConsumed)
+			case st.Frontier == "":
+				reason := st.History
+				if reason == "" {
+					reason = reasonExhausted
+				}
+				return nil, errNoFrontier(reason)
+			}
+			retried := st.Frontier
+			var turn string
+			for {
+				st.RetrySeq++
+				turn = "retry-" + strconv.FormatUint(st.RetrySeq, 10)
+				if !slices.Contains(st.Turns, turn) {
+					break
+				}
+			}
+			st.Turns = append(st.Turns, turn)
+			st.Frontier = ""
+			st.History = reasonConsumed
+			st.PendingRetry = turn
+			if err := appendRecord(tx, tenant, st, bookmarkEvent); err != nil {
+				return nil, err
+			}
+			return &protocol.RetryResult{
+				Generation: st.Generation, RunID: st.RunID, Phase: st.Phase,
+				RetriedTurnID: retried, RetryTurnID: turn,
+				Operational: st.operational(), AtCursor: cursorString(st.Cursor),
+			}, nil
+		})
+}
+
+// Resubmit starts a new run of the finished graph at the same generation.
+// Order: cancellation, replay, generation CAS, run CAS, phase finished,
+// input (replacementInput validated against initialInput, else the prior
+// run's seed), cancellation, commit.
+func (b *Backend) Resubmit(ctx context.Context, p protocol.ResubmitParams) (*protocol.ResubmitResult, error) {
+	if ctx.Err() != nil {
+		return nil, errCancelled()
+	}
+	m := map[string]any{"ifGeneration": p.IfGeneration, "ifRunId": p.IfRunID}
+	if p.HasReplacement {
+		m["replacementInput"] = json.RawMessage(valueBytes(p.ReplacementInput))
+	}
+	fp, err := fingerprint(protocol.MethodResubmit, m)
+	if err != nil {
+		return nil, b.wire(err)
+	}
+	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.ResubmitResult) { r.Deduped = true },
+		func(tx store.Tx, tenant string, st *state) (*protocol.ResubmitResult, error) {
+			if err := checkGeneration(st, p.IfGeneration); err != nil {
+				return nil, err
+			}
+			if err := checkRun(st, &p.IfRunID); err != nil {
+				return nil, err
+			}
+			if st.Phase != protocol.PhaseFinished {
+				return nil, protocol.PhaseError(st.Phase)
+			}
+			var seed []byte
+			if p.HasReplacement {
+				g, err := graph.Decode(st.Spec)
+				if err != nil {
+					return nil, err
+				}
+				seed = valueBytes(p.ReplacementInput)
+				if err := g.InitialInput.Validate(seed); err != nil {
+					return nil, protocol.SchemaReason(err.Error())
+				}
+			} else {
+				prior, ok, err := tx.Run(tenant, st.RunID)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					return nil, errRun(st)
+				}
+				seed = prior.Seed
+			}
+			if ctx.Err() != nil {
+				return nil, errCancelled()
+			}
+			prior := st.RunID
+			if err := b.startRun(tx, tenant, st, st.Spec, st.Identity, st.Generation, seed); err != nil {
+				return nil, err
+			}
+			return &protocol.ResubmitResult{
+				Generation: st.Generation, PriorRunID: prior, RunID: st.RunID, Phase: st.Phase,
+				Operational: st.operational(), AtCursor: cursorString(st.Cursor),
+			}, nil
+		})
+}
+
+// Delete empties a finished cluster (tombstoning its runs' history) or
+// holds it in deleting until cleanup is confirmed; on an empty cluster it
+// is a no-op receipt. Order: cancellation, replay, generation CAS, run
+// CAS, phase (empty or finished), cancellation, outcome. It appends no
+// event.
+func (b *Backend) Delete(ctx context.Context, p protocol.DeleteParams) (*protocol.DeleteResult, error) {
+	if ctx.Err() != nil {
+		return nil, errCancelled()
+	}
+	m := map[string]any{"ifGeneration": p.IfGeneration, "ifRunId": nil}
+	if p.IfRunID != nil {
+		m["ifRunId"] = *p.IfRunID
+	}
+	fp, err := fingerprint(protocol.MethodDelete, m)
+	if err != nil {
+		return nil, b.wire(err)
+	}
+	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.DeleteResult) { r.Deduped = true },
+		func(tx store.Tx, tenant string, st *state) (*protocol.DeleteResult, error) {
+			if err := checkGeneration(st, p.IfGeneration); err != nil {
+				return nil, err
+			}
+			if err := checkRun(st, p.IfRunID); err != nil {
+				return nil, err
+			}
+			if st.Phase != protocol.PhaseEmpty && st.Phase != protocol.PhaseFinished {
+				return nil, protocol.PhaseError(st.Phase)
+			}
+			if ctx.Err() != nil {
+				return nil, errCancelled()
+			}
+			if st.Phase == protocol.PhaseEmpty {
+				return &protocol.DeleteResult{Phase: protocol.PhaseEmpty}, nil
+			}
+			if st.CleanupHeld {
+				st.Phase = protocol.PhaseDeleting
+				return &protocol.DeleteResult{Phase: st.Phase, Generation: st.generation(), RunID: st.runID(), AtCursor: st.cursor()}, nil
+			}
+			if err := finalizeDelete(tx, tenant, st); err != nil {
+				return nil, err
+			}
+			return &protocol.DeleteResult{Deleted: true, Phase: protocol.PhaseEmpty}, nil
+		})
+}
+
+// finalizeDelete tombstones every run of the cluster and resets it to
+// empty (the next apply starts at generation 1). Idempotency receipts are
+// kept.
+func finalizeDelete(tx store.Tx, tenant string, st *state) error {
+	for _, r := range st.Runs {
+		if err := tx.TombstoneRun(tenant, r); err != nil {
+			return err
+		}
+	}
+	retrySeq := st.RetrySeq
+	*st = *emptyState()
+	st.RetrySeq = retrySeq
+	return nil
+}

@@ -1,0 +1,197 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+)
+
+// state is one tenant's cluster, stored as the JSON blob of its
+// store.Cluster record. Every field a protocol promise depends on lives
+// here (or in the store's other tables), never only in process memory.
+type state struct {
+	Phase      string `json:"phase"`
+	Generation int64  `json:"generation,omitempty"`
+	// Spec is the committed GraphSpec in wire (canonical field) order.
+	Spec json.RawMessage `json:"spec,omitempty"`
+	// Identity is the compiled-IR identity of Spec (§6.2).
+	Identity string `json:"identity,omitempty"`
+	RunID    string `json:"runId,omitempty"`
+	// Cursor is the sequence of the current run's latest record.
+	Cursor uint64      `json:"cursor,omitempty"`
+	Op     operational `json:"op"`
+	Leases []lease     `json:"leases,omitempty"`
+	// Frontier is the turn id of the latest retryable failure not yet
+	// retried; History is the reason reported when there is none
+	// (exhausted | success | consumed).
+	Frontier string `json:"frontier,omitempty"`
+	History  string `json:"history,omitempty"`
+	// PendingRetry is the retry turn reserved by retry and not yet
+	// dispatched.
+	PendingRetry string `json:"pendingRetry,omitempty"`
+	// RetrySeq mints retry-N turn ids; Turns are the turn ids used by the
+	// current run (retry ids skip them).
+	RetrySeq uint64   `json:"retrySeq,omitempty"`
+	Turns    []string `json:"turns,omitempty"`
+	// CleanupHeld makes delete hold the deleting phase until the backend
+	// confirms cleanup (ConfirmCleanup).
+	CleanupHeld bool `json:"cleanupHeld,omitempty"`
+	// Runs are every run admitted since the cluster was last empty; delete
+	// tombstones them all.
+	Runs []string `json:"runs,omitempty"`
+}
+
+type operational struct {
+	Labels   map[string]string `json:"labels,omitempty"`
+	LogLevel string            `json:"logLevel,omitempty"`
+	Dispatch string            `json:"dispatch,omitempty"`
+	StopMode string            `json:"stopMode,omitempty"`
+}
+
+// lease is one in-flight dispatch (a worker turn).
+type lease struct {
+	ID        string         `json:"id"`
+	TurnID    string         `json:"turnId"`
+	Node      string         `json:"node,omitempty"`
+	Attempt   int64          `json:"attempt,omitempty"`
+	Execution string         `json:"execution,omitempty"`
+	Input     protocol.Value `json:"input,omitempty"`
+}
+
+func freshOperational() operational {
+	return operational{Labels: map[string]string{}, LogLevel: "info", Dispatch: protocol.DispatchActive}
+}
+
+// Names of the store's global counters.
+const (
+	counterRun   = "run"
+	counterLease = "lease"
+)
+
+// History reasons of NO_RETRYABLE_FRONTIER.
+const (
+	reasonExhausted = "exhausted"
+	reasonSuccess   = "success"
+	reasonActive    = "active"
+	reasonConsumed  = "consumed"
+)
+
+func emptyState() *state { return &state{Phase: protocol.PhaseEmpty} }
+
+// load reads a tenant's state and its record version.
+func load(tx store.ReadTx, tenant string) (*state, uint64, error) {
+	c, ok, err := tx.Cluster(tenant)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		return emptyState(), 0, nil
+	}
+	st := &state{}
+	if err := json.Unmarshal(c.Data, st); err != nil {
+		return nil, 0, fmt.Errorf("cluster: corrupt state of tenant %q: %w", tenant, err)
+	}
+	if st.Op.Labels == nil {
+		st.Op.Labels = map[string]string{}
+	}
+	return st, c.Version, nil
+}
+
+// save writes st as the next version of the tenant's record.
+func save(tx store.Tx, tenant string, st *state, version uint64) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return tx.PutCluster(tenant, store.Cluster{Version: version + 1, Data: data})
+}
+
+// hasRun reports whether a run is current (running, finished or deleting).
+func (st *state) hasRun() bool { return st.RunID != "" }
+
+func (st *state) generation() *int64 {
+	if st.Generation == 0 {
+		return nil
+	}
+	g := st.Generation
+	return &g
+}
+
+func (st *state) runID() *string {
+	if st.RunID == "" {
+		return nil
+	}
+	r := st.RunID
+	return &r
+}
+
+func (st *state) cursor() *string {
+	if st.Cursor == 0 {
+		return nil
+	}
+	c := cursorString(st.Cursor)
+	return &c
+}
+
+func (st *state) operational() protocol.OperationalStatus {
+	return protocol.OperationalStatus{
+		Labels:        maps.Clone(st.Op.Labels),
+		LogLevel:      st.Op.LogLevel,
+		DispatchState: st.Op.Dispatch,
+		StopMode:      st.Op.StopMode,
+		InFlight:      uint32(len(st.Leases)),
+	}
+}
+
+// status is the wire ClusterStatus of st.
+func (st *state) status() protocol.ClusterStatus {
+	s := protocol.ClusterStatus{
+		Phase:              st.Phase,
+		ObservedGeneration: st.generation(),
+		CurrentRunID:       st.runID(),
+		AtCursor:           st.cursor(),
+	}
+	if st.hasRun() {
+		op := st.operational()
+		s.Operational = &op
+	}
+	return s
+}
+
+// dispatchState is the dispatch state retry reports (empty and deleting
+// clusters count as stopped).
+func (st *state) dispatchState() string {
+	if !st.hasRun() || st.Phase == protocol.PhaseDeleting || st.Op.Dispatch == "" {
+		return protocol.DispatchStopped
+	}
+	return st.Op.Dispatch
+}
+
+func (st *state) lease(id string) (int, bool) {
+	i := slices.IndexFunc(st.Leases, func(l lease) bool { return l.ID == id })
+	return i, i >= 0
+}
+
+// cursorString is the opaque wire form of an event sequence. The reference
+// testkit mints cursor-1, cursor-2, ... from one store-wide counter; the
+// store's global sequence is exactly that counter.
+func cursorString(seq uint64) string { return "cursor-" + strconv.FormatUint(seq, 10) }
+
+// parseCursor returns the sequence of a cursor this backend minted.
+func parseCursor(c string) (uint64, bool) {
+	s, ok := strings.CutPrefix(c, "cursor-")
+	if !ok || s == "" || (s[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+func runString(n uint64) string   { return "run-" + strconv.FormatUint(n, 10) }
+func leaseString(n uint64) string { return "lease-" + strconv.FormatUint(n, 10) }
