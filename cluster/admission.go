@@ -170,6 +170,17 @@ func (b *Backend) Apply(ctx context.Context, p protocol.ApplyParams) (*protocol.
 			if st.Op.Dispatch != protocol.DispatchActive || (changed && len(st.Leases) > 0) {
 				return protocol.PhaseError(st.Phase)
 			}
+			if changed && b.cfg.Engine {
+				// An engine-driven run is superseded only while it holds
+				// (nothing in flight, nothing pending); it ends first.
+				if st.Held == 0 {
+					return protocol.PhaseError(st.Phase)
+				}
+				st.Op.StopMode = "force"
+				if err := finish(tx, tenant, st); err != nil {
+					return err
+				}
+			}
 		default:
 			return protocol.PhaseError(st.Phase)
 		}
@@ -218,6 +229,9 @@ func (b *Backend) startRun(tx store.Tx, tenant string, st *state, spec []byte, i
 		RetrySeq:    retrySeq,
 		CleanupHeld: held,
 		Runs:        runs,
+	}
+	if err := setRunning(tx, tenant, runID); err != nil {
+		return err
 	}
 	return appendRecord(tx, tenant, st, func(st *state) protocol.WatchEvent {
 		ev := phaseEvent(st)

@@ -48,7 +48,12 @@ type Config struct {
 	// QueueCapacity is the undelivered backlog at which one subscription
 	// is closed with SLOW_CONSUMER (default 1024).
 	QueueCapacity int
-	Log           *slog.Logger
+	// Engine says an engine supervises the runs (engine.Supervisor over
+	// this Backend as its Ledger). A changed apply then supersedes a
+	// running run only while it is held (nothing in flight or pending),
+	// ending it with a finished event (stop_mode force).
+	Engine bool
+	Log    *slog.Logger
 }
 
 // Backend is the v1 cluster backend: it implements server.Backend over a
@@ -66,6 +71,8 @@ type Backend struct {
 
 	leaseMu   sync.Mutex
 	leaseDone map[string]chan struct{} // tenant/leaseID -> closed when voided or settled
+
+	graphs graphCache // decoded committed specs by identity
 }
 
 // Compile-time checks of the ports.
@@ -317,7 +324,11 @@ func (b *Backend) Get(ctx context.Context, p protocol.GetParams) (*protocol.GetR
 	if len(st.Spec) > 0 {
 		spec = st.Spec
 	}
-	return &protocol.GetResult{Spec: spec, Status: st.status(), AtCursor: st.cursor()}, nil
+	res := &protocol.GetResult{Spec: spec, Status: st.status(), AtCursor: st.cursor()}
+	if st.Phase == protocol.PhaseFinished && st.Terminal != nil {
+		res.TerminalResult = st.Terminal
+	}
+	return res, nil
 }
 
 // Plan verifies a graph; it never reads or writes cluster state.

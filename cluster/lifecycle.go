@@ -166,6 +166,10 @@ func finish(tx store.Tx, tenant string, st *state) error {
 	st.Leases = nil
 	st.Frontier = ""
 	st.PendingRetry = ""
+	st.Held = 0
+	if err := setRunning(tx, tenant, ""); err != nil {
+		return err
+	}
 	return appendRecord(tx, tenant, st, func(st *state) protocol.WatchEvent {
 		s := st.status()
 		return protocol.WatchEvent{Type: protocol.EventFinished, FinalStatus: &s, StopMode: st.Op.StopMode}
@@ -214,6 +218,11 @@ func (b *Backend) Retry(ctx context.Context, p protocol.RetryParams) (*protocol.
 				}
 			}
 			st.Turns = append(st.Turns, turn)
+			if st.Held != 0 {
+				// An engine-held run: grant the held visit one more attempt.
+				st.Grants = append(st.Grants, st.Held)
+				st.Held = 0
+			}
 			st.Frontier = ""
 			st.History = reasonConsumed
 			st.PendingRetry = turn

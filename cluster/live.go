@@ -155,29 +155,42 @@ func validText(s string, maxBytes int) bool {
 // level, a target outside 1..128 bytes, or control characters are
 // rejected.
 func (b *Backend) PublishLog(tenant string, r protocol.LogRecord) error {
+	rest, err := logRest(r)
+	if err != nil {
+		return err
+	}
+	b.publishLogKey(b.TenantKey(tenant), rest)
+	return nil
+}
+
+// logRest validates and encodes one log record's notification tail.
+func logRest(r protocol.LogRecord) ([]byte, error) {
 	if !oneOf(r.Level, protocol.LogLevels...) {
-		return fmt.Errorf("%w: level %q", ErrInvalidRecord, r.Level)
+		return nil, fmt.Errorf("%w: level %q", ErrInvalidRecord, r.Level)
 	}
 	if r.Target == "" || !validText(r.Target, protocol.MaxLogTargetBytes) {
-		return fmt.Errorf("%w: target must be 1..%d bytes without controls", ErrInvalidRecord, protocol.MaxLogTargetBytes)
+		return nil, fmt.Errorf("%w: target must be 1..%d bytes without controls", ErrInvalidRecord, protocol.MaxLogTargetBytes)
 	}
 	if len(r.Message) > protocol.MaxLogMessageBytes {
 		r.Message = protocol.RedactedLogMessage
 	}
 	if !validText(r.Message, protocol.MaxLogMessageBytes) {
-		return fmt.Errorf("%w: message must not contain control characters", ErrInvalidRecord)
+		return nil, fmt.Errorf("%w: message must not contain control characters", ErrInvalidRecord)
 	}
 	rec, err := protocol.Marshal(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rest := append([]byte(`,"record":`), rec...)
-	key := b.TenantKey(tenant)
+	return append([]byte(`,"record":`), rec...), nil
+}
+
+// publishLogKey fans an encoded record out to a store tenant's
+// subscribers.
+func (b *Backend) publishLogKey(key string, rest []byte) {
 	h := b.live
 	h.mu.Lock()
 	h.publish(h.logs[key], rest)
 	h.mu.Unlock()
-	return nil
 }
 
 // StartExecution registers an active execution that agent/attach can
@@ -186,45 +199,61 @@ func (b *Backend) StartExecution(tenant, execution string) error {
 	if err := protocol.ValidExecutionRef(execution); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 	}
-	key := b.TenantKey(tenant) + "\x00" + execution
+	b.startExecutionKey(b.TenantKey(tenant), execution)
+	return nil
+}
+
+func (b *Backend) startExecutionKey(tenantKey, execution string) {
+	key := tenantKey + "\x00" + execution
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e, ok := h.execs[key]; ok {
 		e.active = true
-		return nil
+		return
 	}
 	h.execs[key] = &execState{active: true, subs: map[*liveSub]struct{}{}}
-	return nil
 }
 
 // PublishAttach publishes one agent/attach event of an active execution.
 // Output text over 16,384 bytes is replaced by the redaction marker.
 func (b *Backend) PublishAttach(tenant, execution string, ev protocol.AttachEvent) error {
+	rest, err := attachRest(ev)
+	if err != nil {
+		return err
+	}
+	return b.publishAttachKey(b.TenantKey(tenant), execution, rest)
+}
+
+// attachRest validates and encodes one attach event's notification tail.
+func attachRest(ev protocol.AttachEvent) ([]byte, error) {
 	switch ev.Type {
 	case "working", "settled":
 		ev.Text = nil
 	case "output":
 		if ev.Text == nil {
-			return fmt.Errorf("%w: output without text", ErrInvalidRecord)
+			return nil, fmt.Errorf("%w: output without text", ErrInvalidRecord)
 		}
 		t := *ev.Text
 		if len(t) > protocol.MaxAttachOutputBytes {
 			t = protocol.RedactedAttachOutput
 		}
 		if !validText(t, protocol.MaxAttachOutputBytes) {
-			return fmt.Errorf("%w: output must not contain control characters", ErrInvalidRecord)
+			return nil, fmt.Errorf("%w: output must not contain control characters", ErrInvalidRecord)
 		}
 		ev.Text = &t
 	default:
-		return fmt.Errorf("%w: attach event type %q", ErrInvalidRecord, ev.Type)
+		return nil, fmt.Errorf("%w: attach event type %q", ErrInvalidRecord, ev.Type)
 	}
 	raw, err := protocol.Marshal(ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rest := append([]byte(`,"event":`), raw...)
-	key := b.TenantKey(tenant) + "\x00" + execution
+	return append([]byte(`,"event":`), raw...), nil
+}
+
+func (b *Backend) publishAttachKey(tenantKey, execution string, rest []byte) error {
+	key := tenantKey + "\x00" + execution
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -239,7 +268,11 @@ func (b *Backend) PublishAttach(tenant, execution string, ev protocol.AttachEven
 // EndExecution marks an execution inactive: its subscribers' streams end
 // (silently, as the reference's do) and new attaches answer GONE.
 func (b *Backend) EndExecution(tenant, execution string) {
-	key := b.TenantKey(tenant) + "\x00" + execution
+	b.endExecutionKey(b.TenantKey(tenant), execution)
+}
+
+func (b *Backend) endExecutionKey(tenantKey, execution string) {
+	key := tenantKey + "\x00" + execution
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()

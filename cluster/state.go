@@ -45,6 +45,13 @@ type state struct {
 	// Runs are every run admitted since the cluster was last empty; delete
 	// tombstones them all.
 	Runs []string `json:"runs,omitempty"`
+
+	// Engine-driven runs (ledger.go): the execution log the reducer folds,
+	// the retry grants, the execution the run holds on, and the result.
+	Execs    []execRecord             `json:"execs,omitempty"`
+	Grants   []uint64                 `json:"grants,omitempty"`
+	Held     uint64                   `json:"held,omitempty"`
+	Terminal *protocol.TerminalResult `json:"terminal,omitempty"`
 }
 
 type operational struct {

@@ -60,8 +60,10 @@ type Ledger interface {
 	Snapshot(ctx context.Context, ref RunRef) (*Snapshot, error)
 	// Dispatch records the dispatches (node_begin each) before any starts.
 	Dispatch(ctx context.Context, ref RunRef, ds []Dispatch) error
-	// Settle records an execution's outcome (node_end).
-	Settle(ctx context.Context, ref RunRef, execution uint64, o worker.Outcome) error
+	// Settle records executions' outcomes (node_end each) in one
+	// transaction; settlements of executions that are no longer active
+	// (voided, or the run moved on) are skipped.
+	Settle(ctx context.Context, ref RunRef, ss []Settlement) error
 	// Crash settles executions found active with no worker behind them
 	// (after a restart) as crash, with a fault event each.
 	Crash(ctx context.Context, ref RunRef, executions []uint64) error
@@ -84,6 +86,12 @@ type Dispatch struct {
 	reduce.Dispatch
 	// Ref is the ExecutionRef clients attach to.
 	Ref string
+}
+
+// Settlement is one finished execution.
+type Settlement struct {
+	Execution uint64
+	Outcome   worker.Outcome
 }
 
 // Sentinels a Ledger wraps.
@@ -122,6 +130,11 @@ type Supervisor struct {
 
 	mu      sync.Mutex
 	running map[runExec]*execHandle // executions this process runs
+	// pending holds finished executions not yet recorded; the settle loop
+	// records everything pending per run in one transaction, so a wide
+	// par or map settles in a few commits rather than one per item.
+	pending map[RunRef][]Settlement
+	kick    chan struct{}
 	wg      sync.WaitGroup
 }
 
@@ -139,7 +152,8 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{}}
+	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
+		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1)}
 }
 
 // Run reconciles until ctx is done, then cancels its workers and waits for
@@ -153,7 +167,21 @@ func (s *Supervisor) Run(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		s.wg.Wait()
+		s.flush(context.WithoutCancel(ctx))
 	}()
+	settleDone := make(chan struct{})
+	go func() {
+		defer close(settleDone)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.kick:
+				s.flush(ctx)
+			}
+		}
+	}()
+	defer func() { <-settleDone }()
 	for {
 		changed := s.ledger.Changed()
 		s.reconcileAll(ctx)
@@ -306,12 +334,33 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 			s.forget(key)
 			return
 		}
-		err := s.ledger.Settle(context.WithoutCancel(ctx), ref, d.Execution, outcome.Outcome)
-		s.forget(key)
-		if err != nil && !errors.Is(err, ErrVoided) && !errors.Is(err, ErrStale) {
-			s.log.Error("engine: settle", "run", ref.RunID, "execution", d.Ref, "err", err)
+		s.mu.Lock()
+		s.pending[ref] = append(s.pending[ref], Settlement{Execution: d.Execution, Outcome: outcome.Outcome})
+		s.mu.Unlock()
+		select {
+		case s.kick <- struct{}{}:
+		default:
 		}
 	}()
+}
+
+// flush records every pending settlement, one transaction per run. An
+// execution stays in the running set until its settlement is recorded, so
+// a reconcile in between never mistakes it for an orphan.
+func (s *Supervisor) flush(ctx context.Context) {
+	s.mu.Lock()
+	batch := s.pending
+	s.pending = map[RunRef][]Settlement{}
+	s.mu.Unlock()
+	for ref, ss := range batch {
+		err := s.ledger.Settle(ctx, ref, ss)
+		if err != nil && !errors.Is(err, ErrStale) && ctx.Err() == nil {
+			s.log.Error("engine: settle", "run", ref.RunID, "err", err)
+		}
+		for _, st := range ss {
+			s.forget(runExec{ref, st.Execution})
+		}
+	}
 }
 
 func (s *Supervisor) forget(key runExec) {

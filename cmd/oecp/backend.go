@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
-	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
 )
@@ -75,17 +76,32 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 		b := cluster.NewFixture(tenancy)
 		return b, func() { _ = b.Close() }, nil
 	}
-	if cfg.store == "sqlite" {
-		return nil, nil, errors.New("--store sqlite is not available yet: use --store memory")
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return nil, nil, err
 	}
-	b := cluster.New(cluster.Config{
-		Store:         store.NewMemory(),
-		Verifier:      cluster.StructuralVerifier{},
-		Tenancy:       tenancy,
-		GraphProfiles: []string{protocol.ProfileFull, protocol.ProfileSingleWorker},
-		Logs:          true,
-		AgentAttach:   true,
-		Log:           log,
-	})
-	return b, func() { _ = b.Close() }, nil
+	var cmds []worker.CommandSpec
+	if cfg.workers != "" {
+		if cmds, err = worker.LoadCommandSpecs(cfg.workers); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
+	}
+	c, err := capsule.New(capsule.Options{Store: st, Tenancy: tenancy, Commands: cmds, Log: log})
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, err
+	}
+	c.Start()
+	return c.Backend(), func() { _ = c.Close() }, nil
+}
+
+// openStore opens the configured ledger store.
+func openStore(cfg backendConfig, log *slog.Logger) (store.Store, error) {
+	switch cfg.store {
+	case "memory", "":
+		return store.NewMemory(), nil
+	default:
+		return nil, errors.New("--store sqlite is not available yet: use --store memory")
+	}
 }
