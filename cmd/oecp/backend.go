@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/store/sqlite"
 )
 
 // backendConfig selects and configures the cluster backend of `oecp serve`.
@@ -96,12 +98,24 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 	return c.Backend(), func() { _ = c.Close() }, nil
 }
 
-// openStore opens the configured ledger store.
+// openStore opens the configured ledger store: SQLite in the data
+// directory by default, or memory with --store memory.
 func openStore(cfg backendConfig, log *slog.Logger) (store.Store, error) {
-	switch cfg.store {
-	case "memory", "":
+	if cfg.store == "memory" {
 		return store.NewMemory(), nil
-	default:
-		return nil, errors.New("--store sqlite is not available yet: use --store memory")
 	}
+	dir := cfg.dataDir
+	if dir == "" {
+		d, err := sqlite.DefaultDir()
+		if err != nil {
+			return nil, fmt.Errorf("no --data directory given and no default: %w", err)
+		}
+		dir = d
+	}
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: dir, Sync: cfg.sync, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("ledger", "store", "sqlite", "dir", s.Dir(), "sync", cfg.sync)
+	return s, nil
 }

@@ -1,0 +1,426 @@
+// Package sqlite is the durable ledger: the store port (store.Store and
+// store.Leaser) on an embedded SQLite database (modernc.org/sqlite, pure
+// Go). It is the default store of `oecp serve`, kept in one data directory:
+//
+//	DIR/lock       flock held while a Store is open, with the holder's pid
+//	DIR/oecp.db    the database (plus oecp.db-wal and oecp.db-shm beside it)
+//
+// Every Update is one SQLite transaction (BEGIN IMMEDIATE … COMMIT) on a
+// single writer connection guarded by a mutex, so cluster state, the events
+// it appends and the idempotency receipt commit together or not at all, and
+// writers are serialized. View runs a read transaction on a pool of
+// read-only connections: with the write-ahead log (WAL) a reader sees one
+// consistent snapshot and never blocks, nor is blocked by, the writer.
+// Watchers are woken (Changed) after the commit returns.
+//
+// Durability is chosen with Options.Sync:
+//
+//   - "full" (the default): PRAGMA synchronous=FULL. The WAL is fsynced at
+//     every commit, so a commit that Update acknowledged survives a process
+//     crash, a kernel panic and a power loss.
+//   - "normal": PRAGMA synchronous=NORMAL. The WAL is fsynced only at
+//     checkpoints. An acknowledged commit survives a process crash (even
+//     SIGKILL: it is in the operating system's page cache), but the last
+//     commits before a power loss or kernel crash may be lost. The database
+//     is never corrupted either way. Faster when fsync is slow.
+//
+// The data directory is locked exclusively (flock on DIR/lock) for the life
+// of the Store: a second Open of the same directory, from this process or
+// another, fails at once with a *LockedError naming the holder's pid. The
+// kernel releases the lock when its process dies, however it dies.
+//
+// The schema is versioned (PRAGMA user_version) with an ordered list of
+// migrations applied in one transaction at Open; a database written by a
+// newer binary is refused (ErrSchemaTooNew). The event log is append-only
+// and unbounded: nothing but a tombstone deletes events (retention is not
+// implemented yet).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/oecp/oecp/store"
+)
+
+// File names inside the data directory.
+const (
+	lockFile = "lock"
+	dbFile   = "oecp.db"
+)
+
+// busyTimeoutMS is how long a connection waits for a lock held by another
+// connection of this process (a WAL checkpoint, or Open racing a reader)
+// before failing with SQLITE_BUSY. Other processes never hold locks: the
+// data directory is ours alone.
+const busyTimeoutMS = 10_000
+
+// maxReaders bounds the read connection pool (concurrent Views beyond it
+// wait for a connection).
+var maxReaders = max(4, runtime.GOMAXPROCS(0))
+
+// Sync modes (Options.Sync).
+const (
+	SyncFull   = "full"
+	SyncNormal = "normal"
+)
+
+// Options configures Open.
+type Options struct {
+	// Dir is the data directory, created (0700) if missing. Empty means
+	// DefaultDir().
+	Dir string
+	// Sync is SyncFull (also when empty) or SyncNormal; see the package
+	// documentation for what each survives.
+	Sync string
+	// Log receives open/migration/lease-takeover messages; nil discards.
+	Log *slog.Logger
+}
+
+// DefaultDir is the default data directory: $XDG_STATE_HOME/oecp if
+// XDG_STATE_HOME is set to an absolute path, else ~/.local/state/oecp.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "oecp"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("default data directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "oecp"), nil
+}
+
+// ErrLocked: the data directory is in use by another open Store (errors.Is
+// matches a *LockedError).
+var ErrLocked = errors.New("data directory is in use")
+
+// LockedError is returned by Open when another Store holds the directory.
+type LockedError struct {
+	Dir string
+	PID int // the holder's pid, 0 if it could not be read
+}
+
+func (e *LockedError) Error() string {
+	pid := "unknown pid"
+	if e.PID != 0 {
+		pid = fmt.Sprintf("pid %d", e.PID)
+	}
+	return fmt.Sprintf("data directory %s is in use by another oecp serve (%s)", e.Dir, pid)
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// Store is the SQLite ledger. It implements store.Store and store.Leaser.
+type Store struct {
+	dir  string
+	log  *slog.Logger
+	lock *dirLock
+
+	// Close waits for the transactions in flight (inflight, under
+	// closeMu); a transaction started during Close, even one nested in a
+	// View, fails with ErrClosed rather than deadlock.
+	closeMu  sync.Mutex
+	drained  *sync.Cond
+	inflight int
+	closed   bool
+
+	// wmu serializes writers on the one writer connection.
+	wmu     sync.Mutex
+	wdb     *sql.DB
+	wconn   *sql.Conn
+	wstmts  [nStmts]*sql.Stmt
+	lastSeq uint64 // committed sequence; guarded by wmu
+
+	rdb    *sql.DB
+	rstmts [nStmts]*sql.Stmt // read statements, prepared on the pool
+
+	chMu    sync.Mutex
+	changed chan struct{}
+}
+
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Leaser = (*Store)(nil)
+)
+
+// Open opens (creating or migrating as needed) the ledger in opt.Dir and
+// locks the directory until Close.
+func Open(ctx context.Context, opt Options) (*Store, error) {
+	return open(ctx, opt, SchemaVersion)
+}
+
+func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
+	syncMode, syncPragma := SyncFull, "FULL"
+	switch opt.Sync {
+	case "", SyncFull:
+	case SyncNormal:
+		syncMode, syncPragma = SyncNormal, "NORMAL"
+	default:
+		return nil, fmt.Errorf("store/sqlite: unknown sync mode %q (want %q or %q)", opt.Sync, SyncFull, SyncNormal)
+	}
+	dir := opt.Dir
+	if dir == "" {
+		if dir, err = DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("store/sqlite: %w", err)
+	}
+	logger := opt.Log
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store/sqlite: create data directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store/sqlite: %w", err)
+	}
+	s := &Store{dir: dir, log: logger, lock: lock, changed: make(chan struct{})}
+	s.drained = sync.NewCond(&s.closeMu)
+	defer func() {
+		if err != nil {
+			s.release()
+		}
+	}()
+
+	path := filepath.Join(dir, dbFile)
+	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)", path, busyTimeoutMS, syncPragma))
+	if err != nil {
+		return nil, fmt.Errorf("store/sqlite: %w", err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
+	}
+	var mode string
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
+	}
+	if mode != "wal" {
+		return nil, fmt.Errorf("store/sqlite: %s: journal mode %q, want wal", path, mode)
+	}
+	from, err := migrate(ctx, s.wconn, schema)
+	if err != nil {
+		return nil, fmt.Errorf("store/sqlite: %s: %w", path, err)
+	}
+	if from != schema {
+		logger.Info("ledger schema migrated", "path", path, "from", from, "to", schema)
+	}
+	if schema != SchemaVersion {
+		// Test hook (an old-version database): no statements needed.
+		return s, nil
+	}
+	for i, q := range stmtSQL {
+		if s.wstmts[i], err = s.wconn.PrepareContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("store/sqlite: prepare %q: %w", q, err)
+		}
+	}
+	var last int64
+	if err := s.wstmts[stLastSeq].QueryRowContext(ctx).Scan(&last); err != nil {
+		return nil, fmt.Errorf("store/sqlite: read sequence: %w", err)
+	}
+	s.lastSeq = uint64(last)
+
+	s.rdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=query_only(1)", path, busyTimeoutMS))
+	if err != nil {
+		return nil, fmt.Errorf("store/sqlite: %w", err)
+	}
+	s.rdb.SetMaxOpenConns(maxReaders)
+	s.rdb.SetMaxIdleConns(maxReaders)
+	s.rdb.SetConnMaxIdleTime(0)
+	for i, q := range stmtSQL {
+		if readOnlyStmt[i] {
+			if s.rstmts[i], err = s.rdb.PrepareContext(ctx, q); err != nil {
+				return nil, fmt.Errorf("store/sqlite: prepare %q: %w", q, err)
+			}
+		}
+	}
+	logger.Info("ledger open", "path", path, "schema", schema, "sync", syncMode, "last_seq", s.lastSeq)
+	return s, nil
+}
+
+// Dir is the data directory (absolute).
+func (s *Store) Dir() string { return s.dir }
+
+// release closes everything Open acquired, the directory lock last.
+func (s *Store) release() error {
+	var errs []error
+	for _, st := range s.rstmts {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	for _, st := range s.wstmts {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.wconn != nil {
+		errs = append(errs, s.wconn.Close())
+	}
+	if s.wdb != nil {
+		// Closing the last connection checkpoints the WAL into the
+		// database file.
+		errs = append(errs, s.wdb.Close())
+	}
+	errs = append(errs, s.lock.unlock())
+	return errors.Join(errs...)
+}
+
+// Close waits for transactions in flight, closes the database and unlocks
+// the data directory.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return store.ErrClosed
+	}
+	s.closed = true
+	for s.inflight > 0 {
+		s.drained.Wait()
+	}
+	s.closeMu.Unlock()
+	err := s.release()
+	// Wake the watchers: their next read fails with ErrClosed instead of
+	// waiting for a commit that will never come.
+	s.wake()
+	if err != nil {
+		return fmt.Errorf("store/sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// enter registers a transaction, refused once Close has begun; exit ends it.
+func (s *Store) enter() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	s.inflight++
+	return nil
+}
+
+func (s *Store) exit() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.inflight--; s.inflight == 0 && s.closed {
+		s.drained.Broadcast()
+	}
+}
+
+// Changed returns a channel closed after the next commit that wrote
+// something.
+func (s *Store) Changed() <-chan struct{} {
+	s.chMu.Lock()
+	defer s.chMu.Unlock()
+	return s.changed
+}
+
+func (s *Store) wake() {
+	s.chMu.Lock()
+	ch := s.changed
+	s.changed = make(chan struct{})
+	s.chMu.Unlock()
+	close(ch)
+}
+
+// Update runs fn in one write transaction. ctx is checked before it starts;
+// a started transaction is not interrupted (fn is expected to be short).
+func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	var wrote bool
+	err := s.write(ctx, func(t *txn) error {
+		err := fn(t)
+		wrote = t.dirty
+		return err
+	})
+	if err == nil && wrote {
+		s.wake()
+	}
+	return err
+}
+
+// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection
+// and commits it if fn succeeds and wrote anything.
+func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	// Statements run without the caller's context: a cancellation must not
+	// interrupt a transaction half way, and a context with a Done channel
+	// costs the driver a goroutine per statement.
+	bg := context.Background()
+	if _, err := s.wstmts[stBegin].ExecContext(bg); err != nil {
+		return fmt.Errorf("store/sqlite: begin: %w", err)
+	}
+	t := &txn{s: s, seq: s.lastSeq}
+	committed := false
+	defer func() {
+		if !committed {
+			if _, rerr := s.wstmts[stRollback].ExecContext(bg); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("store/sqlite: rollback: %w", rerr))
+			}
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if !t.dirty {
+		return nil // rolled back: nothing to keep
+	}
+	if _, err := s.wstmts[stCommit].ExecContext(bg); err != nil {
+		// SQLite may have rolled back already; the deferred ROLLBACK
+		// then fails harmlessly, but report the commit error alone.
+		committed = true
+		_, _ = s.wstmts[stRollback].ExecContext(bg)
+		return fmt.Errorf("store/sqlite: commit: %w", err)
+	}
+	committed = true
+	s.lastSeq = t.seq
+	return nil
+}
+
+// View runs fn against one consistent snapshot on a read connection. ctx is
+// checked before it starts.
+func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	// A deferred read transaction takes its WAL snapshot at its first
+	// read and keeps it until the end.
+	rtx, err := s.rdb.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("store/sqlite: begin read: %w", err)
+	}
+	defer rtx.Rollback()
+	return fn(&txn{s: s, rtx: rtx})
+}
