@@ -29,6 +29,11 @@ type Options struct {
 	// Commands are the host-configured command workers (--workers).
 	Commands []worker.CommandSpec
 	Log      *slog.Logger
+	// WrapLedger, when set, wraps the ledger the supervisor drives (the
+	// backend itself is unchanged). It is a seam for tests: observing
+	// what the engine records, or losing a settlement the way a crashed
+	// process would.
+	WrapLedger func(engine.Ledger) engine.Ledger
 }
 
 // Capsule is a running default backend.
@@ -96,7 +101,11 @@ func New(o Options) (*Capsule, error) {
 		Engine:        true,
 		Log:           o.Log,
 	})
-	return &Capsule{backend: b, sup: engine.New(b.Ledger(), workers, o.Log), done: make(chan struct{})}, nil
+	var ledger engine.Ledger = b.Ledger()
+	if o.WrapLedger != nil {
+		ledger = o.WrapLedger(ledger)
+	}
+	return &Capsule{backend: b, sup: engine.New(ledger, workers, o.Log), done: make(chan struct{})}, nil
 }
 
 // Backend is the server.Backend to serve.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/cluster"
@@ -15,7 +16,7 @@ func TestNewBackendSelectsClusterBackends(t *testing.T) {
 		caps string
 	}{
 		{backendConfig{kind: "fixture", tenancy: "isolated"}, `{"graphProfiles":[],"logs":false,"agentAttach":false}`},
-		{backendConfig{kind: "default", tenancy: "shared"}, `{"graphProfiles":["openengine.graph.full/v1","openengine.graph.single-worker/v1"],"logs":true,"agentAttach":true}`},
+		{backendConfig{kind: "default", store: "memory", tenancy: "shared"}, `{"graphProfiles":["openengine.graph.full/v1","openengine.graph.single-worker/v1"],"logs":true,"agentAttach":true}`},
 	} {
 		b, release, err := newBackend(c.cfg, slog.Default())
 		if err != nil {
@@ -34,7 +35,16 @@ func TestNewBackendSelectsClusterBackends(t *testing.T) {
 		}
 		release()
 	}
-	if _, _, err := newBackend(backendConfig{kind: "default", store: "sqlite", tenancy: "isolated"}, slog.Default()); err == nil {
-		t.Fatal("--store sqlite accepted before the SQLite store exists")
+	// The default store is SQLite in the data directory, which one
+	// process at a time may own.
+	dir := t.TempDir()
+	cfg := backendConfig{kind: "default", dataDir: dir, sync: "normal", tenancy: "isolated"}
+	_, release, err := newBackend(cfg, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, _, err := newBackend(cfg, slog.Default()); err == nil || !strings.Contains(err.Error(), "in use by another oecp serve") {
+		t.Fatalf("second open of %s: %v", dir, err)
 	}
 }

@@ -1,0 +1,199 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
+)
+
+func noBackoff(int) time.Duration { return 0 }
+
+func collect(t *testing.T, w *client.Watcher) []string {
+	t.Helper()
+	var got []string
+	for {
+		ev, ok := recv(t, w.Events())
+		if !ok {
+			return got
+		}
+		got = append(got, ev.Cursor)
+	}
+}
+
+// TestFollowWatchReconnectsAfterDrop: the server drops the connection
+// mid-watch; the watch redials, resumes after the last delivered cursor,
+// and the consumer sees every event exactly once, in order, ending with
+// finished.
+func TestFollowWatchReconnectsAfterDrop(t *testing.T) {
+	forEachBinding(t, func(t *testing.T, bd binding) {
+		fb := newFake()
+		fb.appendEvents(evAdmission, evBegin)
+		dial, drop := bd.start(t, fb)
+		var mu sync.Mutex
+		var resumes []string
+		w, err := client.FollowWatch(context.Background(), client.FollowOptions{
+			Dial: dial, Backoff: noBackoff,
+			OnReconnect: func(_ error, from string) { mu.Lock(); resumes = append(resumes, from); mu.Unlock() },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		var got []string
+		for range 2 {
+			ev, _ := recv(t, w.Events())
+			got = append(got, ev.Cursor)
+		}
+		drop()
+		fb.appendEvents(evEnd, evBookmark, evFinished)
+		got = append(got, collect(t, w)...)
+		if want := []string{"c1", "c2", "c3", "c4", "c5"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+		if err := w.Err(); err != nil {
+			t.Fatalf("Err = %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(resumes) == 0 || resumes[0] != "c2" {
+			t.Fatalf("resumed from %v, want c2 first", resumes)
+		}
+		fb.mu.Lock()
+		defer fb.mu.Unlock()
+		last := fb.watchCalls[len(fb.watchCalls)-1]
+		if last.RunID == nil || *last.RunID != "run-1" || last.FromCursor == nil || *last.FromCursor != "c2" {
+			t.Fatalf("resumed watch params %+v", last)
+		}
+	})
+}
+
+// TestFollowWatchResumesAfterSlowConsumer: a server SLOW_CONSUMER close is
+// resumed on the same connection from the last delivered cursor, and a
+// redelivered event is dropped.
+func TestFollowWatchResumesAfterSlowConsumer(t *testing.T) {
+	forEachBinding(t, func(t *testing.T, bd binding) {
+		fb := newFake()
+		fb.slowAfter = "c2"
+		fb.dupAfter = "c1"
+		fb.appendEvents(evAdmission, evBegin, evEnd, evBookmark, evFinished)
+		dial, _ := bd.start(t, fb)
+		c := mustDial(t, dial)
+		w, err := client.FollowWatch(context.Background(), client.FollowOptions{Conn: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := collect(t, w)
+		if want := []string{"c1", "c2", "c3", "c4", "c5"}; !reflect.DeepEqual(got, want) || w.Err() != nil {
+			t.Fatalf("events %v (Err %v), want %v", got, w.Err(), want)
+		}
+		select {
+		case <-c.Done():
+			t.Fatal("FollowWatch closed a connection it does not own")
+		default:
+		}
+	})
+}
+
+// TestFollowWatchNotFoundRestartsAndDedups: when the resume cursor is
+// unknown, the watch restarts the run from its start and drops what it
+// already delivered.
+func TestFollowWatchNotFoundRestartsAndDedups(t *testing.T) {
+	fb := newFake()
+	fb.appendEvents(evAdmission, evBegin)
+	dial, drop := startWS(t, fb)
+	w, err := client.FollowWatch(context.Background(), client.FollowOptions{Dial: dial, Backoff: noBackoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var got []string
+	for range 2 {
+		ev, _ := recv(t, w.Events())
+		got = append(got, ev.Cursor)
+	}
+	fb.mu.Lock()
+	fb.rejectCursors = true
+	fb.mu.Unlock()
+	drop()
+	fb.appendEvents(evEnd, evFinished)
+	got = append(got, collect(t, w)...)
+	if want := []string{"c1", "c2", "c3", "c4"}; !reflect.DeepEqual(got, want) || w.Err() != nil {
+		t.Fatalf("events %v (Err %v), want %v", got, w.Err(), want)
+	}
+}
+
+func TestFollowWatchStopsOnGone(t *testing.T) {
+	fb := newFake()
+	fb.gone = true
+	dial, _ := startWS(t, fb)
+	_, err := client.FollowWatch(context.Background(), client.FollowOptions{Dial: dial, RunID: "run-1"})
+	if client.ErrorCode(err) != protocol.Gone {
+		t.Fatalf("FollowWatch on a deleted run: %v", err)
+	}
+
+	// GONE while resuming ends the watch with that error.
+	fb2 := newFake()
+	fb2.appendEvents(evAdmission)
+	dial2, drop2 := startWS(t, fb2)
+	w, err := client.FollowWatch(context.Background(), client.FollowOptions{Dial: dial2, Backoff: noBackoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, w.Events())
+	fb2.mu.Lock()
+	fb2.gone = true
+	fb2.mu.Unlock()
+	drop2()
+	collect(t, w)
+	if client.ErrorCode(w.Err()) != protocol.Gone {
+		t.Fatalf("Err = %v", w.Err())
+	}
+}
+
+func TestFollowWatchGivesUpWhenServerGone(t *testing.T) {
+	fb := newFake()
+	fb.appendEvents(evAdmission)
+	dial, drop := startWS(t, fb)
+	refused := errors.New("refused")
+	n := 0
+	w, err := client.FollowWatch(context.Background(), client.FollowOptions{
+		Dial: func(ctx context.Context) (*client.Conn, error) {
+			n++
+			if n == 1 {
+				return dial(ctx)
+			}
+			return nil, refused
+		},
+		Backoff: noBackoff, MaxRedials: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, w.Events())
+	drop()
+	collect(t, w)
+	if !errors.Is(w.Err(), refused) || n != 4 {
+		t.Fatalf("Err = %v after %d dials", w.Err(), n)
+	}
+}
+
+func TestFollowWatchClose(t *testing.T) {
+	fb := newFake()
+	fb.appendEvents(evAdmission)
+	dial, _ := startWS(t, fb)
+	w, err := client.FollowWatch(context.Background(), client.FollowOptions{Dial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, w.Events())
+	w.Close()
+	if _, ok := <-w.Events(); ok || w.Err() != nil {
+		t.Fatalf("after Close: Err %v", w.Err())
+	}
+}

@@ -1,0 +1,546 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
+)
+
+func init() {
+	register("plan", "verify a graph without admitting it: diagnostics and bounds", runPlan)
+	register("apply", "admit a graph and start a run (--watch follows it to its end)", runApply)
+	register("get", "show the cluster: phase, generation, run, operational status, result", runGet)
+	register("update", "change the current run's labels, log level or suspension", runUpdate)
+	register("stop", "stop the current run (drain, or --force)", runStop)
+	register("retry", "retry the latest failed step of the current run", runRetry)
+	register("resubmit", "start a new run of the finished graph", runResubmit)
+	register("delete", "delete the finished cluster and its run history", runDelete)
+}
+
+func runPlan(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("plan", "plan -f GRAPH [flags]", "Verifies a graph on the server without admitting it and prints its diagnostics\nand structural bounds. Exits 1 when the graph is rejected.", stdout, stderr, false, false)
+	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	if *file == "" {
+		return c.usageErr("give the graph file with -f GRAPH")
+	}
+	graph, err := readGraph(*file)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodPlan, map[string]json.RawMessage{"graph": graph}, &raw); err != nil {
+		return c.fail(err)
+	}
+	var r protocol.PlanResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+	} else {
+		var diags []json.RawMessage
+		_ = json.Unmarshal(r.Diagnostics, &diags)
+		if r.OK {
+			fmt.Fprintln(stdout, "graph is valid")
+		} else {
+			fmt.Fprintln(stdout, "graph is invalid")
+		}
+		for _, d := range diags {
+			fmt.Fprintf(stdout, "  %s\n", formatDiagnostic(d))
+		}
+		if len(r.Bounds) > 0 {
+			printBounds(stdout, r.Bounds)
+		}
+	}
+	if !r.OK {
+		if !c.jsonOut {
+			fmt.Fprintln(stderr, "oecp plan: the graph was rejected; fix the diagnostics above and plan again.")
+		}
+		return exitError
+	}
+	return exitOK
+}
+
+func printBounds(w io.Writer, raw json.RawMessage) {
+	var b struct {
+		Termination struct {
+			Kind          string     `json:"kind"`
+			Order         []string   `json:"order"`
+			Ranking       [][]string `json:"ranking"`
+			MaxIterations int64      `json:"maxIterations"`
+		} `json:"termination"`
+		MaxNodeExecutions int64            `json:"maxNodeExecutions"`
+		PeakConcurrency   int64            `json:"peakConcurrency"`
+		AttemptsPerNode   map[string]int64 `json:"attemptsPerNode"`
+	}
+	if json.Unmarshal(raw, &b) != nil {
+		fmt.Fprintf(w, "bounds: %s\n", raw)
+		return
+	}
+	fmt.Fprintln(w, "bounds:")
+	switch b.Termination.Kind {
+	case "acyclic":
+		fmt.Fprintf(w, "  termination:         acyclic (order: %s)\n", strings.Join(b.Termination.Order, ", "))
+	case "bounded":
+		fmt.Fprintf(w, "  termination:         bounded loops (at most %d iterations)\n", b.Termination.MaxIterations)
+	default:
+		fmt.Fprintf(w, "  termination:         %s\n", b.Termination.Kind)
+	}
+	fmt.Fprintf(w, "  max node executions: %d\n", b.MaxNodeExecutions)
+	fmt.Fprintf(w, "  peak concurrency:    %d\n", b.PeakConcurrency)
+	names := make([]string, 0, len(b.AttemptsPerNode))
+	for n := range b.AttemptsPerNode {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  attempts of %-8s %d\n", n+":", b.AttemptsPerNode[n])
+	}
+}
+
+func runApply(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("apply", "apply -f GRAPH [--input JSON] [--dry-run] [--watch] [flags]",
+		"Admits a graph. A changed graph starts a new run with --input as its root input\n"+
+			"(a JSON value, or @FILE); an unchanged graph is a no-op. --dry-run only shows the\n"+
+			"node diff. --watch follows the new run's events to its end and exits 1 if it fails.\n"+
+			"apply sends --if-generation only when given: without it the apply is an upsert.",
+		stdout, stderr, true, false)
+	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
+	input := c.fs.String("input", "", "root input of the new run: JSON value, or @FILE")
+	dry := c.fs.Bool("dry-run", false, "show the diff against the current graph; change nothing")
+	watch := c.fs.Bool("watch", false, "follow the new run until it finishes")
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	if *file == "" {
+		return c.usageErr("give the graph file with -f GRAPH")
+	}
+	if *dry && (*watch || c.idemKey != "") {
+		return c.usageErr("--dry-run changes nothing: it takes neither --watch nor --idempotency-key")
+	}
+	graph, err := readGraph(*file)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
+	p := client.ApplyParams{Graph: graph, DryRun: *dry, IdempotencyKey: c.idemKey}
+	inputSet := false
+	c.fs.Visit(func(f *flagT) { inputSet = inputSet || f.Name == "input" })
+	if inputSet {
+		if *dry {
+			return c.usageErr("--dry-run does not take --input")
+		}
+		if p.Input, err = parseJSONArg("--input", *input); err != nil {
+			return c.usageErr("%v", err)
+		}
+	}
+	if c.ifGeneration.set {
+		g := c.ifGeneration.v
+		p.IfGeneration = &g
+	}
+	if !p.DryRun && p.IdempotencyKey == "" {
+		p.IdempotencyKey = client.NewIdempotencyKey()
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, dial, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodApply, p, &raw); err != nil {
+		return c.fail(err)
+	}
+	var r protocol.ApplyResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+	} else if r.Diff != nil {
+		fmt.Fprintf(stdout, "dry run (nothing changed): generation %s, run %s, phase %s\n", intOr(r.Generation, "none"), strOr(r.RunID, "none"), r.Phase)
+		fmt.Fprintf(stdout, "  added:   %s\n  removed: %s\n  changed: %s\n", list(r.Diff.Added), list(r.Diff.Removed), list(r.Diff.Changed))
+	} else {
+		fmt.Fprintf(stdout, "applied: run %s, generation %s, phase %s%s\n", strOr(r.RunID, "none"), intOr(r.Generation, "none"), r.Phase, dedupNote(r.Deduped))
+	}
+	if !*watch {
+		return exitOK
+	}
+	if r.RunID == nil {
+		c.errorf("the apply started no run, so there is nothing to watch")
+		return exitError
+	}
+	return c.followRun(ctx, conn, dial, *r.RunID, "", false)
+}
+
+// flagT keeps the flag package's type name short in Visit callbacks.
+type flagT = flag.Flag
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ", ")
+}
+
+func runGet(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("get", "get [flags]", "Shows the cluster: phase, generation, current run, operational status and,\nonce the run has ended, its result.", stdout, stderr, false, false)
+	showSpec := c.fs.Bool("spec", false, "also print the admitted graph")
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodGet, struct{}{}, &raw); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+		return exitOK
+	}
+	var g protocol.GetResult
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return c.fail(err)
+	}
+	s := g.Status
+	fmt.Fprintf(stdout, "phase:       %s\n", s.Phase)
+	fmt.Fprintf(stdout, "generation:  %s\n", intOr(s.ObservedGeneration, "none"))
+	fmt.Fprintf(stdout, "run:         %s\n", strOr(s.CurrentRunID, "none"))
+	fmt.Fprintf(stdout, "cursor:      %s\n", strOr(s.AtCursor, "none"))
+	if op := s.Operational; op != nil {
+		stopMode := op.StopMode
+		if stopMode == "" {
+			stopMode = "-"
+		}
+		fmt.Fprintf(stdout, "dispatch:    %s (in flight: %d, stop mode: %s)\n", op.DispatchState, op.InFlight, stopMode)
+		fmt.Fprintf(stdout, "log level:   %s\n", op.LogLevel)
+		fmt.Fprintf(stdout, "labels:      %s\n", formatLabels(op.Labels))
+	}
+	if tr := g.TerminalResult; tr != nil {
+		switch tr.Status {
+		case "succeeded":
+			out := "null"
+			if tr.Output != nil {
+				out = string(*tr.Output)
+			}
+			fmt.Fprintf(stdout, "result:      succeeded, output %s\n", out)
+		case "failed":
+			fmt.Fprintf(stdout, "result:      failed: %s\n", tr.Reason)
+		default:
+			fmt.Fprintf(stdout, "result:      %s\n", tr.Status)
+		}
+	}
+	if *showSpec && len(g.Spec) > 0 && string(g.Spec) != "null" {
+		fmt.Fprintf(stdout, "spec:        %s\n", g.Spec)
+	}
+	return exitOK
+}
+
+// labelEdits parses --label k=v (set) and --label k- (remove).
+type labelEdits struct {
+	set    map[string]string
+	remove []string
+}
+
+func (l *labelEdits) String() string { return "" }
+
+func (l *labelEdits) Set(v string) error {
+	if k, val, ok := strings.Cut(v, "="); ok {
+		if k == "" || val == "" {
+			return fmt.Errorf("want key=value (both non-empty), got %q", v)
+		}
+		if l.set == nil {
+			l.set = map[string]string{}
+		}
+		l.set[k] = val
+		return nil
+	}
+	if k, ok := strings.CutSuffix(v, "-"); ok && k != "" {
+		l.remove = append(l.remove, k)
+		return nil
+	}
+	return fmt.Errorf("want key=value to set a label or key- to remove it, got %q", v)
+}
+
+func runUpdate(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("update", "update [--label k=v]… [--label k-]… [--replace-labels] [--log-level L] [--suspend | --resume] [flags]",
+		"Changes the current run's operational settings. Labels merge into the current ones\n"+
+			"(read with get first, since the wire replaces the whole map): k=v sets, k- removes.\n"+
+			"--replace-labels sends exactly the given labels instead (none: clear them all).",
+		stdout, stderr, true, false)
+	var labels labelEdits
+	c.fs.Var(&labels, "label", "set a label (key=value) or remove one (key-); repeatable")
+	replace := c.fs.Bool("replace-labels", false, "replace all labels with the given ones instead of merging")
+	logLevel := c.fs.String("log-level", "", "log level: trace, debug, info, warn or error")
+	suspend := c.fs.Bool("suspend", false, "stop dispatching new steps (running ones continue)")
+	resume := c.fs.Bool("resume", false, "resume dispatching")
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	if *suspend && *resume {
+		return c.usageErr("--suspend and --resume exclude each other")
+	}
+	if *replace && len(labels.remove) > 0 {
+		return c.usageErr("--replace-labels takes key=value labels only")
+	}
+	if *logLevel != "" && !isLogLevel(*logLevel) {
+		return c.usageErr("--log-level %q: want trace, debug, info, warn or error", *logLevel)
+	}
+	labelsChange := *replace || labels.set != nil || len(labels.remove) > 0
+	if !labelsChange && *logLevel == "" && !*suspend && !*resume {
+		return c.usageErr("nothing to update: give --label, --replace-labels, --log-level, --suspend or --resume")
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	mergeNeeded := labelsChange && !*replace
+	st, err := c.readCAS(ctx, conn, mergeNeeded)
+	if err != nil {
+		return c.fail(err)
+	}
+	p := client.UpdateParams{LogLevel: *logLevel, IfGeneration: st.generation, IdempotencyKey: c.idemKey}
+	if labelsChange {
+		p.Labels = map[string]string{}
+		if mergeNeeded && st.status.Operational != nil {
+			for k, v := range st.status.Operational.Labels {
+				p.Labels[k] = v
+			}
+		}
+		for k, v := range labels.set {
+			p.Labels[k] = v
+		}
+		for _, k := range labels.remove {
+			delete(p.Labels, k)
+		}
+	}
+	if *suspend || *resume {
+		s := *suspend
+		p.Suspended = &s
+	}
+	if p.IdempotencyKey == "" {
+		p.IdempotencyKey = client.NewIdempotencyKey()
+	}
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodUpdate, p, &raw); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+		return exitOK
+	}
+	var r protocol.UpdateResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "updated run %s: dispatch %s, log level %s, labels %s%s\n", r.RunID, r.Operational.DispatchState, r.Operational.LogLevel, formatLabels(r.Operational.Labels), dedupNote(r.Deduped))
+	return exitOK
+}
+
+func isLogLevel(l string) bool {
+	for _, x := range protocol.LogLevels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+func runStop(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("stop", "stop [--force] [flags]", "Stops the current run. By default it drains: no new steps start and the run\nfinishes when running ones settle. --force cancels running steps at once.", stdout, stderr, true, false)
+	force := c.fs.Bool("force", false, "cancel running steps instead of draining")
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	st, err := c.readCAS(ctx, conn, false)
+	if err != nil {
+		return c.fail(err)
+	}
+	mode := "drain"
+	if *force {
+		mode = "force"
+	}
+	p := client.StopParams{Mode: mode, IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodStop, p, &raw); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+		return exitOK
+	}
+	var r protocol.StopResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "stop (%s) accepted for run %s: phase %s, dispatch %s%s\n", r.EffectiveMode, r.RunID, r.Phase, r.Operational.DispatchState, dedupNote(r.Deduped))
+	if r.Phase != protocol.PhaseFinished {
+		fmt.Fprintln(stdout, "the run finishes when its running steps settle; follow it with `oecp watch`")
+	}
+	return exitOK
+}
+
+func orKey(k string) string {
+	if k == "" {
+		return client.NewIdempotencyKey()
+	}
+	return k
+}
+
+func runRetry(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("retry", "retry [flags]", "Reserves a retry of the current run's latest failed step.", stdout, stderr, true, false)
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	st, err := c.readCAS(ctx, conn, false)
+	if err != nil {
+		return c.fail(err)
+	}
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodRetry, client.RetryParams{IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}, &raw); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+		return exitOK
+	}
+	var r protocol.RetryResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "retry reserved in run %s: turn %s retries %s%s\n", r.RunID, r.RetryTurnID, r.RetriedTurnID, dedupNote(r.Deduped))
+	return exitOK
+}
+
+func runResubmit(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("resubmit", "resubmit [--input JSON] [flags]", "Starts a new run of the finished graph, with the prior run's input or --input.", stdout, stderr, true, true)
+	input := c.fs.String("input", "", "replacement root input: JSON value, or @FILE (default: the prior run's input)")
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	var repl json.RawMessage
+	inputSet := false
+	c.fs.Visit(func(f *flagT) { inputSet = inputSet || f.Name == "input" })
+	if inputSet {
+		var err error
+		if repl, err = parseJSONArg("--input", *input); err != nil {
+			return c.usageErr("%v", err)
+		}
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	st, err := c.readCAS(ctx, conn, false)
+	if err != nil {
+		return c.fail(err)
+	}
+	if st.runID == "" {
+		c.errorf("there is no run to resubmit (the cluster is %s); start one with `oecp apply`", orPhase(st.status.Phase))
+		return exitError
+	}
+	p := client.ResubmitParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey), ReplacementInput: repl}
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodResubmit, p, &raw); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+		return exitOK
+	}
+	var r protocol.ResubmitResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "resubmitted: run %s replaces %s (generation %d, phase %s)%s\n", r.RunID, r.PriorRunID, r.Generation, r.Phase, dedupNote(r.Deduped))
+	return exitOK
+}
+
+func orPhase(p string) string {
+	if p == "" {
+		return "in an unknown phase"
+	}
+	return p
+}
+
+func runDelete(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("delete", "delete [flags]", "Deletes the finished cluster: the graph, the generation and the run history.", stdout, stderr, true, true)
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	st, err := c.readCAS(ctx, conn, false)
+	if err != nil {
+		return c.fail(err)
+	}
+	p := client.DeleteParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey)}
+	var raw json.RawMessage
+	if err := conn.Call(ctx, protocol.MethodDelete, p, &raw); err != nil {
+		return c.fail(err)
+	}
+	if c.jsonOut {
+		c.printJSON(raw)
+		return exitOK
+	}
+	var r protocol.DeleteResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return c.fail(err)
+	}
+	switch {
+	case r.Deleted:
+		fmt.Fprintf(stdout, "deleted: the cluster is now %s%s\n", r.Phase, dedupNote(r.Deduped))
+	case r.Phase == protocol.PhaseDeleting:
+		fmt.Fprintf(stdout, "delete pending: run %s is being cleaned up (phase deleting)%s\n", strOr(r.RunID, "?"), dedupNote(r.Deduped))
+	default:
+		fmt.Fprintf(stdout, "nothing to delete: the cluster is %s%s\n", r.Phase, dedupNote(r.Deduped))
+	}
+	return exitOK
+}

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
+)
+
+// Graphs: the README's example (echo, succeeds), a run that fails with a
+// reason, and one that sleeps until stopped (its input is {"ms":N}).
+const (
+	oneStep   = "../../examples/one-step.json"
+	oneInput  = `{"text":"hello"}`
+	failGraph = "testdata/fail.json"
+	crash     = "testdata/crash.json"
+	sleepy    = "testdata/sleep.json"
+	sleepLong = `{"ms":3600000}`
+)
+
+// testServer is a running `oecp serve` on 127.0.0.1 port 0.
+type testServer struct {
+	url string
+	cmd *exec.Cmd
+}
+
+// startServer runs `oecp serve` with extra flags and waits for the line
+// that announces its URL.
+func startServer(t *testing.T, extra ...string) *testServer {
+	t.Helper()
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--store", "memory", "--shutdown-grace", "100ms"}, extra...)
+	cmd := exec.Command(oecpBin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`url=(ws://\S+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				urlc <- m[1]
+			}
+		}
+		close(urlc)
+	}()
+	s := &testServer{cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	select {
+	case u, ok := <-urlc:
+		if !ok {
+			t.Fatal("oecp serve exited before announcing its URL")
+		}
+		s.url = u
+	case <-time.After(30 * time.Second):
+		t.Fatal("oecp serve did not announce its URL")
+	}
+	return s
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// oecp runs the CLI against srv (nil: no --server) and returns its output.
+func oecp(t *testing.T, srv *testServer, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(oecpBin, args...)
+	cmd.Env = cliEnv(srv)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func cliEnv(srv *testServer) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if srv != nil {
+		env = append(env, "OECP_SERVER="+srv.url)
+	}
+	return env
+}
+
+func expect(t *testing.T, r result, code int, stdoutHas, stderrHas []string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range stdoutHas {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	for _, s := range stderrHas {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+func getJSON(t *testing.T, srv *testServer) protocol.GetResult {
+	t.Helper()
+	r := oecp(t, srv, "get", "--json")
+	var g protocol.GetResult
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &g) != nil {
+		t.Fatalf("get --json: %+v", r)
+	}
+	return g
+}
+
+func TestCLIQuickStart(t *testing.T) {
+	srv := startServer(t)
+	expect(t, oecp(t, srv, "plan", "-f", oneStep), 0, []string{"graph is valid", "termination:         acyclic", "max node executions: 1"}, nil)
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--dry-run"), 0, []string{"dry run (nothing changed)", "added:   "}, nil)
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", oneInput, "--watch"), 0, []string{
+		"applied: run run-1, generation 1, phase running\n",
+		"run run-1 started (generation 1)\n",
+		"echo started\n",
+		"echo finished (verified)\n",
+		"run run-1 succeeded\n",
+		`output: {"text":"hello"}`,
+	}, nil)
+	expect(t, oecp(t, srv, "get"), 0, []string{"phase:       finished", "generation:  1", "run:         run-1", `result:      succeeded, output {"text":"hello"}`}, nil)
+	g := getJSON(t, srv)
+	if g.Status.Phase != "finished" || g.TerminalResult == nil || g.TerminalResult.Status != "succeeded" {
+		t.Fatalf("get --json = %+v", g)
+	}
+	// watch of a finished run replays it and exits with its result.
+	expect(t, oecp(t, srv, "watch"), 0, []string{"echo finished (verified)", "run run-1 succeeded"}, nil)
+
+	// A run that fails ends with its reason and exit 1.
+	expect(t, oecp(t, srv, "delete"), 0, []string{"deleted"}, nil)
+	expect(t, oecp(t, srv, "apply", "-f", failGraph, "--input", "null", "--watch"), 1, []string{"work finished (verified)", "run run-2 failed: gave_up"}, nil)
+	expect(t, oecp(t, srv, "get"), 0, []string{"result:      failed: gave_up"}, nil)
+
+	// The same idempotency key replays the receipt.
+	expect(t, oecp(t, srv, "delete"), 0, nil, nil)
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", oneInput, "--idempotency-key", "k1", "--json"), 0, []string{`"runId":"run-3"`, `"deduped":false`}, nil)
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", oneInput, "--idempotency-key", "k1"), 0, []string{"replayed"}, nil)
+}
+
+// TestCLIApplyWatchUntilStopped: apply --watch follows the new run; a stop
+// from another process ends it and the watch exits 1 saying so.
+func TestCLIApplyWatchUntilStopped(t *testing.T) {
+	srv := startServer(t)
+	cmd := exec.Command(oecpBin, "apply", "-f", sleepy, "--input", sleepLong, "--watch")
+	cmd.Env = cliEnv(srv)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	readUntil := func(want string) {
+		t.Helper()
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.Contains(sc.Text(), want) {
+				return
+			}
+		}
+		t.Fatalf("output ended without %q: %q (stderr %s)", want, lines, errb.String())
+	}
+	readUntil("nap started")
+	expect(t, oecp(t, srv, "stop", "--force"), 0, []string{"stop (force) accepted for run run-1"}, nil)
+	readUntil("run run-1 stopped (force)")
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
+		t.Fatalf("apply --watch ended with %v, want exit 1; output %q", err, lines)
+	}
+	if lines[0] != "applied: run run-1, generation 1, phase running" {
+		t.Fatalf("first line %q", lines[0])
+	}
+}
+
+func TestCLILifecycle(t *testing.T) {
+	srv := startServer(t)
+	expect(t, oecp(t, srv, "update", "--label", "a=b"), 1, nil, []string{"INVALID_PHASE", "oecp get"})
+	expect(t, oecp(t, srv, "apply", "-f", sleepy, "--input", sleepLong), 0, nil, nil)
+
+	expect(t, oecp(t, srv, "update", "--label", "a=b", "--label", "c=d"), 0, []string{"labels a=b, c=d"}, nil)
+	expect(t, oecp(t, srv, "update", "--label", "e=f", "--label", "a-", "--log-level", "debug"), 0, []string{"log level debug, labels c=d, e=f"}, nil)
+	if l := getJSON(t, srv).Status.Operational.Labels; len(l) != 2 || l["c"] != "d" || l["e"] != "f" {
+		t.Fatalf("merged labels %v", l)
+	}
+	expect(t, oecp(t, srv, "update", "--replace-labels", "--label", "x=y"), 0, []string{"labels x=y"}, nil)
+	expect(t, oecp(t, srv, "update", "--replace-labels"), 0, []string{"labels (none)"}, nil)
+	expect(t, oecp(t, srv, "update", "--suspend"), 0, []string{"dispatch suspended"}, nil)
+	expect(t, oecp(t, srv, "update", "--suspend", "--if-generation", "7"), 1, nil, []string{"GENERATION_CONFLICT", "generation 1"})
+	expect(t, oecp(t, srv, "retry"), 1, nil, []string{"INVALID_PHASE", "suspended"})
+	expect(t, oecp(t, srv, "update", "--resume"), 0, []string{"dispatch active"}, nil)
+	expect(t, oecp(t, srv, "stop", "--force"), 0, []string{"stop (force) accepted for run run-1: phase finished"}, nil)
+
+	// The run has finished: watch replays it and reports the stop.
+	expect(t, oecp(t, srv, "watch"), 1, []string{"run run-1 started (generation 1)", "phase running, suspended", "phase finished", "run run-1 stopped (force)"}, nil)
+	r := oecp(t, srv, "watch", "--json", "--run", "run-1")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	for _, l := range lines {
+		var ev struct {
+			SubscriptionID, RunID, Cursor string
+			Event                         map[string]any
+		}
+		if json.Unmarshal([]byte(l), &ev) != nil || ev.SubscriptionID == "" || ev.RunID != "run-1" || ev.Cursor == "" {
+			t.Fatalf("watch --json line %q", l)
+		}
+	}
+	if r.code != 1 || !strings.Contains(lines[len(lines)-1], `"finished"`) || !strings.Contains(r.stderr, "run run-1 stopped (force)") {
+		t.Fatalf("watch --json: %+v", r)
+	}
+	// --from skips what was seen.
+	expect(t, oecp(t, srv, "watch", "--from", "cursor-1"), 1, []string{"phase finished"}, nil)
+	if r := oecp(t, srv, "watch", "--from", "cursor-1"); strings.Contains(r.stdout, "run run-1 started") || !strings.Contains(r.stdout, "nap started") {
+		t.Fatalf("--from replayed the admission: %s", r.stdout)
+	}
+	expect(t, oecp(t, srv, "watch", "--run", "run-9"), 1, nil, []string{"NOT_FOUND"})
+
+	expect(t, oecp(t, srv, "resubmit", "--input", "{nope"), 2, nil, []string{"not valid JSON"})
+	expect(t, oecp(t, srv, "resubmit", "--input", `{"ms":1}`), 0, []string{"resubmitted: run run-2 replaces run-1"}, nil)
+	expect(t, oecp(t, srv, "watch"), 0, []string{"nap finished (verified)", "run run-2 succeeded"}, nil)
+	expect(t, oecp(t, srv, "delete", "--if-run", "run-1"), 1, nil, []string{"RUN_CONFLICT", "run-2"})
+	expect(t, oecp(t, srv, "delete"), 0, []string{"deleted: the cluster is now empty"}, nil)
+	expect(t, oecp(t, srv, "get"), 0, []string{"phase:       empty"}, nil)
+	expect(t, oecp(t, srv, "delete"), 0, []string{"nothing to delete"}, nil)
+	expect(t, oecp(t, srv, "watch", "--run", "run-1"), 1, nil, []string{"GONE"})
+}
+
+func TestCLIBadInput(t *testing.T) {
+	srv := startServer(t)
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "bad.json")
+	_ = os.WriteFile(notJSON, []byte("{not json"), 0o600)
+	invalid := filepath.Join(dir, "invalid.json")
+	_ = os.WriteFile(invalid, []byte(`{"profile":"nope"}`), 0o600)
+
+	expect(t, oecp(t, srv, "plan", "-f", filepath.Join(dir, "missing.json")), 2, nil, []string{"read graph", "no such file"})
+	expect(t, oecp(t, srv, "apply", "-f", notJSON, "--input", "null"), 2, nil, []string{"not valid JSON"})
+	expect(t, oecp(t, srv, "plan", "-f", invalid), 1, nil, []string{"SCHEMA_VIOLATION", "check the graph file"})
+	expect(t, oecp(t, srv, "apply", "-f", invalid, "--input", "null"), 1, nil, []string{"SCHEMA_VIOLATION"})
+	expect(t, oecp(t, srv, "apply", "--input", "null"), 2, nil, []string{"-f GRAPH"})
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", "{nope"), 2, nil, []string{"--input", "not valid JSON"})
+	expect(t, oecp(t, srv, "get", "--bogus"), 2, nil, []string{"flag provided but not defined"})
+	expect(t, oecp(t, srv, "get", "extra"), 2, nil, []string{`unexpected argument "extra"`})
+	expect(t, oecp(t, srv, "update"), 2, nil, []string{"nothing to update"})
+	expect(t, oecp(t, srv, "update", "--label", "novalue"), 2, nil, []string{"key=value"})
+	expect(t, oecp(t, srv, "attach"), 2, nil, []string{"EXECUTION"})
+	expect(t, oecp(t, srv, "get", "--help"), 0, nil, []string{"usage: oecp get", "-server", "OECP_SERVER"})
+	expect(t, oecp(t, srv, "stop", "--help"), 0, nil, []string{"convenient, not atomic"})
+	expect(t, oecp(t, srv, "attach", "--node", "echo"), 1, nil, []string{"no current run", "oecp attach EXECUTION"})
+	expect(t, oecp(t, srv, "attach", "no-such-execution"), 1, nil, []string{"NOT_FOUND"})
+
+	// Refused URLs: nothing is dialled.
+	for _, u := range []string{"http://127.0.0.1:1/oecp", "ws://example.com/oecp", "ws://127.0.0.1:1/oecp?x=1", "wss://u:p@example.com/oecp", "ws:///oecp"} {
+		expect(t, oecp(t, nil, "get", "--server", u), 2, nil, []string{"URL refused"})
+	}
+	// Unreachable server.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	expect(t, oecp(t, nil, "get", "--server", "ws://"+addr+"/oecp"), 2, nil, []string{"cannot talk to the server", "oecp serve"})
+	expect(t, oecp(t, nil, "get", "--server", "ws://"+addr+"/oecp", "--token-file", filepath.Join(dir, "none")), 2, nil, []string{"--token-file"})
+}
+
+func TestCLIAuthTokens(t *testing.T) {
+	dir := t.TempDir()
+	toks := filepath.Join(dir, "tokens.json")
+	_ = os.WriteFile(toks, []byte(`[
+ {"token":"good-token","principal":"alice","tenant":"t1","expiresAt":"2999-01-01T00:00:00Z"},
+ {"token":"old-token","principal":"bob","tenant":"t1","expiresAt":"2000-01-01T00:00:00Z"}]`), 0o600)
+	srv := startServer(t, "--auth-tokens", toks)
+	good := filepath.Join(dir, "good")
+	old := filepath.Join(dir, "old")
+	_ = os.WriteFile(good, []byte("good-token\n"), 0o600)
+	_ = os.WriteFile(old, []byte("old-token\n"), 0o600)
+	expect(t, oecp(t, srv, "get", "--token-file", good), 0, []string{"phase:"}, nil)
+	expect(t, oecp(t, srv, "get", "--token-file", old), 2, nil, []string{"401", "OECP_TOKEN"})
+	expect(t, oecp(t, srv, "get"), 2, nil, []string{"401"})
+
+	cmd := exec.Command(oecpBin, "get")
+	cmd.Env = append(cliEnv(srv), "OECP_TOKEN=good-token")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("get with OECP_TOKEN: %v %s", err, out)
+	}
+}
+
+// TestClientOverServeStdio drives every v1 method of the real cluster
+// backend through the client library over NDJSON, spawning `oecp serve
+// --stdio`.
+func TestClientOverServeStdio(t *testing.T) {
+	c, err := client.DialCommand(exec.Command(oecpBin, "serve", "--stdio", "--store", "memory"), io.Discard, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	graph, err := os.ReadFile(sleepy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Initialize(ctx); err != nil || r.ProtocolVersion != protocol.Version {
+		t.Fatalf("initialize: %+v %v", r, err)
+	}
+	if p, err := c.Plan(ctx, graph); err != nil || !p.OK {
+		t.Fatalf("plan: %+v %v", p, err)
+	}
+	zero := int64(0)
+	ar, err := c.Apply(ctx, client.ApplyParams{Graph: graph, Input: json.RawMessage(sleepLong), IfGeneration: &zero})
+	if err != nil || *ar.RunID != "run-1" {
+		t.Fatalf("apply: %+v %v", ar, err)
+	}
+	sub, wr, err := c.Watch(ctx, client.WatchParams{})
+	if err != nil || *wr.RunID != "run-1" {
+		t.Fatalf("watch: %+v %v", wr, err)
+	}
+	ev := <-sub.Events()
+	if ev.Event.Type != protocol.EventPhase || ev.Event.Admission == nil {
+		t.Fatalf("first event %+v", ev)
+	}
+	if _, err := c.Update(ctx, client.UpdateParams{LogLevel: "debug", IfGeneration: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range sub.Events() {
+		if ev.Event.Type == protocol.EventPhase {
+			if ev.Event.Status.Operational.LogLevel != "debug" {
+				t.Fatalf("update event %s", ev.Raw)
+			}
+			break
+		}
+	}
+	if _, err := c.Retry(ctx, client.RetryParams{IfGeneration: 1}); client.ErrorCode(err) != protocol.NoRetryableFrontier {
+		t.Fatalf("retry on a fresh run: %v", err)
+	}
+	if sr, err := c.Stop(ctx, client.StopParams{Mode: "force", IfGeneration: 1}); err != nil || sr.Phase != protocol.PhaseFinished {
+		t.Fatalf("stop: %+v %v", sr, err)
+	}
+	for ev := range sub.Events() {
+		if ev.Event.Type == protocol.EventFinished {
+			break
+		}
+	}
+	_ = sub.Close()
+	rr, err := c.Resubmit(ctx, client.ResubmitParams{IfGeneration: 1, IfRunID: "run-1", ReplacementInput: json.RawMessage(sleepLong)})
+	if err != nil || rr.RunID == "run-1" {
+		t.Fatalf("resubmit: %+v %v", rr, err)
+	}
+	if _, err := c.Stop(ctx, client.StopParams{Mode: "force", IfGeneration: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Delete(ctx, client.DeleteParams{IfGeneration: 1, IfRunID: rr.RunID}); err != nil || !d.Deleted {
+		t.Fatalf("delete: %+v %v", d, err)
+	}
+	if g, err := c.Get(ctx, client.GetParams{}); err != nil || g.Status.Phase != protocol.PhaseEmpty {
+		t.Fatalf("get: %+v %v", g, err)
+	}
+	ls, err := c.Logs(ctx)
+	if err != nil {
+		t.Fatalf("logs: %v", err)
+	}
+	_ = ls.Close()
+	if _, err := c.AgentAttach(ctx, "no-such-execution"); client.ErrorCode(err) != protocol.NotFound {
+		t.Fatalf("agent/attach unknown execution: %v", err)
+	}
+
+	// A failed step can be retried once it has failed.
+	crashGraph, err := os.ReadFile(crash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err = c.Apply(ctx, client.ApplyParams{Graph: crashGraph, Input: json.RawMessage("null"), IfGeneration: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := client.FollowWatch(ctx, client.FollowOptions{Conn: c, RunID: *ar.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range w.Events() {
+		if ev.Event.Type == protocol.EventNodeEnd {
+			break
+		}
+	}
+	w.Close()
+	if rr, err := c.Retry(ctx, client.RetryParams{IfGeneration: 1}); err != nil || rr.RetryTurnID == "" {
+		t.Fatalf("retry after a failure: %+v %v", rr, err)
+	}
+}

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
+)
+
+func init() {
+	register("watch", "follow a run's events until it finishes (or forever with --follow)", runWatch)
+	register("logs", "stream the cluster's live log records", runLogs)
+	register("attach", "stream the live output of one execution", runAttach)
+}
+
+func runWatch(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("watch", "watch [--run ID] [--from CURSOR] [--follow] [flags]",
+		"Prints a run's events as they arrive (the current run by default, or the next one\n"+
+			"to start if there is none), replaying its history after --from, and ends with the\n"+
+			"run's result: exit 0 if it succeeded, 1 if it failed or was stopped. The watch\n"+
+			"survives dropped connections, resuming after the last event it printed.\n"+
+			"--json prints one event notification object per line.",
+		stdout, stderr, false, false)
+	run := c.fs.String("run", "", "run id to watch (default: the current run)")
+	from := c.fs.String("from", "", "print only events after this cursor")
+	forever := c.fs.Bool("follow", false, "keep watching after the run finishes (until interrupted)")
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, dial, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	return c.followRun(ctx, conn, dial, *run, *from, *forever)
+}
+
+// followRun prints a run's events until it finishes and reports how it
+// ended. The exit code reflects the run's result.
+func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dialer, runID, from string, forever bool) int {
+	w, err := client.FollowWatch(ctx, client.FollowOptions{
+		RunID: runID, FromCursor: from, Forever: forever, Conn: conn, Dial: dial,
+		OnReconnect: func(cause error, after string) {
+			if after == "" {
+				after = "the start"
+			}
+			fmt.Fprintf(c.stderr, "oecp %s: the watch was interrupted (%v); resuming after %s…\n", c.name, cause, after)
+		},
+	})
+	if err != nil {
+		return c.fail(err)
+	}
+	defer w.Close()
+	if w.RunID() == "" {
+		fmt.Fprintf(c.stderr, "oecp %s: no run yet; waiting for the next run to start (Ctrl-C to stop)…\n", c.name)
+	}
+	p := &eventPrinter{w: c.stdout, json: c.jsonOut}
+	code := exitOK
+	sawEnd := false
+	for ev := range w.Events() {
+		p.print(ev)
+		if ev.Event.Type == protocol.EventNodeEnd && ev.Event.Node != nil && strings.HasPrefix(outcomeSummary(ev.Event.Outcome), "error") {
+			fmt.Fprintf(c.stderr, "oecp %s: %s failed; once it has no attempts left the run waits: `oecp retry` retries it, `oecp stop` ends the run\n", c.name, ev.Event.Node.Node)
+		}
+		if ev.Event.Type == protocol.EventFinished {
+			sawEnd = true
+			code = c.reportEnd(ctx, conn, dial, ev)
+		}
+	}
+	if err := w.Err(); err != nil {
+		return c.fail(err)
+	}
+	if !sawEnd && ctx.Err() == nil {
+		c.errorf("the watch ended before the run finished")
+		return exitError
+	}
+	if !sawEnd || forever {
+		return exitOK // interrupted while following
+	}
+	return code
+}
+
+// reportEnd prints how the run of a finished event ended and returns the
+// exit code: the finished event says whether a stop ended it; the result
+// comes from get's terminalResult.
+func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dialer, ev client.WatchEvent) int {
+	out := c.stdout
+	if c.jsonOut {
+		out = c.stderr
+	}
+	if conn.Err() != nil {
+		var err error
+		if conn, err = dial(ctx); err != nil {
+			return c.fail(err)
+		}
+		defer conn.Close()
+	}
+	g, err := conn.Get(ctx, client.GetParams{})
+	if err != nil {
+		return c.fail(err)
+	}
+	current := g.Status.CurrentRunID != nil && *g.Status.CurrentRunID == ev.RunID
+	if tr := g.TerminalResult; tr != nil && current {
+		switch tr.Status {
+		case "succeeded":
+			fmt.Fprintf(out, "run %s succeeded\n", ev.RunID)
+			if tr.Output != nil && !tr.Output.IsNull() && !c.jsonOut {
+				fmt.Fprintf(out, "output: %s\n", *tr.Output)
+			}
+			return exitOK
+		case "failed":
+			fmt.Fprintf(out, "run %s failed: %s\n", ev.RunID, tr.Reason)
+			return exitError
+		}
+	}
+	mode := ev.Event.StopMode
+	if mode == "" && ev.Event.FinalStatus != nil && ev.Event.FinalStatus.Operational != nil {
+		mode = ev.Event.FinalStatus.Operational.StopMode
+	}
+	if mode != "" {
+		fmt.Fprintf(out, "run %s stopped (%s)\n", ev.RunID, mode)
+		return exitError
+	}
+	if !current {
+		fmt.Fprintf(out, "run %s finished (it is no longer the current run, so its result is not available)\n", ev.RunID)
+		return exitOK
+	}
+	fmt.Fprintf(out, "run %s finished (the server reported no result)\n", ev.RunID)
+	return exitOK
+}
+
+// eventPrinter renders watch events for people, or as JSON lines.
+type eventPrinter struct {
+	w         io.Writer
+	json      bool
+	lastPhase string
+}
+
+func (p *eventPrinter) print(ev client.WatchEvent) {
+	if p.json {
+		fmt.Fprintf(p.w, "%s\n", ev.Raw)
+		return
+	}
+	e := ev.Event
+	switch e.Type {
+	case protocol.EventPhase:
+		if e.Admission != nil {
+			gen := ""
+			if e.Status != nil && e.Status.ObservedGeneration != nil {
+				gen = " (generation " + strconv.FormatInt(*e.Status.ObservedGeneration, 10) + ")"
+			}
+			fmt.Fprintf(p.w, "run %s started%s\n", e.Admission.RunID, gen)
+		}
+		if e.Status != nil {
+			ph := e.Status.Phase
+			if op := e.Status.Operational; op != nil {
+				ph += ", " + op.DispatchState
+			}
+			if ph != p.lastPhase {
+				fmt.Fprintf(p.w, "phase %s\n", ph)
+				p.lastPhase = ph
+			}
+		}
+	case protocol.EventNodeBegin:
+		if e.Node != nil {
+			fmt.Fprintf(p.w, "%s started%s\n", e.Node.Node, attemptNote(e.Node.Attempt))
+		}
+	case protocol.EventNodeEnd:
+		if e.Node != nil {
+			fmt.Fprintf(p.w, "%s finished (%s)%s\n", e.Node.Node, outcomeSummary(e.Outcome), attemptNote(e.Node.Attempt))
+		}
+	case protocol.EventFault:
+		var f struct {
+			Code     string `json:"code"`
+			Severity string `json:"severity"`
+			Summary  string `json:"summary"`
+		}
+		_ = json.Unmarshal(e.Fault, &f)
+		fmt.Fprintf(p.w, "fault (%s, %s): %s\n", f.Severity, f.Code, f.Summary)
+	case protocol.EventFinished:
+		if e.FinalStatus != nil {
+			fmt.Fprintf(p.w, "phase %s\n", e.FinalStatus.Phase)
+			p.lastPhase = e.FinalStatus.Phase
+		}
+	}
+}
+
+func attemptNote(n int64) string {
+	if n > 1 {
+		return " [attempt " + strconv.FormatInt(n, 10) + "]"
+	}
+	return ""
+}
+
+// outcomeSummary renders a WorkerOutcome: its status, and for an error its
+// code and reason.
+func outcomeSummary(raw json.RawMessage) string {
+	var o struct {
+		Status string `json:"status"`
+		Code   string `json:"code"`
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(raw, &o) != nil || o.Status == "" {
+		return "unknown outcome"
+	}
+	if o.Status == "error" {
+		s := "error"
+		if o.Code != "" {
+			s += ": " + o.Code
+		}
+		if o.Reason != "" {
+			s += ", " + o.Reason
+		}
+		return s
+	}
+	return o.Status
+}
+
+func runLogs(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("logs", "logs [flags]", "Streams the cluster's log records as they are written (no history), until\ninterrupted. --json prints one notification object per line.", stdout, stderr, false, false)
+	if code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	sub, err := conn.Logs(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer sub.Close()
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				return c.streamEnded(sub.Err(), "oecp logs")
+			}
+			if c.jsonOut {
+				c.printJSON(ev.Raw)
+			} else {
+				fmt.Fprintf(stdout, "%-5s %s: %s\n", ev.Record.Level, ev.Record.Target, ev.Record.Message)
+			}
+		case <-ctx.Done():
+			return exitOK
+		}
+	}
+}
+
+// streamEnded reports the end of a live stream.
+func (c *cli) streamEnded(err error, again string) int {
+	var ce *client.ClosedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ce) && ce.Reason == "done":
+		return exitOK
+	case errors.As(err, &ce):
+		c.errorf("the server closed the stream (%s): this client fell behind; run `%s` again", ce.Reason, again)
+		return exitError
+	}
+	return c.fail(err)
+}
+
+func runAttach(args []string, stdout, stderr io.Writer) int {
+	c := newCLI("attach", "attach (EXECUTION | --node NAME [--attempt N]) [flags]",
+		"Streams the live output of one execution of the current run until it settles.\n"+
+			"--node finds the execution of that node (its latest attempt unless --attempt)\n"+
+			"in the current run's events.",
+		stdout, stderr, false, false)
+	node := c.fs.String("node", "", "node whose execution to attach to")
+	attempt := c.fs.Int64("attempt", 0, "attempt of --node (default: the latest)")
+	if code, ok := c.parse(args, 0, 1); !ok {
+		return code
+	}
+	if (len(c.args) == 1) == (*node != "") {
+		return c.usageErr("give either an EXECUTION ref or --node NAME")
+	}
+	if *attempt != 0 && *node == "" {
+		return c.usageErr("--attempt goes with --node")
+	}
+	if *attempt < 0 {
+		return c.usageErr("--attempt must be 1 or more")
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	conn, _, err := c.connect(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Close()
+	execution := ""
+	if len(c.args) == 1 {
+		execution = c.args[0]
+	} else {
+		execution, err = resolveExecution(ctx, conn, *node, *attempt)
+		if err != nil {
+			if client.ErrorCode(err) != "" {
+				return c.fail(err)
+			}
+			c.errorf("%v", err)
+			fmt.Fprintln(stderr, "  Pass the execution ref directly: oecp attach EXECUTION")
+			return exitError
+		}
+		fmt.Fprintf(stderr, "oecp attach: attaching to execution %s\n", execution)
+	}
+	sub, err := conn.AgentAttach(ctx, execution)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer sub.Close()
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				return c.streamEnded(sub.Err(), "oecp attach "+execution)
+			}
+			if c.jsonOut {
+				c.printJSON(ev.Raw)
+				if ev.Event.Type == "settled" {
+					return exitOK
+				}
+				continue
+			}
+			switch ev.Event.Type {
+			case "output":
+				if ev.Event.Text != nil {
+					fmt.Fprintln(stdout, *ev.Event.Text)
+				}
+			case "working":
+				fmt.Fprintln(stderr, "[working]")
+			case "settled":
+				fmt.Fprintln(stderr, "[settled]")
+				return exitOK
+			}
+		case <-ctx.Done():
+			return exitOK
+		}
+	}
+}
+
+// resolveExecution finds the ExecutionRef of a node's execution in the
+// current run by replaying the run's watch history up to its tail.
+//
+// The ExecutionRef format belongs to the engine and is opaque here (the
+// reference hashes it); this function only needs to find it in events.
+// executionOf is the one place that knows where events carry it: adapt it
+// when the engine settles the format.
+func resolveExecution(ctx context.Context, conn *client.Conn, node string, attempt int64) (string, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub, res, err := conn.Watch(wctx, client.WatchParams{})
+	if err != nil {
+		return "", err
+	}
+	defer sub.Close()
+	if res.RunID == nil || res.AtCursor == nil {
+		return "", fmt.Errorf("there is no current run, so node %q has no execution", node)
+	}
+	var best string
+	var bestAttempt int64
+	for ev := range sub.Events() {
+		if n, a, ref, ok := executionOf(ev); ok && n == node && (attempt == 0 || a == attempt) && a >= bestAttempt {
+			best, bestAttempt = ref, a
+		}
+		if ev.Cursor == *res.AtCursor {
+			break
+		}
+	}
+	if err := sub.Err(); err != nil {
+		return "", err
+	}
+	if best == "" {
+		which := "any attempt"
+		if attempt > 0 {
+			which = "attempt " + strconv.FormatInt(attempt, 10)
+		}
+		return "", fmt.Errorf("no execution of node %q (%s) found in run %s", node, which, *res.RunID)
+	}
+	return best, nil
+}
+
+// executionOf extracts (node, attempt, executionRef) from a watch event
+// that names an execution: node_begin/node_end events carrying an
+// "execution" (or "executionRef") member next to "node". Events without
+// one yield ok=false.
+func executionOf(ev client.WatchEvent) (node string, attempt int64, ref string, ok bool) {
+	var p struct {
+		Event struct {
+			Node *struct {
+				Node    string `json:"node"`
+				Attempt int64  `json:"attempt"`
+			} `json:"node"`
+			Execution    string `json:"execution"`
+			ExecutionRef string `json:"executionRef"`
+		} `json:"event"`
+	}
+	if json.Unmarshal(ev.Raw, &p) != nil || p.Event.Node == nil {
+		return "", 0, "", false
+	}
+	ref = p.Event.Execution
+	if ref == "" {
+		ref = p.Event.ExecutionRef
+	}
+	if ref == "" {
+		return "", 0, "", false
+	}
+	return p.Event.Node.Node, p.Event.Node.Attempt, ref, true
+}
