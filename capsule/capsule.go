@@ -7,9 +7,12 @@ package capsule
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/oecp/oecp/cluster"
@@ -101,7 +104,7 @@ func New(o Options) (*Capsule, error) {
 		Engine:        true,
 		Log:           o.Log,
 	})
-	var ledger engine.Ledger = b.Ledger()
+	var ledger engine.Ledger = b.Ledger(ownerID())
 	if o.WrapLedger != nil {
 		ledger = o.WrapLedger(ledger)
 	}
@@ -136,4 +139,12 @@ func (c *Capsule) Close() error {
 		err = c.backend.Close()
 	})
 	return err
+}
+
+// ownerID names this supervising process for run leases: unique per
+// process lifetime, even when a restart reuses the pid.
+func ownerID() string {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("pid-%d-%s", os.Getpid(), hex.EncodeToString(r[:]))
 }

@@ -161,10 +161,13 @@ func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
 
 // ledgerUpdate runs fn on the run's state if it is still the tenant's
 // running run.
-func (b *Backend) ledgerUpdate(ctx context.Context, ref engine.RunRef, fn func(tx store.Tx, st *state) error) error {
-	return b.engineUpdate(ctx, ref.Tenant, func(tx store.Tx, st *state) error {
+func (l *Ledger) ledgerUpdate(ctx context.Context, ref engine.RunRef, fn func(tx store.Tx, st *state) error) error {
+	return l.b.engineUpdate(ctx, ref.Tenant, func(tx store.Tx, st *state) error {
 		if st.Phase != protocol.PhaseRunning || st.RunID != ref.RunID {
 			return engine.ErrStale
+		}
+		if err := l.fence(tx, ref); err != nil {
+			return err
 		}
 		return fn(tx, st)
 	})
@@ -227,8 +230,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 
 // Dispatch records a batch of dispatches: a lease and a node_begin each.
 func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Dispatch) error {
-	b := l.b
-	return b.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		if st.Op.Dispatch != protocol.DispatchActive {
 			return engine.ErrGateClosed
 		}
@@ -285,7 +287,7 @@ func (b *Backend) finishIfDrained(tx store.Tx, tenant string, st *state) error {
 func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Settlement) error {
 	b := l.b
 	var ended []string
-	err := b.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+	err := l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		ended = ended[:0]
 		for _, s := range ss {
 			i, ok := st.exec(s.Execution)
@@ -334,7 +336,7 @@ func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, execs []uint64) e
 	if err != nil {
 		return err
 	}
-	return b.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		for _, x := range execs {
 			i, ok := st.exec(x)
 			if !ok || st.Execs[i].End != 0 {
@@ -371,7 +373,7 @@ func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, execs []uint64) e
 func (l *Ledger) Void(ctx context.Context, ref engine.RunRef, vs []reduce.VoidLoser) error {
 	b := l.b
 	var ended []string
-	err := b.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+	err := l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		ended = ended[:0]
 		for _, v := range vs {
 			i, ok := st.exec(v.Execution)
@@ -406,8 +408,7 @@ func (l *Ledger) Void(ctx context.Context, ref engine.RunRef, vs []reduce.VoidLo
 
 // Hold makes the held execution the run's retry frontier.
 func (l *Ledger) Hold(ctx context.Context, ref engine.RunRef, h reduce.Hold) error {
-	b := l.b
-	return b.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		if st.Held == h.Execution {
 			return nil
 		}
@@ -419,8 +420,7 @@ func (l *Ledger) Hold(ctx context.Context, ref engine.RunRef, h reduce.Hold) err
 
 // Finish settles the run with its result (the run's finished event).
 func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Terminal) error {
-	b := l.b
-	return b.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		if len(st.Leases) > 0 {
 			return errors.New("cluster: finish with open executions")
 		}
@@ -485,9 +485,53 @@ func (b *Backend) attach(tenantKey, execution string, ev protocol.AttachEvent) {
 
 var _ engine.Ledger = (*Ledger)(nil)
 
-// Ledger is the Backend seen as the engine's ledger.
-type Ledger struct{ b *Backend }
+// Ledger is the Backend seen as the engine's ledger, for one supervising
+// process (owner).
+type Ledger struct {
+	b     *Backend
+	owner string
 
-// Ledger returns the engine.Ledger view of b. Build the backend with
+	mu     sync.Mutex
+	epochs map[engine.RunRef]uint64 // claimed runs and the lease epoch held
+}
+
+// Ledger returns the engine.Ledger view of b for the supervising process
+// owner (an id unique to this process lifetime). Build the backend with
 // Config.Engine set when an engine drives it.
-func (b *Backend) Ledger() *Ledger { return &Ledger{b: b} }
+func (b *Backend) Ledger(owner string) *Ledger {
+	return &Ledger{b: b, owner: owner, epochs: map[engine.RunRef]uint64{}}
+}
+
+// Claim takes the run's supervision lease when the store keeps leases
+// (store.Leaser); writes for the run are then fenced by its epoch.
+func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
+	lr, ok := l.b.store.(store.Leaser)
+	if !ok {
+		return nil
+	}
+	epoch, err := lr.AcquireLease(ctx, store.RunLease(ref.Tenant, ref.RunID), l.owner)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.epochs[ref] = epoch
+	l.mu.Unlock()
+	return nil
+}
+
+// fence checks, inside tx, that this process still holds the run's lease.
+func (l *Ledger) fence(tx store.ReadTx, ref engine.RunRef) error {
+	l.mu.Lock()
+	epoch, claimed := l.epochs[ref]
+	l.mu.Unlock()
+	if !claimed {
+		if _, ok := l.b.store.(store.Leaser); ok {
+			return fmt.Errorf("%w: run %s is not claimed", engine.ErrStale, ref.RunID)
+		}
+		return nil
+	}
+	if err := store.CheckLease(tx, store.RunLease(ref.Tenant, ref.RunID), epoch); err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrStale, err)
+	}
+	return nil
+}

@@ -56,6 +56,10 @@ type Ledger interface {
 	Changed() <-chan struct{}
 	// Running lists runs in phase running.
 	Running(ctx context.Context) ([]RunRef, error)
+	// Claim takes the right to supervise a run (its lease row, taken over
+	// from an owner that is gone). Every later write for the run is fenced
+	// by that claim; a supervisor writes for a run only after claiming it.
+	Claim(ctx context.Context, ref RunRef) error
 	// Snapshot reads one run.
 	Snapshot(ctx context.Context, ref RunRef) (*Snapshot, error)
 	// Dispatch records the dispatches (node_begin each) before any starts.
@@ -135,6 +139,7 @@ type Supervisor struct {
 	// par or map settles in a few commits rather than one per item.
 	pending map[RunRef][]Settlement
 	kick    chan struct{}
+	claimed map[RunRef]bool // runs whose lease this supervisor holds
 	wg      sync.WaitGroup
 }
 
@@ -153,7 +158,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		log = slog.Default()
 	}
 	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1)}
+		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}}
 }
 
 // Run reconciles until ctx is done, then cancels its workers and waits for
@@ -204,6 +209,15 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 	live := map[RunRef]bool{}
 	for _, ref := range runs {
 		live[ref] = true
+		if !s.claimed[ref] {
+			if err := s.ledger.Claim(ctx, ref); err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("engine: claim run", "run", ref.RunID, "err", err)
+				}
+				continue
+			}
+			s.claimed[ref] = true
+		}
 		if err := s.reconcile(ctx, ref); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
 			s.log.Error("engine: reconcile", "run", ref.RunID, "err", err)
 		}
@@ -217,6 +231,11 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 		}
 	}
 	s.mu.Unlock()
+	for ref := range s.claimed {
+		if !live[ref] {
+			delete(s.claimed, ref)
+		}
+	}
 }
 
 // reconcile brings one run one step forward.
