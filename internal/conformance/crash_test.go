@@ -1,0 +1,250 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
+)
+
+// server is an `oecp serve` child process listening on 127.0.0.1:0.
+type serverProc struct {
+	cmd  *exec.Cmd
+	URL  string
+	done chan error
+}
+
+var servingURL = regexp.MustCompile(`url=(ws://127\.0\.0\.1:\d+/oecp)`)
+
+// startServer runs `oecp serve --listen 127.0.0.1:0 args...` and waits for
+// the line that names its URL.
+func startServer(t *testing.T, args ...string) *serverProc {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serverProc{cmd: cmd, done: make(chan error, 1)}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
+			p.URL = m[1]
+			break
+		}
+	}
+	if p.URL == "" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("oecp serve did not report its URL: %v", cmd.Wait())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *serverProc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	p.done <- nil // let Cleanup's receive return
+}
+
+// crashGraph is one step on a command worker that sleeps on its first
+// execution (marking it started) and answers at once afterwards; it has
+// two attempts.
+func crashGraph(t *testing.T, dir string) (graphJSON []byte, workersFile string) {
+	t.Helper()
+	marker := filepath.Join(dir, "started")
+	script := fmt.Sprintf(`read in; if [ -e %[1]q ]; then echo '{"text":"resumed"}'; else touch %[1]q; echo started >&2; exec sleep 3600; fi`, marker)
+	workers := []map[string]any{{
+		"worker": "test.slow@1", "kind": "step",
+		"input": map[string]any{"kind": "null"}, "output": map[string]any{"kind": "record", "fields": map[string]any{"text": map[string]any{"required": true, "type": map[string]any{"kind": "string"}}}},
+		"argv": []string{"/bin/sh", "-c", script}, "env": []string{"PATH"},
+	}}
+	workersFile = filepath.Join(dir, "workers.json")
+	data, _ := json.Marshal(workers)
+	if err := os.WriteFile(workersFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := map[string]any{"kind": "record", "fields": map[string]any{"text": map[string]any{"required": true, "type": map[string]any{"kind": "string"}}}}
+	g := map[string]any{
+		"profile":      "openengine.graph.full/v1",
+		"initialInput": rec,
+		"policy":       map[string]any{"policy": "policy.default@1", "default": "deny"},
+		"root": map[string]any{
+			"kind": "seq", "name": "main", "state": rec, "promotedStatePaths": []any{},
+			"children": []any{
+				map[string]any{
+					"kind": "step", "name": "slow", "worker": "test.slow@1",
+					"input": map[string]any{"kind": "null"}, "output": rec,
+					"inputBindings": []any{},
+					"writeBindings": []any{map[string]any{"value": map[string]any{"node": "slow", "channel": "out", "path": []any{"text"}}, "target": []any{"text"}}},
+					"timeoutMs":     3600000, "attempts": 2,
+				},
+				map[string]any{"kind": "succeed", "name": "done", "output": rec,
+					"bindings": []any{map[string]any{"target": []any{"text"}, "value": map[string]any{"source": "state", "path": []any{"text"}}}}},
+			},
+		},
+	}
+	graphJSON, _ = json.Marshal(g)
+	return graphJSON, workersFile
+}
+
+func dialT(t *testing.T, url string) *client.Conn {
+	t.Helper()
+	c, err := client.Dial(context.Background(), url, client.DialOptions{AllowPlaintext: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestSIGKILLMidRunLosesNothing: a server killed with SIGKILL while a
+// worker runs comes back with every acknowledged receipt and event under
+// the same cursors; a watch resumes with no gap; the orphaned execution
+// ends as crash and the run finishes on its second attempt.
+func TestSIGKILLMidRunLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	g, workers := crashGraph(t, dir)
+	args := []string{"--data", data, "--sync", "full", "--workers", workers}
+	ctx := context.Background()
+
+	srv := startServer(t, args...)
+	c := dialT(t, srv.URL)
+	logs, err := c.Logs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _, err := c.Watch(ctx, client.WatchParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyP := client.ApplyParams{Graph: g, Input: json.RawMessage(`{"text":"first"}`), IdempotencyKey: "crash-apply"}
+	receipt, err := c.Apply(ctx, applyP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the worker itself reports it started: its execution is
+	// then active in the ledger and its process is sleeping.
+	for ev := range logs.Events() {
+		if ev.Record.Message == "started" {
+			break
+		}
+	}
+	var before []client.WatchEvent
+	for ev := range sub.Events() {
+		before = append(before, ev)
+		if ev.Event.Type == protocol.EventNodeBegin {
+			break
+		}
+	}
+	srv.kill(t)
+
+	srv2 := startServer(t, args...)
+	c2 := dialT(t, srv2.URL)
+	// The acknowledged receipt is still there.
+	again, err := c2.Apply(ctx, applyP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Deduped || *again.RunID != *receipt.RunID || *again.Generation != *receipt.Generation {
+		t.Fatalf("receipt after restart %+v, before %+v", again, receipt)
+	}
+	// Every event seen before the kill replays under the same cursor.
+	full, _, err := c2.Watch(ctx, client.WatchParams{RunID: *receipt.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replay []client.WatchEvent
+	for ev := range full.Events() {
+		replay = append(replay, ev)
+		if ev.Event.Type == protocol.EventFinished {
+			break
+		}
+	}
+	for i, ev := range before {
+		if i >= len(replay) || replay[i].Cursor != ev.Cursor {
+			t.Fatalf("event %d (%s) missing after restart", i, ev.Cursor)
+		}
+		if stripSub(t, replay[i].Raw) != stripSub(t, ev.Raw) {
+			t.Fatalf("event %s changed across the restart:\n%s\n%s", ev.Cursor, ev.Raw, replay[i].Raw)
+		}
+	}
+	// A watch resumed from the last cursor seen before the kill continues
+	// with exactly the events after it.
+	resumed, _, err := c2.Watch(ctx, client.WatchParams{RunID: *receipt.RunID, FromCursor: before[len(before)-1].Cursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := len(before)
+	for ev := range resumed.Events() {
+		if i >= len(replay) || ev.Cursor != replay[i].Cursor {
+			t.Fatalf("resumed watch: got %s at %d", ev.Cursor, i)
+		}
+		i++
+		if ev.Event.Type == protocol.EventFinished {
+			break
+		}
+	}
+	// After the restart: the orphan ended as crash (node_end + fault),
+	// attempt 2 ran, and the run succeeded.
+	var crashed, faulted, second bool
+	for _, ev := range replay[len(before):] {
+		switch ev.Event.Type {
+		case protocol.EventNodeEnd:
+			if ev.Event.Node.Attempt == 1 && json.Valid(ev.Event.Outcome) && string(ev.Event.Outcome) == `{"status":"error","code":"crash","reason":"declared_failure"}` {
+				crashed = true
+			}
+			if ev.Event.Node.Attempt == 2 {
+				second = true
+			}
+		case protocol.EventFault:
+			faulted = true
+		}
+	}
+	if !crashed || !faulted || !second {
+		t.Fatalf("after restart: crash=%v fault=%v attempt2=%v", crashed, faulted, second)
+	}
+	got, err := c2.Get(ctx, client.GetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TerminalResult == nil || got.TerminalResult.Status != "succeeded" || got.TerminalResult.Output == nil || string(*got.TerminalResult.Output) != `{"text":"resumed"}` {
+		t.Fatalf("terminal result %+v", got.TerminalResult)
+	}
+}
+
+// stripSub drops the subscription id from event params.
+func stripSub(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "subscriptionId")
+	out, _ := json.Marshal(m)
+	return string(out)
+}
