@@ -420,3 +420,62 @@ func TestClientOverServeStdio(t *testing.T) {
 		t.Fatalf("retry after a failure: %+v %v", rr, err)
 	}
 }
+
+// TestCLIAttachByNodeStreamsLiveOutput: `oecp attach --node` finds the
+// execution ref (<runId>/<node>/<k>) from the run's events and streams the
+// worker's live output until the execution settles.
+func TestCLIAttachByNodeStreamsLiveOutput(t *testing.T) {
+	dir := t.TempDir()
+	workers := filepath.Join(dir, "workers.json")
+	spec := `[{"worker":"test.ticker@1","kind":"step","input":{"kind":"null"},"output":{"kind":"null"},
+		"argv":["/bin/sh","-c","i=0; while true; do i=$((i+1)); echo tick $i >&2; sleep 0.05; done"],"env":["PATH"]}]`
+	if err := os.WriteFile(workers, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	graph := filepath.Join(dir, "ticker.json")
+	g := `{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},
+		"policy":{"policy":"policy.default@1","default":"deny"},
+		"root":{"kind":"seq","name":"main","state":{"kind":"null"},"promotedStatePaths":[],"children":[
+		{"kind":"step","name":"work","worker":"test.ticker@1","input":{"kind":"null"},"output":{"kind":"null"},
+		 "inputBindings":[],"writeBindings":[],"timeoutMs":3600000,"attempts":1},
+		{"kind":"succeed","name":"done","output":{"kind":"null"},"bindings":[]}]}}`
+	if err := os.WriteFile(graph, []byte(g), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--workers", workers)
+	expect(t, oecp(t, srv, "apply", "-f", graph, "--input", "null"), 0, nil, nil)
+	// Wait for the dispatch through a watch that ends at "work started".
+	w := exec.Command(oecpBin, "watch")
+	w.Env = cliEnv(srv)
+	wout, _ := w.StdoutPipe()
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wsc := bufio.NewScanner(wout)
+	for wsc.Scan() && !strings.Contains(wsc.Text(), "work started") {
+	}
+	_ = w.Process.Kill()
+	_ = w.Wait()
+
+	a := exec.Command(oecpBin, "attach", "--node", "work")
+	a.Env = cliEnv(srv)
+	aout, _ := a.StdoutPipe()
+	var aerr bytes.Buffer
+	a.Stderr = &aerr
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	asc := bufio.NewScanner(aout)
+	if !asc.Scan() || !strings.HasPrefix(asc.Text(), "tick ") {
+		t.Fatalf("attach printed %q; stderr %s", asc.Text(), aerr.String())
+	}
+	expect(t, oecp(t, srv, "stop", "--force"), 0, nil, nil)
+	for asc.Scan() {
+	}
+	if err := a.Wait(); err != nil {
+		t.Fatalf("attach: %v; stderr %s", err, aerr.String())
+	}
+	if !strings.Contains(aerr.String(), "attaching to execution run-1/work/1") || !strings.Contains(aerr.String(), "[settled]") {
+		t.Fatalf("attach stderr %s", aerr.String())
+	}
+}

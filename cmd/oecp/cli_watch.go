@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -352,11 +353,9 @@ func runAttach(args []string, stdout, stderr io.Writer) int {
 
 // resolveExecution finds the ExecutionRef of a node's execution in the
 // current run by replaying the run's watch history up to its tail.
-//
-// The ExecutionRef format belongs to the engine and is opaque here (the
-// reference hashes it); this function only needs to find it in events.
-// executionOf is the one place that knows where events carry it: adapt it
-// when the engine settles the format.
+// The engine names the k-th dispatch of a node in a run
+// "<runId>/<node>/<k>" (engine.ExecutionRef), so the reference follows
+// from counting node_begin events; the latest matching one wins.
 func resolveExecution(ctx context.Context, conn *client.Conn, node string, attempt int64) (string, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -369,10 +368,14 @@ func resolveExecution(ctx context.Context, conn *client.Conn, node string, attem
 		return "", fmt.Errorf("there is no current run, so node %q has no execution", node)
 	}
 	var best string
-	var bestAttempt int64
+	counts := map[string]int{}
 	for ev := range sub.Events() {
-		if n, a, ref, ok := executionOf(ev); ok && n == node && (attempt == 0 || a == attempt) && a >= bestAttempt {
-			best, bestAttempt = ref, a
+		if ev.Event.Type == protocol.EventNodeBegin && ev.Event.Node != nil {
+			n := ev.Event.Node.Node
+			counts[n]++
+			if n == node && (attempt == 0 || ev.Event.Node.Attempt == attempt) {
+				best = engine.ExecutionRef(ev.RunID, n, counts[n])
+			}
 		}
 		if ev.Cursor == *res.AtCursor {
 			break
@@ -389,32 +392,4 @@ func resolveExecution(ctx context.Context, conn *client.Conn, node string, attem
 		return "", fmt.Errorf("no execution of node %q (%s) found in run %s", node, which, *res.RunID)
 	}
 	return best, nil
-}
-
-// executionOf extracts (node, attempt, executionRef) from a watch event
-// that names an execution: node_begin/node_end events carrying an
-// "execution" (or "executionRef") member next to "node". Events without
-// one yield ok=false.
-func executionOf(ev client.WatchEvent) (node string, attempt int64, ref string, ok bool) {
-	var p struct {
-		Event struct {
-			Node *struct {
-				Node    string `json:"node"`
-				Attempt int64  `json:"attempt"`
-			} `json:"node"`
-			Execution    string `json:"execution"`
-			ExecutionRef string `json:"executionRef"`
-		} `json:"event"`
-	}
-	if json.Unmarshal(ev.Raw, &p) != nil || p.Event.Node == nil {
-		return "", 0, "", false
-	}
-	ref = p.Event.Execution
-	if ref == "" {
-		ref = p.Event.ExecutionRef
-	}
-	if ref == "" {
-		return "", 0, "", false
-	}
-	return p.Event.Node.Node, p.Event.Node.Attempt, ref, true
 }
