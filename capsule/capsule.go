@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 
 	"github.com/oecp/oecp/cluster"
@@ -70,13 +71,21 @@ func Registries(cmds []worker.CommandSpec) (verifier.Registry, *worker.Registry,
 	return verifier.Chain(verifier.BuiltinRegistry{}, cmdReg), workers, nil
 }
 
-// Verifier adapts the registry-backed verifier to the cluster's port.
+// Verifier adapts the registry-backed verifier to the cluster's port. At
+// most GOMAXPROCS verifications run at once (a hostile graph can take a
+// second or two before the verifier's work ceiling rejects it); further
+// plan/apply requests wait their turn, honouring cancellation, instead of
+// piling CPU-bound work onto the process.
 func Verifier(reg verifier.Registry) cluster.Verifier {
 	v := verifier.New(reg)
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	return cluster.VerifierFunc(func(ctx context.Context, g *graph.GraphSpec) (cluster.Verdict, error) {
-		if err := ctx.Err(); err != nil {
-			return cluster.Verdict{}, err
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return cluster.Verdict{}, ctx.Err()
 		}
+		defer func() { <-slots }()
 		r := v.Verify(g)
 		return cluster.Verdict{OK: r.OK(), Diagnostics: r.Diagnostics, Bounds: r.Bounds}, nil
 	})

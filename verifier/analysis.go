@@ -36,6 +36,9 @@ type analyzer struct {
 	diags    []graph.Diagnostic
 	seen     map[string]bool
 	aggCache map[string][]aggEntry
+	m        *meter         // real-work budget shared by every world
+	aggLastM map[string]int // memo of aggLast
+	aggRdrM  map[string]bool
 }
 
 type aggEntry struct {
@@ -84,7 +87,8 @@ func (a *analyzer) check(ws []*world, p graph.Path, n graph.Node) []*world {
 // analyze runs the flow analysis; it expects a structurally sound graph.
 func analyze(g *graph.GraphSpec) (diags []graph.Diagnostic) {
 	a := &analyzer{g: g, nodes: map[string]graph.Node{}, parent: map[string]graph.Node{}, maps: map[string][]string{},
-		relevant: map[string]bool{}, lastUse: map[string]int{}, end: map[string]int{}, chanRead: map[string]bool{}, clip: 1, seen: map[string]bool{}, aggCache: map[string][]aggEntry{}}
+		relevant: map[string]bool{}, lastUse: map[string]int{}, end: map[string]int{}, chanRead: map[string]bool{}, clip: 1, seen: map[string]bool{}, aggCache: map[string][]aggEntry{},
+		m: &meter{}, aggLastM: map[string]int{}, aggRdrM: map[string]bool{}}
 	var index func(n graph.Node, maps []string)
 	index = func(n graph.Node, maps []string) {
 		a.nodes[n.NodeName()] = n
@@ -169,7 +173,7 @@ func analyze(g *graph.GraphSpec) (diags []graph.Diagnostic) {
 			panic(r)
 		}
 	}()
-	start := &world{ctl: map[string]string{}, scopes: []map[string]bool{{"": true}}, ran: map[string]bool{}, ok: map[string]bool{}}
+	start := &world{m: a.m, shared: true, ctl: map[string]string{}, scopes: []map[string]bool{{"": true}}, ran: map[string]bool{}, ok: map[string]bool{}}
 	sc := scope{typ: g.InitialInput}
 	rp := graph.RootPath(g)
 	cont, _ := a.node(g.Root, rp, []*world{start}, sc)
@@ -177,8 +181,13 @@ func analyze(g *graph.GraphSpec) (diags []graph.Diagnostic) {
 		a.emit(graph.CodeReachability, graph.Path{graph.FieldSeg("root")}, []string{g.Root.NodeName()},
 			"normal-success path falls through without explicit succeed or fail terminal")
 	}
+	if debugOps != nil {
+		debugOps(a.m.ops, a.work)
+	}
 	return a.diags
 }
+
+var debugOps func(ops, visits int)
 
 func (a *analyzer) scanCounts(g *graph.Guard) {
 	switch g.Kind {
@@ -246,6 +255,9 @@ func defined(set map[string]bool, t graph.PayloadType, p graph.FieldPath) bool {
 // node analyses n over the worlds ws reaching it and returns the worlds in
 // which it completes normally, and whether some world reached a terminal.
 func (a *analyzer) node(n graph.Node, p graph.Path, ws []*world, sc scope) ([]*world, bool) {
+	outerPath, outerNode := a.m.path, a.m.node
+	a.m.path, a.m.node = p, n
+	defer func() { a.m.path, a.m.node = outerPath, outerNode }()
 	ws = a.check(ws, p, n)
 	a.spend(len(ws)+1, p, n)
 	switch t := n.(type) {
@@ -287,6 +299,8 @@ func (a *analyzer) node(n graph.Node, p graph.Path, ws []*world, sc scope) ([]*w
 func (a *analyzer) forget(ws []*world, at int, p graph.Path, n graph.Node) []*world {
 	dropped := false
 	for _, w := range ws {
+		a.m.charge(1 + len(w.ctl))
+		var drop []string
 		for k := range w.ctl {
 			last, ok := a.lastUse[k]
 			if !ok {
@@ -296,9 +310,12 @@ func (a *analyzer) forget(ws []*world, at int, p graph.Path, n graph.Node) []*wo
 				}
 			}
 			if ok && last < at {
-				delete(w.ctl, k)
-				dropped = true
+				drop = append(drop, k)
 			}
+		}
+		for _, k := range drop {
+			w.set(k, "")
+			dropped = true
 		}
 	}
 	if !dropped {
@@ -309,12 +326,17 @@ func (a *analyzer) forget(ws []*world, at int, p graph.Path, n graph.Node) []*wo
 
 // aggLast is the last use of any control inside map m.
 func (a *analyzer) aggLast(m string) int {
+	if v, ok := a.aggLastM[m]; ok {
+		return v
+	}
+	a.m.charge(1 + len(a.lastUse))
 	last := -1
 	for k, u := range a.lastUse {
 		if a.isInside(k, m) {
 			last = max(last, u)
 		}
 	}
+	a.aggLastM[m] = last
 	return last
 }
 
@@ -352,6 +374,7 @@ func (a *analyzer) exitGroup(n graph.Node, p graph.Path, state graph.PayloadType
 		pth := p.With(graph.FieldSeg("promotedStatePaths"), graph.IndexSeg(i))
 		a.checkPromotedTypes(pth, state, pp, sc)
 		for _, w := range ws {
+			a.m.charge(1 + len(pp))
 			if !defined(w.top(), state, pp) {
 				a.emit(graph.CodeUndefinedRead, pth, nil, "promoted path is not defined by every completing alternative")
 				break
@@ -359,6 +382,7 @@ func (a *analyzer) exitGroup(n graph.Node, p graph.Path, state graph.PayloadType
 		}
 	}
 	for _, w := range ws {
+		a.m.charge(1 + len(promoted))
 		w.pop()
 		for _, pp := range promoted {
 			w.top()[pathString(pp)] = true
@@ -424,6 +448,7 @@ func (a *analyzer) selectType(p graph.Path, ws []*world, sc scope, s graph.DataS
 		return t, false
 	}
 	for _, w := range ws {
+		a.m.charge(1 + len(s.Path))
 		if !defined(w.top(), sc.typ, s.Path) {
 			a.emit(graph.CodeUndefinedRead, p, nil, "selector path is not definitely defined on every reaching path")
 			break
@@ -538,6 +563,7 @@ func (a *analyzer) executable(n graph.Node, p graph.Path, ws []*world, sc scope,
 		}
 		notRan, errPath := false, false
 		for _, w := range ws {
+			a.m.charge(1)
 			if !w.ran[b.Value.Node] {
 				notRan = true
 			} else if !w.ok[b.Value.Node] {
@@ -582,6 +608,7 @@ func (a *analyzer) executable(n graph.Node, p graph.Path, ws []*world, sc scope,
 				s.set(name+"|s|"+f, c[i])
 			}
 			s.set(errKey, "")
+			a.m.charge(len(fields) + len(wbs))
 			for _, b := range wbs {
 				s.top()[pathString(b.Target)] = true
 			}

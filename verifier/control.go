@@ -90,11 +90,14 @@ func (a *analyzer) aggLabels(ctl map[string]string, maps []string, key string) [
 	}
 	entries, ok := a.aggCache[enc]
 	if !ok {
+		a.m.charge(1 + len(enc)/16)
 		_ = json.Unmarshal([]byte(enc), &entries)
 		a.aggCache[enc] = entries
 	}
 	var out []string
+	a.m.charge(1 + len(entries))
 	for _, e := range entries {
+		a.m.charge(e.Count)
 		var ls []string
 		if len(maps) == 1 {
 			if v := e.Class[key]; v != "" {
@@ -110,7 +113,8 @@ func (a *analyzer) aggLabels(ctl map[string]string, maps []string, key string) [
 	return out
 }
 
-func matches(ls, labels []string) int {
+func (a *analyzer) matches(ls, labels []string) int {
+	a.m.charge(len(ls) * (1 + len(labels)/16))
 	n := 0
 	for _, l := range ls {
 		if slices.Contains(labels, l) {
@@ -121,9 +125,10 @@ func matches(ls, labels []string) int {
 }
 
 func (a *analyzer) eval(g *graph.Guard, w *world, readerMaps []string) bool {
+	a.m.charge(1 + len(g.Labels))
 	switch g.Kind {
 	case graph.GuardIn:
-		return g.Value != nil && matches(a.labels(w, *g.Value, readerMaps), g.Labels) > 0
+		return g.Value != nil && a.matches(a.labels(w, *g.Value, readerMaps), g.Labels) > 0
 	case graph.GuardAll:
 		for i := range g.Guards {
 			if !a.eval(&g.Guards[i], w, readerMaps) {
@@ -143,13 +148,13 @@ func (a *analyzer) eval(g *graph.Guard, w *world, readerMaps []string) bool {
 	case graph.GuardKOfN:
 		n := uint64(0)
 		for _, s := range g.Values {
-			if matches(a.labels(w, s, readerMaps), g.Labels) > 0 {
+			if a.matches(a.labels(w, s, readerMaps), g.Labels) > 0 {
 				n++
 			}
 		}
 		return n >= g.Count
 	case graph.GuardKOfMap:
-		return g.Value != nil && uint64(matches(a.labels(w, *g.Value, readerMaps), g.Labels)) >= g.Count
+		return g.Value != nil && uint64(a.matches(a.labels(w, *g.Value, readerMaps), g.Labels)) >= g.Count
 	}
 	return false
 }
@@ -374,6 +379,7 @@ func (a *analyzer) mapNode(t *graph.Map, p graph.Path, ws []*world, sc scope) ([
 	classes := map[int][]map[string]string{}
 	for _, w := range done {
 		cl := map[string]string{}
+		a.m.charge(1 + len(w.ctl))
 		for k, v := range w.ctl {
 			if a.isInside(k, t.Name) {
 				cl[k] = v
@@ -386,16 +392,13 @@ func (a *analyzer) mapNode(t *graph.Map, p graph.Path, ws []*world, sc scope) ([
 	var out []*world
 	for i, w := range ws {
 		tag := tags[i]
-		cls := dedupeClasses(classes[tag])
+		cls := a.dedupeClasses(classes[tag])
+		// The incoming world without the map's inner controls, computed once.
+		var base *world
 		finish := func(agg string, overflow string) {
-			o := w.clone()
-			for k := range o.ctl {
-				if a.isInside(k, t.Name) {
-					delete(o.ctl, k)
-				}
-			}
+			o := base.clone()
 			if agg != "" && a.hasAggReaders(t.Name) {
-				o.ctl[aggKey(t.Name)] = agg
+				o.set(aggKey(t.Name), agg)
 			}
 			if a.relevant[ovKey] {
 				o.set(ovKey, overflow)
@@ -404,6 +407,20 @@ func (a *analyzer) mapNode(t *graph.Map, p graph.Path, ws []*world, sc scope) ([
 				o.top()[pathString(pp)] = true
 			}
 			out = append(out, o)
+		}
+		{
+			b := w.clone()
+			var inside []string
+			a.m.charge(1 + len(b.ctl))
+			for k := range b.ctl {
+				if a.isInside(k, t.Name) {
+					inside = append(inside, k)
+				}
+			}
+			for _, k := range inside {
+				b.set(k, "")
+			}
+			base = b
 		}
 		finish("", "overflow")
 		if !a.hasAggReaders(t.Name) || len(cls) == 0 {
@@ -436,6 +453,7 @@ func (a *analyzer) mapNode(t *graph.Map, p graph.Path, ws []*world, sc scope) ([
 				if len(entries) > 0 {
 					b, _ := json.Marshal(entries)
 					enc = string(b)
+					a.m.charge(len(b) / 16)
 				}
 				finish(enc, "ok")
 			}
@@ -457,30 +475,39 @@ func (a *analyzer) mapNode(t *graph.Map, p graph.Path, ws []*world, sc scope) ([
 }
 
 func (a *analyzer) hasAggReaders(mapName string) bool {
+	if v, ok := a.aggRdrM[mapName]; ok {
+		return v
+	}
+	a.m.charge(1 + len(a.relevant))
+	v := false
 	for k := range a.relevant {
 		if a.isInside(k, mapName) {
-			return true
+			v = true
+			break
 		}
 	}
-	return false
+	a.aggRdrM[mapName] = v
+	return v
 }
 
-func dedupeClasses(cls []map[string]string) []map[string]string {
+func (a *analyzer) dedupeClasses(cls []map[string]string) []map[string]string {
 	seen := map[string]bool{}
 	var out []map[string]string
 	for _, c := range cls {
 		b, _ := json.Marshal(c)
+		a.m.charge(1 + len(b)/16)
 		if seen[string(b)] {
 			continue
 		}
 		seen[string(b)] = true
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		bi, _ := json.Marshal(out[i])
-		bj, _ := json.Marshal(out[j])
-		return string(bi) < string(bj)
-	})
+	enc := make([]string, len(out))
+	for i, c := range out {
+		b, _ := json.Marshal(c)
+		enc[i] = string(b)
+	}
+	sort.Sort(byEnc{out, enc})
 	return out
 }
 
@@ -514,4 +541,17 @@ func groupPromoted(n graph.Node) []graph.FieldPath {
 		return t.PromotedStatePaths
 	}
 	return nil
+}
+
+// byEnc sorts classes by their JSON encodings, computed once.
+type byEnc struct {
+	cls []map[string]string
+	enc []string
+}
+
+func (b byEnc) Len() int           { return len(b.enc) }
+func (b byEnc) Less(i, j int) bool { return b.enc[i] < b.enc[j] }
+func (b byEnc) Swap(i, j int) {
+	b.cls[i], b.cls[j] = b.cls[j], b.cls[i]
+	b.enc[i], b.enc[j] = b.enc[j], b.enc[i]
 }

@@ -25,6 +25,13 @@ func FuzzVerify(f *testing.F) {
 			f.Add([]byte(v.Graph))
 		}
 	}
+	// Hostile graphs that used to take seconds (hostile_test.go); the
+	// small ones only, so the seed corpus stays fast to replay.
+	for _, c := range hostileCases() {
+		if c.name == "map10x2" || c.name == "map1x1024" {
+			f.Add(hostileJSON(f, c.root))
+		}
+	}
 	reg := loadRegistry(f)
 	v := verifier.New(verifier.Chain(reg, verifier.BuiltinRegistry{}))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -213,6 +213,7 @@ func ws0scopes(ws []*world) []map[string]bool {
 // joinWorld folds one winner's branch world into the joined world (acc, or
 // the incoming world w with a fresh par scope).
 func joinWorld(w, acc, bw *world) *world {
+	bw.m.charge(bw.size() + len(w.ok))
 	var j *world
 	if acc == nil {
 		j = w.clone()
@@ -222,7 +223,7 @@ func joinWorld(w, acc, bw *world) *world {
 	}
 	for k, v := range bw.ctl {
 		if w.ctl[k] != v {
-			j.ctl[k] = v
+			j.set(k, v)
 		}
 	}
 	for k := range bw.top() {
