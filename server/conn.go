@@ -573,17 +573,21 @@ func (c *Conn) InFlight() (ids, slots, cancelledRunning int) {
 // write does not finish within WriteTimeout.
 func (c *Conn) writeLoop() {
 	var batch []outFrame
+	// One watchdog timer, armed around each batch of writes.
+	stall := time.AfterFunc(time.Hour, func() {
+		c.opts.Log.Warn("write deadline passed; closing connection")
+		c.close(CloseStalled)
+		c.out.abort()
+	})
+	stall.Stop()
+	defer stall.Stop()
 	for {
 		var ok bool
 		batch, ok = c.out.take(batch[:0])
 		if !ok {
 			return
 		}
-		stall := time.AfterFunc(c.opts.WriteTimeout, func() {
-			c.opts.Log.Warn("write deadline passed; closing connection")
-			c.close(CloseStalled)
-			c.out.abort()
-		})
+		stall.Reset(c.opts.WriteTimeout)
 		var err error
 		for _, f := range batch {
 			if err == nil {

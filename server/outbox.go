@@ -52,11 +52,15 @@ func (o *outbox) signal() {
 // push queues b, waiting for room while ctx lives.
 func (o *outbox) push(ctx context.Context, b []byte) error {
 	select {
-	case o.tokens <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-o.aborted:
-		return errOutboxClosed
+	case o.tokens <- struct{}{}: // fast path: room in the queue
+	default:
+		select {
+		case o.tokens <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-o.aborted:
+			return errOutboxClosed
+		}
 	}
 	o.mu.Lock()
 	if o.finished {
