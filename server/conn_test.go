@@ -52,8 +52,11 @@ func TestServerBusyAtTheTaskLimit(t *testing.T) {
 			}
 			send(t, w, getReq(256, ""))
 			expect(t, w, busyResp(256))
-			// A malformed id-less frame is dropped silently at saturation.
-			send(t, w, `{`)
+			// A malformed id-less frame is dropped silently at saturation;
+			// the busy answer to the next request proves the reader has
+			// handled (and dropped) it before any slot frees up.
+			send(t, w, `{`, getReq("after-parse", ""))
+			expect(t, w, busyResp("after-parse"))
 			for i := 0; i < 256; i++ {
 				b.Open(fmt.Sprintf("gate:%d", i))
 			}
