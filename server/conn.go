@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oecp/oecp/identity"
@@ -146,6 +147,11 @@ type Conn struct {
 
 	wg  sync.WaitGroup // request and subscription goroutines
 	out *outbox
+	// writeStart is the start (UnixNano) of the write in progress, 0 when
+	// none; the process-wide watchdog cuts off a write older than
+	// WriteTimeout.
+	writeStart atomic.Int64
+	stallOnce  atomic.Bool
 }
 
 // NewConn prepares a connection core over t for a peer with identity id.
@@ -161,6 +167,7 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 		cancelledFreed: make(chan struct{}, 1),
 		out:            newOutbox(),
 	}
+
 	c.ctx, c.cancel = context.WithCancel(identity.With(context.Background(), id))
 	return c
 }
@@ -171,6 +178,8 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 // every goroutine it started has finished, except handlers that ignore
 // cancellation (they are abandoned, their results dropped).
 func (c *Conn) Serve(shutdown context.Context) {
+	watchdog.add(c)
+	defer watchdog.remove(c)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -324,6 +333,10 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 			return true
 		}
 	}
+	if c.out.tryDirect() {
+		c.writeDirect(frame)
+		return c.ctx.Err() == nil
+	}
 	if !c.out.pushInline(frame) {
 		c.opts.Log.Warn("peer is not reading; closing connection")
 		c.close(CloseStalled)
@@ -385,6 +398,13 @@ func (c *Conn) handleFrame(data []byte) bool {
 	if !known || (m.Kind == protocol.Subscription && f.AdmissionID == nil) {
 		c.mu.Unlock()
 		return c.inline(protocol.MethodNotFoundFrame(f.ID), false)
+	}
+	if m.Kind == protocol.Unary && c.disp.Inline(m.Name) {
+		// A read-only snapshot answered in place: it completes before the
+		// next frame is read, so no other frame can observe its id in
+		// flight, and its answer is queued like the reader's own.
+		c.mu.Unlock()
+		return c.inline(c.disp.Unary(c.ctx, m, f.ID, f.Params), false)
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	r := &request{key: f.ID.Key(), cancel: cancel, subscribe: m.Kind == protocol.Subscription}
@@ -469,9 +489,18 @@ func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo,
 	if !c.release(r) {
 		return // cancelled: a late result is dropped
 	}
-	if frame != nil {
-		_ = c.out.push(c.ctx, frame)
+	if frame == nil {
+		c.freeSlot()
+		return
 	}
+	// The slot is free before the peer can see the answer: written in
+	// place (the one write-role holder), or once it is queued.
+	if c.out.tryDirect() {
+		c.freeSlot()
+		c.writeDirect(frame)
+		return
+	}
+	_ = c.out.push(c.ctx, frame)
 	c.freeSlot()
 }
 
@@ -482,7 +511,7 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 	if sub == nil {
 		r.cancel()
 		if errFrame != nil {
-			_ = c.out.push(c.ctx, errFrame)
+			_ = c.send(c.ctx, errFrame)
 		}
 		c.freeSlot()
 		return
@@ -500,7 +529,7 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 		r.cancel()
 		if clash {
 			c.opts.Log.Error("backend minted a duplicate subscription id", "method", m.Name)
-			_ = c.out.push(c.ctx, protocol.ErrorFrame(f.ID, protocol.Internal("")))
+			_ = c.send(c.ctx, protocol.ErrorFrame(f.ID, protocol.Internal("")))
 		}
 		c.freeSlot()
 		return
@@ -518,10 +547,10 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 
 	result, err := protocol.Marshal(sub.Result)
 	if err != nil {
-		_ = c.out.push(c.ctx, protocol.ErrorFrame(f.ID, protocol.Internal("")))
+		_ = c.send(c.ctx, protocol.ErrorFrame(f.ID, protocol.Internal("")))
 		return
 	}
-	if c.out.push(ctx, protocol.ResultFrame(f.ID, result)) != nil {
+	if c.send(ctx, protocol.ResultFrame(f.ID, result)) != nil {
 		return
 	}
 	prefix := append([]byte(`{"jsonrpc":"2.0","method":"event","params":{"subscriptionId":`), protocol.AppendString(nil, sub.ID)...)
@@ -540,7 +569,7 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 				params = protocol.AppendString(params, last)
 			}
 			params = append(params, '}')
-			_ = c.out.push(ctx, protocol.NotificationFrame(protocol.NotifySubscriptionClosed, params))
+			_ = c.send(ctx, protocol.NotificationFrame(protocol.NotifySubscriptionClosed, params))
 			return
 		}
 		// params = {"subscriptionId":..<Rest>}; frame = prefix + Rest + "}}".
@@ -551,13 +580,40 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 		frame = append(frame, prefix...)
 		frame = append(frame, n.Rest...)
 		frame = append(frame, '}', '}')
-		if c.out.push(ctx, frame) != nil {
+		if c.send(ctx, frame) != nil {
 			return
 		}
 		if n.Cursor != "" {
 			last = n.Cursor
 		}
 	}
+}
+
+// writeDirect writes one frame while holding the write role.
+func (c *Conn) writeDirect(b []byte) {
+	c.beginWrite()
+	err := c.t.WriteFrame(b)
+	if err == nil {
+		err = c.t.Flush()
+	}
+	c.endWrite()
+	c.out.endWrite()
+	if err != nil {
+		c.opts.Log.Debug("write failed", "err", err)
+		c.out.abort()
+		c.cancel()
+	}
+}
+
+// send delivers a frame from a request or subscription goroutine: written
+// in place when the connection is idle, else queued (waiting for room
+// while ctx lives).
+func (c *Conn) send(ctx context.Context, b []byte) error {
+	if c.out.tryDirect() {
+		c.writeDirect(b)
+		return nil
+	}
+	return c.out.push(ctx, b)
 }
 
 // InFlight reports the number of in-flight request ids and used slots
@@ -573,21 +629,13 @@ func (c *Conn) InFlight() (ids, slots, cancelledRunning int) {
 // write does not finish within WriteTimeout.
 func (c *Conn) writeLoop() {
 	var batch []outFrame
-	// One watchdog timer, armed around each batch of writes.
-	stall := time.AfterFunc(time.Hour, func() {
-		c.opts.Log.Warn("write deadline passed; closing connection")
-		c.close(CloseStalled)
-		c.out.abort()
-	})
-	stall.Stop()
-	defer stall.Stop()
 	for {
 		var ok bool
 		batch, ok = c.out.take(batch[:0])
 		if !ok {
 			return
 		}
-		stall.Reset(c.opts.WriteTimeout)
+		c.beginWrite()
 		var err error
 		for _, f := range batch {
 			if err == nil {
@@ -600,7 +648,8 @@ func (c *Conn) writeLoop() {
 		if err == nil {
 			err = c.t.Flush()
 		}
-		stall.Stop()
+		c.endWrite()
+		c.out.endWrite()
 		if err != nil {
 			c.opts.Log.Debug("write failed", "err", err)
 			c.out.abort()

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/internal/wiretest"
+	"github.com/oecp/oecp/server"
 )
 
 // TestDuplicateInFlightIDIsRejected: a second request with an in-flight id
@@ -203,4 +205,22 @@ func TestLifecycleMethodsAnswerSchemaViolationOnEmptyParams(t *testing.T) {
 			t.Errorf("%s: want details.reason: %s", m, got)
 		}
 	}
+}
+
+// TestPeerThatStopsReadingIsCutOff: a peer that never reads is cut off by
+// the write deadline; its connection ends by itself and cancels go on
+// being processed until then (the reader never blocks on the queue).
+func TestPeerThatStopsReadingIsCutOff(t *testing.T) {
+	b := newScript()
+	w := wiretest.NewPipe(t, b, wiretest.Options{Server: server.Options{WriteTimeout: 10 * time.Millisecond}})
+	// The output pipe is never read: the first answer blocks its write.
+	send(t, w, getReq(1, ""))
+	// Frames still flow into the reader meanwhile, until the deadline cuts
+	// the connection off (then writes to it fail).
+	for i := 0; i < 300; i++ {
+		if w.Send(`{`) != nil {
+			break
+		}
+	}
+	<-w.Done()
 }

@@ -21,6 +21,11 @@ type Dispatcher struct {
 	// FaultDelay delays a method's handler by the given duration, honouring
 	// cancellation (--fault-delay; an aid for client authors and tests).
 	FaultDelay map[string]time.Duration
+	// InlineReads lets initialize and get run on the connection's reader
+	// goroutine. Set it only for a backend whose Initialize and Get never
+	// block (the cluster backend: one store snapshot read); a backend that
+	// may wait there would stall its connection's reader.
+	InlineReads bool
 }
 
 func (d *Dispatcher) logger() *slog.Logger {
@@ -64,6 +69,22 @@ func (d *Dispatcher) delay(ctx context.Context, method string) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// Inline reports whether a method runs on the connection's reader
+// goroutine: with InlineReads, initialize and get (read-only snapshots)
+// are answered in place, which saves two goroutine hand-offs per request.
+// A configured fault delay (which must stay cancellable) sends them to
+// their own goroutine like every other method.
+func (d *Dispatcher) Inline(method string) bool {
+	if !d.InlineReads {
+		return false
+	}
+	switch method {
+	case protocol.MethodInitialize, protocol.MethodGet:
+		return d.FaultDelay[method] <= 0
+	}
+	return false
 }
 
 // errorResponse maps a backend error to its wire form.

@@ -28,6 +28,11 @@ type outbox struct {
 	q        []outFrame
 	inline   int
 	finished bool
+	// writing is the write role: exactly one goroutine at a time writes
+	// to the transport — the writer goroutine draining the queue, or a
+	// producer writing its own frame directly because the queue was empty
+	// and nobody was writing (which saves a goroutine hand-off).
+	writing bool
 
 	wake      chan struct{}
 	aborted   chan struct{}
@@ -93,8 +98,38 @@ func (o *outbox) pushInline(b []byte) bool {
 	return true
 }
 
-// take moves every queued frame into batch, waiting for at least one. It
-// reports false when the writer should stop.
+// tryDirect takes the write role for a producer when the queue is empty
+// and nobody writes; the caller then writes its frame and calls endWrite.
+func (o *outbox) tryDirect() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case <-o.aborted:
+		return false
+	default:
+	}
+	if o.writing || o.finished || len(o.q) > 0 {
+		return false
+	}
+	o.writing = true
+	return true
+}
+
+// endWrite gives the write role back and wakes the writer goroutine if
+// frames were queued meanwhile.
+func (o *outbox) endWrite() {
+	o.mu.Lock()
+	o.writing = false
+	pending := len(o.q) > 0
+	o.mu.Unlock()
+	if pending {
+		o.signal()
+	}
+}
+
+// take moves every queued frame into batch, waiting for at least one, and
+// takes the write role (give it back with endWrite). It reports false when
+// the writer should stop.
 func (o *outbox) take(batch []outFrame) ([]outFrame, bool) {
 	for {
 		select {
@@ -103,7 +138,8 @@ func (o *outbox) take(batch []outFrame) ([]outFrame, bool) {
 		default:
 		}
 		o.mu.Lock()
-		if len(o.q) > 0 {
+		if len(o.q) > 0 && !o.writing {
+			o.writing = true
 			batch = append(batch, o.q...)
 			clear(o.q)
 			o.q = o.q[:0]
@@ -115,7 +151,7 @@ func (o *outbox) take(batch []outFrame) ([]outFrame, bool) {
 			o.mu.Unlock()
 			return batch, true
 		}
-		fin := o.finished
+		fin := o.finished && len(o.q) == 0 && !o.writing
 		o.mu.Unlock()
 		if fin {
 			return batch, false

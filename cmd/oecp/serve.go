@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,7 @@ type serveConfig struct {
 	faultDelays       multiFlag
 	shutdownGrace     time.Duration
 	logLevel          string
+	cpuProfile        string
 	backend           backendConfig
 }
 
@@ -61,6 +63,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&cfg.faultDelays, "fault-delay", "METHOD=DURATION: delay that method's handler (repeatable; honours cancellation)")
 	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGTERM/SIGINT or EOF")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to FILE until the server stops (diagnostics)")
 	cfg.backend.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,6 +89,18 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
 		return exitUsage
 	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "oecp serve: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "oecp serve: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	backend, closeBackend, err := newBackend(cfg.backend, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
@@ -93,7 +108,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeBackend()
 
-	disp := &server.Dispatcher{Backend: backend, Log: log, FaultDelay: delays}
+	// The cluster backends answer initialize and get from one store
+	// snapshot without waiting, so the reader may run them in place.
+	disp := &server.Dispatcher{Backend: backend, Log: log, FaultDelay: delays, InlineReads: true}
 	opts := server.Options{ShutdownGrace: cfg.shutdownGrace, Log: log}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -69,7 +69,7 @@ func replayEverywhere(t *testing.T, sessions []session, newBackend func() server
 		pairs := loadSession(t, s)
 		name := fmt.Sprint(s)
 		t.Run(name+"/in-process", func(t *testing.T) {
-			w := wiretest.NewPipe(t, newBackend(), wiretest.Options{})
+			w := wiretest.NewPipe(t, newBackend(), wiretest.Options{InlineReads: true})
 			wiretest.Replay(t, w, pairs)
 		})
 		t.Run(name+"/stdio-process", func(t *testing.T) {
@@ -80,7 +80,7 @@ func replayEverywhere(t *testing.T, sessions []session, newBackend func() server
 			}
 		})
 		t.Run(name+"/websocket", func(t *testing.T) {
-			srv := wiretest.NewWSServer(t, newBackend(), wiretest.Options{})
+			srv := wiretest.NewWSServer(t, newBackend(), wiretest.Options{InlineReads: true})
 			wiretest.Replay(t, srv.Dial(t, nil), pairs)
 		})
 	}

@@ -106,6 +106,8 @@ type Options struct {
 	Server   server.Options
 	// FaultDelay is passed to the dispatcher.
 	FaultDelay map[string]time.Duration
+	// InlineReads is passed to the dispatcher.
+	InlineReads bool
 }
 
 // ---- in-process NDJSON pipe ----
@@ -147,7 +149,7 @@ func NewPipe(t testing.TB, b server.Backend, o Options) *PipeWire {
 	if id.Principal == "" {
 		id = identity.Local()
 	}
-	d := &server.Dispatcher{Backend: b, FaultDelay: o.FaultDelay}
+	d := &server.Dispatcher{Backend: b, FaultDelay: o.FaultDelay, InlineReads: o.InlineReads}
 	p.Conn = server.NewConn(d, ndjson.New(inR, outW, p.diag), id, o.Server)
 	go func() {
 		defer close(p.done)
@@ -210,7 +212,7 @@ type WSServer struct {
 func NewWSServer(t testing.TB, b server.Backend, o Options) *WSServer {
 	t.Helper()
 	h := &websocket.Handler{
-		Dispatcher: &server.Dispatcher{Backend: b, FaultDelay: o.FaultDelay},
+		Dispatcher: &server.Dispatcher{Backend: b, FaultDelay: o.FaultDelay, InlineReads: o.InlineReads},
 		Resolver:   o.Resolver,
 		Options:    o.Server,
 	}
