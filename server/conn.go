@@ -144,6 +144,8 @@ type Conn struct {
 	draining         bool          // no new admissions
 	closeOnce        sync.Once
 	closeReason      CloseReason
+	endOnce          sync.Once
+	done             chan struct{} // closed when the close sequence has run
 
 	wg  sync.WaitGroup // request and subscription goroutines
 	out *outbox
@@ -166,6 +168,7 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 		subs:           make(map[string]*subscription),
 		cancelledFreed: make(chan struct{}, 1),
 		out:            newOutbox(),
+		done:           make(chan struct{}),
 	}
 
 	c.ctx, c.cancel = context.WithCancel(identity.With(context.Background(), id))
@@ -180,79 +183,56 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 func (c *Conn) Serve(shutdown context.Context) {
 	watchdog.add(c)
 	defer watchdog.remove(c)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
-
-	var expiry *time.Timer
-	expired := make(chan struct{})
 	if !c.ident.ExpiresAt.IsZero() {
-		d := c.ident.ExpiresAt.Sub(c.opts.Now())
-		expiry = time.AfterFunc(d, func() { close(expired) })
+		expiry := time.AfterFunc(c.ident.ExpiresAt.Sub(c.opts.Now()), func() { c.end(CloseExpired) })
 		defer expiry.Stop()
 	}
-
-	readerDone := make(chan struct{})
-	readerExpired := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		if c.readLoop() {
-			close(readerExpired)
-		}
-	}()
-
+	stop := context.AfterFunc(shutdown, func() { c.end(CloseGoingAway) })
+	defer stop()
+	// The calling goroutine is the reader.
 	reason := CloseNormal
-	select {
-	case <-readerDone:
-		select {
-		case <-readerExpired:
-			reason = CloseExpired
-		default:
-		}
-	case <-expired:
+	if c.readLoop() {
 		reason = CloseExpired
-	case <-shutdown.Done():
-		reason = CloseGoingAway
-	case <-c.ctx.Done():
-		reason = CloseInternal // the writer failed or the peer stalled
+	} else if c.ctx.Err() != nil {
+		reason = CloseInternal // a write failed or the peer stalled
 	}
-	if reason == CloseExpired || reason == CloseInternal {
-		// Nothing more reaches the backend or the peer.
-		c.mu.Lock()
-		c.draining = true
-		c.mu.Unlock()
-		c.cancel()
-		c.close(reason)
-		c.out.abort()
-	} else {
-		c.drain()
-		c.out.finish()
-		select {
-		case <-writerDone:
-		case <-time.After(c.opts.WriteTimeout):
-			c.out.abort()
-		}
-		c.close(reason)
-	}
-	c.cancel()
-	c.mu.Lock()
-	for id, s := range c.subs {
-		delete(c.subs, id)
-		s.cancel()
-	}
-	c.mu.Unlock()
-	// A binding whose reader cannot be interrupted (a blocking stdin) is
-	// abandoned after the write timeout rather than hanging the caller.
-	bound := time.NewTimer(c.opts.WriteTimeout)
-	defer bound.Stop()
-	select {
-	case <-readerDone:
-	case <-bound.C:
-	}
-	<-writerDone
+	c.end(reason)
 	c.waitTasks(c.opts.ShutdownGrace)
+}
+
+// Done is closed when the connection has run its close sequence (the
+// reader may still be returning from a read that cannot be interrupted).
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// end runs the close sequence once; concurrent callers wait for it. On
+// expiry or a broken connection nothing more reaches the backend or the
+// peer; otherwise in-flight requests get the grace period and their
+// answers are written before the transport closes.
+func (c *Conn) end(reason CloseReason) {
+	c.endOnce.Do(func() {
+		defer close(c.done)
+		if reason == CloseExpired || reason == CloseInternal {
+			c.mu.Lock()
+			c.draining = true
+			c.mu.Unlock()
+			c.cancel()
+			c.close(reason)
+			c.out.abort()
+		} else {
+			c.drain()
+			if !c.out.finish(c.opts.WriteTimeout) {
+				c.out.abort()
+			}
+			c.close(reason)
+		}
+		c.cancel()
+		c.mu.Lock()
+		for id, s := range c.subs {
+			delete(c.subs, id)
+			s.cancel()
+		}
+		c.mu.Unlock()
+	})
 }
 
 func (c *Conn) close(reason CloseReason) {
@@ -337,10 +317,16 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 		c.writeDirect(frame)
 		return c.ctx.Err() == nil
 	}
-	if !c.out.pushInline(frame) {
+	start, full := c.out.pushInline(frame)
+	if full {
 		c.opts.Log.Warn("peer is not reading; closing connection")
 		c.close(CloseStalled)
+		c.out.abort()
+		c.cancel()
 		return false
+	}
+	if start {
+		go c.drainer()
 	}
 	return true
 }
@@ -500,7 +486,7 @@ func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo,
 		c.writeDirect(frame)
 		return
 	}
-	_ = c.out.push(c.ctx, frame)
+	_ = c.send(c.ctx, frame)
 	c.freeSlot()
 }
 
@@ -589,7 +575,8 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 	}
 }
 
-// writeDirect writes one frame while holding the write role.
+// writeDirect writes one frame while holding the write role, then hands
+// the role to a drainer if frames were queued meanwhile.
 func (c *Conn) writeDirect(b []byte) {
 	c.beginWrite()
 	err := c.t.WriteFrame(b)
@@ -597,11 +584,11 @@ func (c *Conn) writeDirect(b []byte) {
 		err = c.t.Flush()
 	}
 	c.endWrite()
-	c.out.endWrite()
 	if err != nil {
-		c.opts.Log.Debug("write failed", "err", err)
-		c.out.abort()
-		c.cancel()
+		c.writeFailed(err)
+	}
+	if c.out.release() {
+		go c.drainer()
 	}
 }
 
@@ -613,7 +600,11 @@ func (c *Conn) send(ctx context.Context, b []byte) error {
 		c.writeDirect(b)
 		return nil
 	}
-	return c.out.push(ctx, b)
+	start, err := c.out.push(ctx, b)
+	if start {
+		go c.drainer()
+	}
+	return err
 }
 
 // InFlight reports the number of in-flight request ids and used slots
@@ -624,14 +615,14 @@ func (c *Conn) InFlight() (ids, slots, cancelledRunning int) {
 	return len(c.reqs), c.tasks, c.cancelledRunning
 }
 
-// writeLoop is the only writer of the transport. It writes queued frames
-// in order, flushing when the queue runs dry, and cuts off a peer whose
-// write does not finish within WriteTimeout.
-func (c *Conn) writeLoop() {
+// drainer holds the write role and writes queued frames in order,
+// flushing once per batch, until the queue is empty; it exists only while
+// there is something to drain.
+func (c *Conn) drainer() {
 	var batch []outFrame
 	for {
 		var ok bool
-		batch, ok = c.out.take(batch[:0])
+		batch, ok = c.out.next(batch[:0])
 		if !ok {
 			return
 		}
@@ -642,19 +633,22 @@ func (c *Conn) writeLoop() {
 				err = c.t.WriteFrame(f.b)
 			}
 			if f.token {
-				c.out.release()
+				c.out.releaseToken()
 			}
 		}
 		if err == nil {
 			err = c.t.Flush()
 		}
 		c.endWrite()
-		c.out.endWrite()
 		if err != nil {
-			c.opts.Log.Debug("write failed", "err", err)
-			c.out.abort()
-			c.cancel()
-			return
+			c.writeFailed(err)
 		}
 	}
+}
+
+func (c *Conn) writeFailed(err error) {
+	c.opts.Log.Debug("write failed", "err", err)
+	c.out.abort()
+	c.cancel()
+	c.close(CloseInternal)
 }

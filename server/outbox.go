@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/oecp/oecp/protocol"
 )
@@ -16,165 +17,186 @@ type outFrame struct {
 	token bool // holds one of the OutboundQueueCapacity slots
 }
 
-// outbox is the single outbound queue of a connection. Request and
-// subscription goroutines push through a token bucket of
-// protocol.OutboundQueueCapacity frames and block (with their context)
-// when it is full; the reader pushes its inline answers without a token so
-// that it never blocks, bounded by MaxInlineBacklog.
+// outbox is the outbound side of a connection: a bounded queue and the
+// write role. Exactly one goroutine at a time holds the role and writes to
+// the transport:
+//
+//   - a producer whose frame finds the connection idle (empty queue, no
+//     holder) writes it in place (tryDirect), saving a hand-off;
+//   - otherwise the frame is queued, and the queue is drained by a writer
+//     goroutine that exists only while there is something to drain.
+//
+// Invariant (under mu): the queue is non-empty only while the role is
+// held, so a queued frame always has someone responsible for writing it.
+// Request and subscription goroutines queue through a token bucket of
+// protocol.OutboundQueueCapacity frames and wait (with their context) when
+// it is full; the reader queues its own answers without a token, so it
+// never blocks, bounded by MaxInlineBacklog.
 type outbox struct {
 	tokens chan struct{}
 
 	mu       sync.Mutex
+	idle     *sync.Cond // broadcast when the role is released or on abort
 	q        []outFrame
 	inline   int
 	finished bool
-	// writing is the write role: exactly one goroutine at a time writes
-	// to the transport — the writer goroutine draining the queue, or a
-	// producer writing its own frame directly because the queue was empty
-	// and nobody was writing (which saves a goroutine hand-off).
-	writing bool
+	writing  bool
 
-	wake      chan struct{}
 	aborted   chan struct{}
 	abortOnce sync.Once
 }
 
 func newOutbox() *outbox {
-	return &outbox{
+	o := &outbox{
 		tokens:  make(chan struct{}, protocol.OutboundQueueCapacity),
-		wake:    make(chan struct{}, 1),
 		aborted: make(chan struct{}),
 	}
+	o.idle = sync.NewCond(&o.mu)
+	return o
 }
 
-func (o *outbox) signal() {
+func (o *outbox) isAborted() bool {
 	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-}
-
-// push queues b, waiting for room while ctx lives.
-func (o *outbox) push(ctx context.Context, b []byte) error {
-	select {
-	case o.tokens <- struct{}{}: // fast path: room in the queue
-	default:
-		select {
-		case o.tokens <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-o.aborted:
-			return errOutboxClosed
-		}
-	}
-	o.mu.Lock()
-	if o.finished {
-		o.mu.Unlock()
-		<-o.tokens
-		return errOutboxClosed
-	}
-	o.q = append(o.q, outFrame{b: b, token: true})
-	o.mu.Unlock()
-	o.signal()
-	return nil
-}
-
-// pushInline queues b without blocking; false means the backlog bound was
-// hit and the peer should be cut off.
-func (o *outbox) pushInline(b []byte) bool {
-	o.mu.Lock()
-	if o.finished {
-		o.mu.Unlock()
+	case <-o.aborted:
 		return true
-	}
-	if o.inline >= MaxInlineBacklog {
-		o.mu.Unlock()
+	default:
 		return false
 	}
-	o.inline++
-	o.q = append(o.q, outFrame{b: b})
-	o.mu.Unlock()
-	o.signal()
-	return true
 }
 
-// tryDirect takes the write role for a producer when the queue is empty
-// and nobody writes; the caller then writes its frame and calls endWrite.
+// tryDirect takes the write role for a producer when the connection is
+// idle; the caller writes its frame and then calls release.
 func (o *outbox) tryDirect() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	select {
-	case <-o.aborted:
-		return false
-	default:
-	}
-	if o.writing || o.finished || len(o.q) > 0 {
+	if o.writing || o.finished || o.isAborted() {
 		return false
 	}
 	o.writing = true
 	return true
 }
 
-// endWrite gives the write role back and wakes the writer goroutine if
-// frames were queued meanwhile.
-func (o *outbox) endWrite() {
+// enqueue appends f; it reports whether the caller must start a drainer
+// (nobody held the role).
+func (o *outbox) enqueue(f outFrame) (startDrainer bool) {
+	o.q = append(o.q, f)
+	if !f.token {
+		o.inline++
+	}
+	if !o.writing {
+		o.writing = true
+		return true
+	}
+	return false
+}
+
+// push queues b, waiting for room while ctx lives.
+func (o *outbox) push(ctx context.Context, b []byte) (startDrainer bool, err error) {
+	select {
+	case o.tokens <- struct{}{}: // fast path: room in the queue
+	default:
+		select {
+		case o.tokens <- struct{}{}:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-o.aborted:
+			return false, errOutboxClosed
+		}
+	}
 	o.mu.Lock()
-	o.writing = false
-	pending := len(o.q) > 0
-	o.mu.Unlock()
-	if pending {
-		o.signal()
-	}
-}
-
-// take moves every queued frame into batch, waiting for at least one, and
-// takes the write role (give it back with endWrite). It reports false when
-// the writer should stop.
-func (o *outbox) take(batch []outFrame) ([]outFrame, bool) {
-	for {
-		select {
-		case <-o.aborted:
-			return batch, false
-		default:
-		}
-		o.mu.Lock()
-		if len(o.q) > 0 && !o.writing {
-			o.writing = true
-			batch = append(batch, o.q...)
-			clear(o.q)
-			o.q = o.q[:0]
-			for _, f := range batch {
-				if !f.token {
-					o.inline--
-				}
-			}
-			o.mu.Unlock()
-			return batch, true
-		}
-		fin := o.finished && len(o.q) == 0 && !o.writing
+	if o.finished || o.isAborted() {
 		o.mu.Unlock()
-		if fin {
-			return batch, false
-		}
-		select {
-		case <-o.wake:
-		case <-o.aborted:
-		}
+		<-o.tokens
+		return false, errOutboxClosed
 	}
+	start := o.enqueue(outFrame{b: b, token: true})
+	o.mu.Unlock()
+	return start, nil
 }
 
-// release returns the token of a written frame.
-func (o *outbox) release() { <-o.tokens }
+// pushInline queues b without blocking. full reports that the backlog
+// bound was hit and the peer should be cut off.
+func (o *outbox) pushInline(b []byte) (startDrainer, full bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.finished || o.isAborted() {
+		return false, false
+	}
+	if o.inline >= MaxInlineBacklog {
+		return false, true
+	}
+	return o.enqueue(outFrame{b: b}), false
+}
 
-// finish lets the writer drain what is queued and stop.
-func (o *outbox) finish() {
+// next hands the role holder the queued frames; when there are none it
+// releases the role and reports false.
+func (o *outbox) next(batch []outFrame) ([]outFrame, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.q) == 0 || o.isAborted() {
+		o.writing = false
+		o.idle.Broadcast()
+		return batch, false
+	}
+	batch = append(batch, o.q...)
+	clear(o.q)
+	o.q = o.q[:0]
+	for _, f := range batch {
+		if !f.token {
+			o.inline--
+		}
+	}
+	return batch, true
+}
+
+// release gives the role back after a direct write; it reports whether
+// frames were queued meanwhile, in which case the role is kept and the
+// caller must start a drainer.
+func (o *outbox) release() (startDrainer bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.q) > 0 && !o.isAborted() {
+		return true
+	}
+	o.writing = false
+	o.idle.Broadcast()
+	return false
+}
+
+// releaseToken returns the token of a written frame.
+func (o *outbox) releaseToken() { <-o.tokens }
+
+// finish refuses new frames and waits up to d for the queue to drain and
+// the role to be released; it reports whether it did.
+func (o *outbox) finish(d time.Duration) bool {
 	o.mu.Lock()
 	o.finished = true
 	o.mu.Unlock()
-	o.signal()
+	expired := false
+	t := time.AfterFunc(d, func() {
+		o.mu.Lock()
+		expired = true
+		o.idle.Broadcast()
+		o.mu.Unlock()
+	})
+	defer t.Stop()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.writing && !expired && !o.isAborted() {
+		o.idle.Wait()
+	}
+	return !o.writing
 }
 
-// abort drops everything queued and stops the writer now.
+// abort drops everything queued; the role holder stops at its next step.
 func (o *outbox) abort() {
-	o.abortOnce.Do(func() { close(o.aborted) })
+	o.abortOnce.Do(func() {
+		close(o.aborted)
+		o.mu.Lock()
+		clear(o.q)
+		o.q = o.q[:0]
+		o.inline = 0
+		o.idle.Broadcast()
+		o.mu.Unlock()
+	})
 }

@@ -82,5 +82,6 @@ func (c *Conn) stalled() {
 		c.opts.Log.Warn("write deadline passed; closing connection")
 		c.close(CloseStalled)
 		c.out.abort()
+		c.cancel()
 	}
 }

@@ -149,7 +149,23 @@ func Serve(shutdown context.Context, d *server.Dispatcher, in io.Reader, out, di
 		return err
 	}
 	c := server.NewConn(d, New(in, out, diag), id, opts)
-	c.Serve(shutdown)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c.Serve(shutdown)
+	}()
+	select {
+	case <-served:
+	case <-c.Done():
+		// Closed by shutdown or expiry: a blocking stdin read may never
+		// return, so the reader is abandoned after a short bound.
+		bound := time.NewTimer(time.Second)
+		defer bound.Stop()
+		select {
+		case <-served:
+		case <-bound.C:
+		}
+	}
 	return nil
 }
 
