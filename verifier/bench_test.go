@@ -182,3 +182,17 @@ func BenchmarkVerifyGuardedChoice(b *testing.B) {
 		v.Verify(g)
 	}
 }
+
+// BenchmarkStructural4096Nodes is the baseline of BenchmarkVerify4096Nodes
+// in the same run: the structural verifier (decode-time shapes, ceilings,
+// termination witness and bounds folds, no flow analysis) on the same
+// graph.
+func BenchmarkStructural4096Nodes(b *testing.B) {
+	g := bigGraph(b)
+	b.ResetTimer()
+	for b.Loop() {
+		if !graph.Structural(g).OK {
+			b.Fatal("not structurally sound")
+		}
+	}
+}
