@@ -36,19 +36,14 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
+	s, code, ok := c.open()
+	if !ok {
+		return code
 	}
-	defer conn.Close()
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodPlan, map[string]json.RawMessage{"graph": graph}, &raw); err != nil {
-		return c.fail(err)
-	}
+	defer s.close()
 	var r protocol.PlanResult
-	if err := json.Unmarshal(raw, &r); err != nil {
+	raw, err := s.call(protocol.MethodPlan, map[string]json.RawMessage{"graph": graph}, &r)
+	if err != nil {
 		return c.fail(err)
 	}
 	if c.jsonOut {
@@ -156,19 +151,14 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if !p.DryRun && p.IdempotencyKey == "" {
 		p.IdempotencyKey = client.NewIdempotencyKey()
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, dial, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
+	s, code, ok := c.open()
+	if !ok {
+		return code
 	}
-	defer conn.Close()
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodApply, p, &raw); err != nil {
-		return c.fail(err)
-	}
+	defer s.close()
 	var r protocol.ApplyResult
-	if err := json.Unmarshal(raw, &r); err != nil {
+	raw, err := s.call(protocol.MethodApply, p, &r)
+	if err != nil {
 		return c.fail(err)
 	}
 	if c.jsonOut {
@@ -186,7 +176,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		c.errorf("the apply started no run, so there is nothing to watch")
 		return exitError
 	}
-	return c.followRun(ctx, conn, dial, *r.RunID, "", false)
+	return c.followRun(s.ctx, s.conn, s.dial, *r.RunID, "", false)
 }
 
 // flagT keeps the flag package's type name short in Visit callbacks.
@@ -202,34 +192,21 @@ func list(s []string) string {
 func runGet(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("get", "get [flags]", "Shows the cluster: phase, generation, current run, operational status and,\nonce the run has ended, its result.", stdout, stderr, false, false)
 	showSpec := c.fs.Bool("spec", false, "also print the admitted graph")
-	if code, ok := c.parse(args, 0, 0); !ok {
+	s, code, ok := c.start(args)
+	if !ok {
 		return code
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer conn.Close()
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodGet, struct{}{}, &raw); err != nil {
-		return c.fail(err)
-	}
-	if c.jsonOut {
-		c.printJSON(raw)
-		return exitOK
-	}
+	defer s.close()
 	var g protocol.GetResult
-	if err := json.Unmarshal(raw, &g); err != nil {
-		return c.fail(err)
+	if code, done := s.result(protocol.MethodGet, struct{}{}, &g); done {
+		return code
 	}
-	s := g.Status
-	fmt.Fprintf(stdout, "phase:       %s\n", s.Phase)
-	fmt.Fprintf(stdout, "generation:  %s\n", intOr(s.ObservedGeneration, "none"))
-	fmt.Fprintf(stdout, "run:         %s\n", strOr(s.CurrentRunID, "none"))
-	fmt.Fprintf(stdout, "cursor:      %s\n", strOr(s.AtCursor, "none"))
-	if op := s.Operational; op != nil {
+	st := g.Status
+	fmt.Fprintf(stdout, "phase:       %s\n", st.Phase)
+	fmt.Fprintf(stdout, "generation:  %s\n", intOr(st.ObservedGeneration, "none"))
+	fmt.Fprintf(stdout, "run:         %s\n", strOr(st.CurrentRunID, "none"))
+	fmt.Fprintf(stdout, "cursor:      %s\n", strOr(st.AtCursor, "none"))
+	if op := st.Operational; op != nil {
 		stopMode := op.StopMode
 		if stopMode == "" {
 			stopMode = "-"
@@ -312,18 +289,12 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	if !labelsChange && *logLevel == "" && !*suspend && !*resume {
 		return c.usageErr("nothing to update: give --label, --replace-labels, --log-level, --suspend or --resume")
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer conn.Close()
 	mergeNeeded := labelsChange && !*replace
-	st, err := c.readCAS(ctx, conn, mergeNeeded)
-	if err != nil {
-		return c.fail(err)
+	s, st, code, ok := c.openCAS(mergeNeeded)
+	if !ok {
+		return code
 	}
+	defer s.close()
 	p := client.UpdateParams{LogLevel: *logLevel, IfGeneration: st.generation, IdempotencyKey: c.idemKey}
 	if labelsChange {
 		p.Labels = map[string]string{}
@@ -346,17 +317,9 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	if p.IdempotencyKey == "" {
 		p.IdempotencyKey = client.NewIdempotencyKey()
 	}
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodUpdate, p, &raw); err != nil {
-		return c.fail(err)
-	}
-	if c.jsonOut {
-		c.printJSON(raw)
-		return exitOK
-	}
 	var r protocol.UpdateResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return c.fail(err)
+	if code, done := s.result(protocol.MethodUpdate, p, &r); done {
+		return code
 	}
 	fmt.Fprintf(stdout, "updated run %s: dispatch %s, log level %s, labels %s%s\n", r.RunID, r.Operational.DispatchState, r.Operational.LogLevel, formatLabels(r.Operational.Labels), dedupNote(r.Deduped))
 	return exitOK
@@ -374,36 +337,19 @@ func isLogLevel(l string) bool {
 func runStop(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("stop", "stop [--force] [flags]", "Stops the current run. By default it drains: no new steps start and the run\nfinishes when running ones settle. --force cancels running steps at once.", stdout, stderr, true, false)
 	force := c.fs.Bool("force", false, "cancel running steps instead of draining")
-	if code, ok := c.parse(args, 0, 0); !ok {
+	s, st, code, ok := c.startCAS(args)
+	if !ok {
 		return code
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer conn.Close()
-	st, err := c.readCAS(ctx, conn, false)
-	if err != nil {
-		return c.fail(err)
-	}
+	defer s.close()
 	mode := "drain"
 	if *force {
 		mode = "force"
 	}
 	p := client.StopParams{Mode: mode, IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodStop, p, &raw); err != nil {
-		return c.fail(err)
-	}
-	if c.jsonOut {
-		c.printJSON(raw)
-		return exitOK
-	}
 	var r protocol.StopResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return c.fail(err)
+	if code, done := s.result(protocol.MethodStop, p, &r); done {
+		return code
 	}
 	fmt.Fprintf(stdout, "stop (%s) accepted for run %s: phase %s, dispatch %s%s\n", r.EffectiveMode, r.RunID, r.Phase, r.Operational.DispatchState, dedupNote(r.Deduped))
 	if r.Phase != protocol.PhaseFinished {
@@ -421,31 +367,14 @@ func orKey(k string) string {
 
 func runRetry(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("retry", "retry [flags]", "Reserves a retry of the current run's latest failed step.", stdout, stderr, true, false)
-	if code, ok := c.parse(args, 0, 0); !ok {
+	s, st, code, ok := c.startCAS(args)
+	if !ok {
 		return code
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer conn.Close()
-	st, err := c.readCAS(ctx, conn, false)
-	if err != nil {
-		return c.fail(err)
-	}
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodRetry, client.RetryParams{IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}, &raw); err != nil {
-		return c.fail(err)
-	}
-	if c.jsonOut {
-		c.printJSON(raw)
-		return exitOK
-	}
+	defer s.close()
 	var r protocol.RetryResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return c.fail(err)
+	if code, done := s.result(protocol.MethodRetry, client.RetryParams{IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}, &r); done {
+		return code
 	}
 	fmt.Fprintf(stdout, "retry reserved in run %s: turn %s retries %s%s\n", r.RunID, r.RetryTurnID, r.RetriedTurnID, dedupNote(r.Deduped))
 	return exitOK
@@ -466,33 +395,19 @@ func runResubmit(args []string, stdout, stderr io.Writer) int {
 			return c.usageErr("%v", err)
 		}
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
+	s, st, code, ok := c.openCAS(false)
+	if !ok {
+		return code
 	}
-	defer conn.Close()
-	st, err := c.readCAS(ctx, conn, false)
-	if err != nil {
-		return c.fail(err)
-	}
+	defer s.close()
 	if st.runID == "" {
 		c.errorf("there is no run to resubmit (the cluster is %s); start one with `oecp apply`", orPhase(st.status.Phase))
 		return exitError
 	}
 	p := client.ResubmitParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey), ReplacementInput: repl}
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodResubmit, p, &raw); err != nil {
-		return c.fail(err)
-	}
-	if c.jsonOut {
-		c.printJSON(raw)
-		return exitOK
-	}
 	var r protocol.ResubmitResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return c.fail(err)
+	if code, done := s.result(protocol.MethodResubmit, p, &r); done {
+		return code
 	}
 	fmt.Fprintf(stdout, "resubmitted: run %s replaces %s (generation %d, phase %s)%s\n", r.RunID, r.PriorRunID, r.Generation, r.Phase, dedupNote(r.Deduped))
 	return exitOK
@@ -507,32 +422,15 @@ func orPhase(p string) string {
 
 func runDelete(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("delete", "delete [flags]", "Deletes the finished cluster: the graph, the generation and the run history.", stdout, stderr, true, true)
-	if code, ok := c.parse(args, 0, 0); !ok {
+	s, st, code, ok := c.startCAS(args)
+	if !ok {
 		return code
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer conn.Close()
-	st, err := c.readCAS(ctx, conn, false)
-	if err != nil {
-		return c.fail(err)
-	}
+	defer s.close()
 	p := client.DeleteParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey)}
-	var raw json.RawMessage
-	if err := conn.Call(ctx, protocol.MethodDelete, p, &raw); err != nil {
-		return c.fail(err)
-	}
-	if c.jsonOut {
-		c.printJSON(raw)
-		return exitOK
-	}
 	var r protocol.DeleteResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return c.fail(err)
+	if code, done := s.result(protocol.MethodDelete, p, &r); done {
+		return code
 	}
 	switch {
 	case r.Deleted:

@@ -224,6 +224,99 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// session is a command's open connection and the context it runs in
+// (ended by SIGINT/SIGTERM).
+type session struct {
+	*cli
+	ctx  context.Context
+	conn *client.Conn
+	dial client.Dialer
+	stop context.CancelFunc
+}
+
+// open starts the command's signal context and connects. When ok the
+// caller defers s.close(); otherwise the failure is reported and code is
+// the exit status.
+func (c *cli) open() (s *session, code int, ok bool) {
+	ctx, stop := signalContext()
+	conn, dial, err := c.connect(ctx)
+	if err != nil {
+		code = c.fail(err)
+		stop()
+		return nil, code, false
+	}
+	return &session{cli: c, ctx: ctx, conn: conn, dial: dial, stop: stop}, exitOK, true
+}
+
+// openCAS opens a session for a mutating command and reads its
+// preconditions (see readCAS).
+func (c *cli) openCAS(needGet bool) (s *session, st casState, code int, ok bool) {
+	if s, code, ok = c.open(); !ok {
+		return nil, st, code, false
+	}
+	st, err := c.readCAS(s.ctx, s.conn, needGet)
+	if err != nil {
+		code = c.fail(err)
+		s.close()
+		return nil, st, code, false
+	}
+	return s, st, exitOK, true
+}
+
+// start parses a command without positional arguments and opens its
+// session.
+func (c *cli) start(args []string) (s *session, code int, ok bool) {
+	if code, ok = c.parse(args, 0, 0); !ok {
+		return nil, code, false
+	}
+	return c.open()
+}
+
+// startCAS is start for a mutating command that reads its preconditions.
+func (c *cli) startCAS(args []string) (s *session, st casState, code int, ok bool) {
+	if code, ok = c.parse(args, 0, 0); !ok {
+		return nil, st, code, false
+	}
+	return c.openCAS(false)
+}
+
+// close closes the connection, then ends the signal context.
+func (s *session) close() {
+	s.conn.Close()
+	s.stop()
+}
+
+// call sends method and decodes its result into r, returning the raw
+// result too.
+func (s *session) call(method string, params, r any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := s.conn.Call(s.ctx, method, params, &raw); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, r); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// result sends method and decodes its result into r for printing as text.
+// It returns done when the command is over: the call failed (reported;
+// code is the exit status), or --json printed the raw result.
+func (s *session) result(method string, params, r any) (code int, done bool) {
+	var raw json.RawMessage
+	if err := s.conn.Call(s.ctx, method, params, &raw); err != nil {
+		return s.fail(err), true
+	}
+	if s.jsonOut {
+		s.printJSON(raw)
+		return exitOK, true
+	}
+	if err := json.Unmarshal(raw, r); err != nil {
+		return s.fail(err), true
+	}
+	return exitOK, false
+}
+
 // fail reports err with what to do next and returns the exit code.
 func (c *cli) fail(err error) int {
 	var se *client.Error

@@ -31,17 +31,12 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	run := c.fs.String("run", "", "run id to watch (default: the current run)")
 	from := c.fs.String("from", "", "print only events after this cursor")
 	forever := c.fs.Bool("follow", false, "keep watching after the run finishes (until interrupted)")
-	if code, ok := c.parse(args, 0, 0); !ok {
+	s, code, ok := c.start(args)
+	if !ok {
 		return code
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, dial, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer conn.Close()
-	return c.followRun(ctx, conn, dial, *run, *from, *forever)
+	defer s.close()
+	return c.followRun(s.ctx, s.conn, s.dial, *run, *from, *forever)
 }
 
 // followRun prints a run's events until it finishes and reports how it
@@ -227,33 +222,40 @@ func outcomeSummary(raw json.RawMessage) string {
 
 func runLogs(args []string, stdout, stderr io.Writer) int {
 	c := newCLI("logs", "logs [flags]", "Streams the cluster's log records as they are written (no history), until\ninterrupted. --json prints one notification object per line.", stdout, stderr, false, false)
-	if code, ok := c.parse(args, 0, 0); !ok {
+	s, code, ok := c.start(args)
+	if !ok {
 		return code
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
+	defer s.close()
+	sub, err := s.conn.Logs(s.ctx)
 	if err != nil {
 		return c.fail(err)
 	}
-	defer conn.Close()
-	sub, err := conn.Logs(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
+	return pump(s, sub, "oecp logs", func(ev client.LogEvent) bool {
+		if c.jsonOut {
+			c.printJSON(ev.Raw)
+		} else {
+			fmt.Fprintf(stdout, "%-5s %s: %s\n", ev.Record.Level, ev.Record.Target, ev.Record.Message)
+		}
+		return false
+	})
+}
+
+// pump hands each event of a live stream to show until show says the
+// stream is done, the stream ends (see streamEnded) or the command is
+// interrupted. It closes sub.
+func pump[E any](s *session, sub *client.Subscription[E], again string, show func(E) (done bool)) int {
 	defer sub.Close()
 	for {
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok {
-				return c.streamEnded(sub.Err(), "oecp logs")
+				return s.streamEnded(sub.Err(), again)
 			}
-			if c.jsonOut {
-				c.printJSON(ev.Raw)
-			} else {
-				fmt.Fprintf(stdout, "%-5s %s: %s\n", ev.Record.Level, ev.Record.Target, ev.Record.Message)
+			if show(ev) {
+				return exitOK
 			}
-		case <-ctx.Done():
+		case <-s.ctx.Done():
 			return exitOK
 		}
 	}
@@ -294,19 +296,17 @@ func runAttach(args []string, stdout, stderr io.Writer) int {
 	if *attempt < 0 {
 		return c.usageErr("--attempt must be 1 or more")
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	conn, _, err := c.connect(ctx)
-	if err != nil {
-		return c.fail(err)
+	s, code, ok := c.open()
+	if !ok {
+		return code
 	}
-	defer conn.Close()
+	defer s.close()
 	execution := ""
 	if len(c.args) == 1 {
 		execution = c.args[0]
 	} else {
-		execution, err = resolveExecution(ctx, conn, *node, *attempt)
-		if err != nil {
+		var err error
+		if execution, err = resolveExecution(s.ctx, s.conn, *node, *attempt); err != nil {
 			if client.ErrorCode(err) != "" {
 				return c.fail(err)
 			}
@@ -316,39 +316,28 @@ func runAttach(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "oecp attach: attaching to execution %s\n", execution)
 	}
-	sub, err := conn.AgentAttach(ctx, execution)
+	sub, err := s.conn.AgentAttach(s.ctx, execution)
 	if err != nil {
 		return c.fail(err)
 	}
-	defer sub.Close()
-	for {
-		select {
-		case ev, ok := <-sub.Events():
-			if !ok {
-				return c.streamEnded(sub.Err(), "oecp attach "+execution)
-			}
-			if c.jsonOut {
-				c.printJSON(ev.Raw)
-				if ev.Event.Type == "settled" {
-					return exitOK
-				}
-				continue
-			}
-			switch ev.Event.Type {
-			case "output":
-				if ev.Event.Text != nil {
-					fmt.Fprintln(stdout, *ev.Event.Text)
-				}
-			case "working":
-				fmt.Fprintln(stderr, "[working]")
-			case "settled":
-				fmt.Fprintln(stderr, "[settled]")
-				return exitOK
-			}
-		case <-ctx.Done():
-			return exitOK
+	return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
+		if c.jsonOut {
+			c.printJSON(ev.Raw)
+			return ev.Event.Type == "settled"
 		}
-	}
+		switch ev.Event.Type {
+		case "output":
+			if ev.Event.Text != nil {
+				fmt.Fprintln(stdout, *ev.Event.Text)
+			}
+		case "working":
+			fmt.Fprintln(stderr, "[working]")
+		case "settled":
+			fmt.Fprintln(stderr, "[settled]")
+			return true
+		}
+		return false
+	})
 }
 
 // resolveExecution finds the ExecutionRef of a node's execution in the
