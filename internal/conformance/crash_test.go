@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -247,4 +251,71 @@ func stripSub(t *testing.T, raw json.RawMessage) string {
 	delete(m, "subscriptionId")
 	out, _ := json.Marshal(m)
 	return string(out)
+}
+
+// TestSIGTERMKillsWorkerProcessGroupsAndExits: on SIGTERM the server
+// stops its engine — every running command worker's process group is
+// killed — and exits 0.
+func TestSIGTERMKillsWorkerProcessGroupsAndExits(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	workers := filepath.Join(dir, "workers.json")
+	script := fmt.Sprintf(`read in; sleep 3600 & echo $! > %q; echo started >&2; wait`, pidFile)
+	spec, _ := json.Marshal([]map[string]any{{
+		"worker": "test.hang@1", "kind": "step",
+		"input": map[string]any{"kind": "null"}, "output": map[string]any{"kind": "null"},
+		"argv": []string{"/bin/sh", "-c", script}, "env": []string{"PATH"},
+	}})
+	if err := os.WriteFile(workers, spec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := `{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},
+		"policy":{"policy":"policy.default@1","default":"deny"},
+		"root":{"kind":"seq","name":"main","state":{"kind":"null"},"promotedStatePaths":[],"children":[
+		{"kind":"step","name":"hang","worker":"test.hang@1","input":{"kind":"null"},"output":{"kind":"null"},
+		 "inputBindings":[],"writeBindings":[],"timeoutMs":3600000,"attempts":1},
+		{"kind":"succeed","name":"done","output":{"kind":"null"},"bindings":[]}]}}`
+	srv := startServer(t, "--store", "memory", "--workers", workers, "--shutdown-grace", "100ms")
+	c := dialT(t, srv.URL)
+	ctx := context.Background()
+	logs, err := c.Logs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(ctx, client.ApplyParams{Graph: json.RawMessage(g), Input: json.RawMessage("null")}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range logs.Events() {
+		if ev.Record.Message == "started" {
+			break
+		}
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-srv.done; err != nil {
+		t.Fatalf("oecp serve exited with %v after SIGTERM, want 0", err)
+	}
+	srv.done <- nil
+	// The worker's child is gone: killed with its process group (at worst a
+	// zombie waiting for init to reap it).
+	for {
+		err := syscall.Kill(child, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			break
+		}
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		runtime.Gosched()
+	}
 }
