@@ -44,7 +44,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	var r protocol.PlanResult
 	raw, err := s.call(protocol.MethodPlan, map[string]json.RawMessage{"graph": graph}, &r)
 	if err != nil {
-		return c.fail(err)
+		return c.failGraph(err, *file, graph)
 	}
 	if c.jsonOut {
 		c.printJSON(raw)
@@ -159,7 +159,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	var r protocol.ApplyResult
 	raw, err := s.call(protocol.MethodApply, p, &r)
 	if err != nil {
-		return c.fail(err)
+		return c.failGraph(err, *file, graph)
 	}
 	if c.jsonOut {
 		c.printJSON(raw)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -318,6 +319,20 @@ func (s *session) result(method string, params, r any) (code int, done bool) {
 }
 
 // fail reports err with what to do next and returns the exit code.
+// failGraph is fail for plan and apply: the protocol answers an
+// undecodable graph with a bare SCHEMA_VIOLATION, so the CLI decodes the
+// file with the same strict decoder to say where the problem is.
+func (c *cli) failGraph(err error, file string, data []byte) int {
+	code := c.fail(err)
+	var se *client.Error
+	if errors.As(err, &se) && se.DataCode == protocol.SchemaViolation && len(se.Details) == 0 {
+		if _, derr := graph.Decode(data); derr != nil {
+			fmt.Fprintf(c.stderr, "  %s: %v\n", file, derr)
+		}
+	}
+	return code
+}
+
 func (c *cli) fail(err error) int {
 	var se *client.Error
 	switch {

@@ -268,8 +268,9 @@ func TestCLIBadInput(t *testing.T) {
 
 	expect(t, oecp(t, srv, "plan", "-f", filepath.Join(dir, "missing.json")), 2, nil, []string{"read graph", "no such file"})
 	expect(t, oecp(t, srv, "apply", "-f", notJSON, "--input", "null"), 2, nil, []string{"not valid JSON"})
-	expect(t, oecp(t, srv, "plan", "-f", invalid), 1, nil, []string{"SCHEMA_VIOLATION", "check the graph file"})
-	expect(t, oecp(t, srv, "apply", "-f", invalid, "--input", "null"), 1, nil, []string{"SCHEMA_VIOLATION"})
+	// The wire says only SCHEMA_VIOLATION; the CLI adds where (its own strict decode).
+	expect(t, oecp(t, srv, "plan", "-f", invalid), 1, nil, []string{"SCHEMA_VIOLATION", "check the graph file", "invalid.json: $"})
+	expect(t, oecp(t, srv, "apply", "-f", invalid, "--input", "null"), 1, nil, []string{"SCHEMA_VIOLATION", "invalid.json: $"})
 	expect(t, oecp(t, srv, "apply", "--input", "null"), 2, nil, []string{"-f GRAPH"})
 	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", "{nope"), 2, nil, []string{"--input", "not valid JSON"})
 	expect(t, oecp(t, srv, "get", "--bogus"), 2, nil, []string{"flag provided but not defined"})
