@@ -392,6 +392,19 @@ func serverHint(cmd string, e *client.Error) string {
 		e.Detail("currentRunId", &r)
 		return fmt.Sprintf("The current run is %v, not the one sent: check `oecp get` and retry (or pass --if-run).", jsonString(r))
 	case protocol.InvalidPhase:
+		var phase, dispatch string
+		e.Detail("currentPhase", &phase)
+		e.Detail("dispatchState", &dispatch)
+		switch {
+		case phase == protocol.PhaseFinished && cmd == "apply":
+			return "The cluster's run has finished: `oecp delete` it before applying a graph, or `oecp resubmit` to run the same graph again."
+		case phase == protocol.PhaseRunning && cmd == "apply":
+			return "A run is in progress: a changed graph is accepted only while the run is held on a failure; `oecp stop` it (or wait for it to finish, then `oecp delete`)."
+		case phase == protocol.PhaseEmpty:
+			return "The cluster is empty (see `oecp get`): `oecp apply -f GRAPH --input JSON` starts a run."
+		case dispatch == protocol.DispatchSuspended:
+			return "The run is suspended: `oecp update --resume` first."
+		}
 		return "The cluster's current state does not allow " + cmd + " now: see `oecp get`."
 	case protocol.IdempotencyReuse:
 		return "This --idempotency-key was already used for a different request: use a new key (or omit it)."
