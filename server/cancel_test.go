@@ -221,3 +221,20 @@ func TestPipelinedCancelReuseBurst(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelsFlowWhileThePeerDoesNotRead: the reader never writes to the
+// peer itself, so a peer that stopped reading cannot stall the processing
+// of its own frames: here its first answer (a parse error) cannot be
+// written, and still a later request is dispatched and its cancel reaches
+// the handler.
+func TestCancelsFlowWhileThePeerDoesNotRead(t *testing.T) {
+	b := newScript()
+	w := wiretest.NewPipe(t, b, wiretest.Options{})
+	// The output pipe is never read from here on: this answer blocks the
+	// writer.
+	send(t, w, `{`)
+	send(t, w, getReq(1, "block:a"))
+	<-b.Started("block:a")
+	send(t, w, cancelReq(1))
+	<-b.Cancelled("block:a")
+}

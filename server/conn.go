@@ -313,10 +313,9 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 			return true
 		}
 	}
-	if c.out.tryDirect() {
-		c.writeDirect(frame)
-		return c.ctx.Err() == nil
-	}
+	// The reader never writes to the peer itself: a peer that stops
+	// reading must not stall the processing of its cancels. Its answers go
+	// to the queue and a drainer writes them.
 	start, full := c.out.pushInline(frame)
 	if full {
 		c.opts.Log.Warn("peer is not reading; closing connection")
