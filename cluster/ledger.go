@@ -264,13 +264,37 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 	})
 }
 
-// closeExec removes an open execution's lease and finishes a draining run
-// whose last lease this was.
-func (b *Backend) closeExec(tx store.Tx, tenant string, st *state, i int) error {
-	if li, ok := st.lease(st.Execs[i].Lease); ok {
+// endExec ends the open execution x: its lease is removed, the event
+// built for it is appended, and that event's cursor becomes the
+// execution's end. ok is false (and nothing changes) when x is unknown or
+// has already ended — a settlement racing a void or a stop.
+func endExec(tx store.Tx, tenant string, st *state, x uint64, build func(e *execRecord) (protocol.WatchEvent, error)) (e *execRecord, ok bool, err error) {
+	i, found := st.exec(x)
+	if !found || st.Execs[i].End != 0 {
+		return nil, false, nil
+	}
+	e = &st.Execs[i]
+	ev, err := build(e)
+	if err != nil {
+		return nil, false, err
+	}
+	if li, ok := st.lease(e.Lease); ok {
 		st.Leases = append(st.Leases[:li:li], st.Leases[li+1:]...)
 	}
-	return nil
+	if err := appendRecord(tx, tenant, st, func(*state) protocol.WatchEvent { return ev }); err != nil {
+		return nil, false, err
+	}
+	e.End = st.Cursor
+	return e, true, nil
+}
+
+func nodeEnd(e *execRecord, outcome json.RawMessage) protocol.WatchEvent {
+	return protocol.WatchEvent{Type: protocol.EventNodeEnd, Node: &protocol.NodeRef{Node: e.Node, Attempt: int64(e.Attempt)}, Outcome: outcome}
+}
+
+func faultEvent(f Fault) (protocol.WatchEvent, error) {
+	raw, err := f.encode()
+	return protocol.WatchEvent{Type: protocol.EventFault, Fault: raw}, err
 }
 
 func (b *Backend) finishIfDrained(tx store.Tx, tenant string, st *state) error {
@@ -290,24 +314,20 @@ func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Sett
 	err := l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		ended = ended[:0]
 		for _, s := range ss {
-			i, ok := st.exec(s.Execution)
-			if !ok || st.Execs[i].End != 0 {
-				continue // voided or already settled
-			}
 			raw, err := json.Marshal(s.Outcome)
 			if err != nil {
 				return err
 			}
-			if err := b.closeExec(tx, ref.Tenant, st, i); err != nil {
-				return err
+			e, ok, err := endExec(tx, ref.Tenant, st, s.Execution, func(e *execRecord) (protocol.WatchEvent, error) {
+				return nodeEnd(e, raw), nil
+			})
+			if err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue // voided or already settled
 			}
-			e := &st.Execs[i]
-			if err := appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent {
-				return protocol.WatchEvent{Type: protocol.EventNodeEnd, Node: &protocol.NodeRef{Node: e.Node, Attempt: int64(e.Attempt)}, Outcome: raw}
-			}); err != nil {
-				return err
-			}
-			e.End, e.Outcome = st.Cursor, raw
+			e.Outcome = raw
 			ended = append(ended, e.Lease)
 			if s.Outcome.IsError() {
 				st.History = reasonExhausted
@@ -338,30 +358,23 @@ func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, execs []uint64) e
 	}
 	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		for _, x := range execs {
-			i, ok := st.exec(x)
-			if !ok || st.Execs[i].End != 0 {
-				continue
-			}
-			if err := b.closeExec(tx, ref.Tenant, st, i); err != nil {
-				return err
-			}
-			e := &st.Execs[i]
-			if err := appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent {
-				return protocol.WatchEvent{Type: protocol.EventNodeEnd, Node: &protocol.NodeRef{Node: e.Node, Attempt: int64(e.Attempt)}, Outcome: crash}
-			}); err != nil {
-				return err
-			}
-			e.End, e.Outcome = st.Cursor, crash
-			st.History = reasonExhausted
-			f := engineFault("crash-"+turnOf(x), e.Ref, "turn_failed", "retryable", "retry", "error",
-				"execution was running when the server stopped; it ends as crash")
-			raw, err := f.encode()
+			e, ok, err := endExec(tx, ref.Tenant, st, x, func(e *execRecord) (protocol.WatchEvent, error) {
+				return nodeEnd(e, crash), nil
+			})
 			if err != nil {
 				return err
 			}
-			if err := appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent {
-				return protocol.WatchEvent{Type: protocol.EventFault, Fault: raw}
-			}); err != nil {
+			if !ok {
+				continue
+			}
+			e.Outcome = crash
+			st.History = reasonExhausted
+			ev, err := faultEvent(engineFault("crash-"+turnOf(x), e.Ref, "turn_failed", "retryable", "retry", "error",
+				"execution was running when the server stopped; it ends as crash"))
+			if err != nil {
+				return err
+			}
+			if err := appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent { return ev }); err != nil {
 				return err
 			}
 		}
@@ -376,26 +389,17 @@ func (l *Ledger) Void(ctx context.Context, ref engine.RunRef, vs []reduce.VoidLo
 	err := l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
 		ended = ended[:0]
 		for _, v := range vs {
-			i, ok := st.exec(v.Execution)
-			if !ok || st.Execs[i].End != 0 {
-				continue
-			}
-			if err := b.closeExec(tx, ref.Tenant, st, i); err != nil {
-				return err
-			}
-			e := &st.Execs[i]
-			f := engineFault("void-"+turnOf(v.Execution), e.Ref, "no_observable_effect", "not_retryable", "none", "info",
-				"execution voided ("+string(v.Reason)+"): node "+e.Node)
-			raw, err := f.encode()
+			e, ok, err := endExec(tx, ref.Tenant, st, v.Execution, func(e *execRecord) (protocol.WatchEvent, error) {
+				return faultEvent(engineFault("void-"+turnOf(v.Execution), e.Ref, "no_observable_effect", "not_retryable", "none", "info",
+					"execution voided ("+string(v.Reason)+"): node "+e.Node))
+			})
 			if err != nil {
 				return err
 			}
-			if err := appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent {
-				return protocol.WatchEvent{Type: protocol.EventFault, Fault: raw}
-			}); err != nil {
-				return err
+			if !ok {
+				continue
 			}
-			e.End, e.Void = st.Cursor, string(v.Reason)
+			e.Void = string(v.Reason)
 			ended = append(ended, e.Lease)
 		}
 		return b.finishIfDrained(tx, ref.Tenant, st)
