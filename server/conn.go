@@ -362,6 +362,12 @@ func (c *Conn) handleFrame(data []byte) bool {
 	}
 
 	c.mu.Lock()
+	if c.draining {
+		// Checked under the lock that also guards wg.Add below, so no
+		// request is admitted once the close sequence waits for tasks.
+		c.mu.Unlock()
+		return false
+	}
 	if f.AdmissionID != nil {
 		if _, dup := c.reqs[f.AdmissionID.Key()]; dup {
 			c.mu.Unlock()
