@@ -56,9 +56,11 @@ const (
 	// MaxCancelledRunning bounds handler goroutines still running after
 	// their request was cancelled: their id and slot are already free, so
 	// they are counted separately. While the bound is reached the reader
-	// waits for one to return before admitting another request. Handlers
-	// that honour ctx return promptly, so this only bites a backend that
-	// ignores cancellation.
+	// waits for one to return before admitting another request, so a
+	// connection never runs more than MaxCancelledRunning +
+	// protocol.MaxConnectionTasks handler goroutines. Handlers that honour
+	// ctx return promptly, so this only bites a backend that ignores
+	// cancellation.
 	MaxCancelledRunning = 256
 	// MaxInlineBacklog bounds frames the reader queued past the outbound
 	// capacity (DUPLICATE_REQUEST_ID, SERVER_BUSY, parse errors): the
@@ -305,6 +307,9 @@ func (c *Conn) readLoop() (expired bool) {
 // frame needs a free task slot (else it is dropped, as the reference drops
 // id-less malformed frames at saturation).
 func (c *Conn) inline(frame []byte, slot bool) bool {
+	if frame == nil {
+		return true // an in-place answer cut short by the close sequence
+	}
 	if slot {
 		c.mu.Lock()
 		free := c.tasks < protocol.MaxConnectionTasks
@@ -322,6 +327,7 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 		c.close(CloseStalled)
 		c.out.abort()
 		c.cancel()
+		go c.end(CloseInternal)
 		return false
 	}
 	if start {
@@ -484,15 +490,27 @@ func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo,
 		c.freeSlot()
 		return
 	}
-	// The slot is free before the peer can see the answer: written in
-	// place (the one write-role holder), or once it is queued.
+	c.answer(frame)
+}
+
+// answer delivers the final frame of a task and frees its slot before the
+// peer can see the frame (so a client that keeps at most 256 requests
+// outstanding never meets SERVER_BUSY): written in place by the write-role
+// holder, or queued once a queue token is held — the slot bounds the
+// goroutines waiting for room, so it is given up only then.
+func (c *Conn) answer(frame []byte) {
 	if c.out.tryDirect() {
 		c.freeSlot()
 		c.writeDirect(frame)
 		return
 	}
-	_ = c.send(c.ctx, frame)
-	c.freeSlot()
+	start, freed, _ := c.out.pushThen(c.ctx, frame, c.freeSlot)
+	if !freed {
+		c.freeSlot()
+	}
+	if start {
+		go c.drainer()
+	}
 }
 
 func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
@@ -502,9 +520,10 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 	if sub == nil {
 		r.cancel()
 		if errFrame != nil {
-			_ = c.send(c.ctx, errFrame)
+			c.answer(errFrame)
+		} else {
+			c.freeSlot()
 		}
-		c.freeSlot()
 		return
 	}
 	s := &subscription{id: sub.ID, cancel: r.cancel}
@@ -520,9 +539,10 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 		r.cancel()
 		if clash {
 			c.opts.Log.Error("backend minted a duplicate subscription id", "method", m.Name)
-			_ = c.send(c.ctx, protocol.ErrorFrame(f.ID, protocol.Internal("")))
+			c.answer(protocol.ErrorFrame(f.ID, protocol.Internal("")))
+		} else {
+			c.freeSlot()
 		}
-		c.freeSlot()
 		return
 	}
 	defer func() {
@@ -634,7 +654,7 @@ func (c *Conn) drainer() {
 		c.beginWrite()
 		var err error
 		for _, f := range batch {
-			if err == nil {
+			if err == nil && !c.out.isAborted() {
 				err = c.t.WriteFrame(f.b)
 			}
 			if f.token {
@@ -651,9 +671,13 @@ func (c *Conn) drainer() {
 	}
 }
 
+// writeFailed ends a connection whose transport broke. The close
+// sequence runs here too (not only when the reader returns), because a
+// blocking stdin read may never return.
 func (c *Conn) writeFailed(err error) {
 	c.opts.Log.Debug("write failed", "err", err)
 	c.out.abort()
 	c.cancel()
 	c.close(CloseInternal)
+	go c.end(CloseInternal)
 }

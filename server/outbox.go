@@ -90,6 +90,32 @@ func (o *outbox) enqueue(f outFrame) (startDrainer bool) {
 	return false
 }
 
+// pushThen is push with a hook run once a queue token is held and before
+// the frame is queued (outside the lock); ran says whether it ran.
+func (o *outbox) pushThen(ctx context.Context, b []byte, then func()) (startDrainer, ran bool, err error) {
+	select {
+	case o.tokens <- struct{}{}:
+	default:
+		select {
+		case o.tokens <- struct{}{}:
+		case <-ctx.Done():
+			return false, false, ctx.Err()
+		case <-o.aborted:
+			return false, false, errOutboxClosed
+		}
+	}
+	then()
+	o.mu.Lock()
+	if o.finished || o.isAborted() {
+		o.mu.Unlock()
+		<-o.tokens
+		return false, true, errOutboxClosed
+	}
+	start := o.enqueue(outFrame{b: b, token: true})
+	o.mu.Unlock()
+	return start, true, nil
+}
+
 // push queues b, waiting for room while ctx lives.
 func (o *outbox) push(ctx context.Context, b []byte) (startDrainer bool, err error) {
 	select {
@@ -189,6 +215,8 @@ func (o *outbox) finish(d time.Duration) bool {
 }
 
 // abort drops everything queued; the role holder stops at its next step.
+// Tokens of dropped frames are not returned: nothing can queue after an
+// abort (push selects on aborted and re-checks under the lock).
 func (o *outbox) abort() {
 	o.abortOnce.Do(func() {
 		close(o.aborted)

@@ -83,5 +83,6 @@ func (c *Conn) stalled() {
 		c.close(CloseStalled)
 		c.out.abort()
 		c.cancel()
+		go c.end(CloseInternal)
 	}
 }
