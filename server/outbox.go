@@ -118,26 +118,8 @@ func (o *outbox) pushThen(ctx context.Context, b []byte, then func()) (startDrai
 
 // push queues b, waiting for room while ctx lives.
 func (o *outbox) push(ctx context.Context, b []byte) (startDrainer bool, err error) {
-	select {
-	case o.tokens <- struct{}{}: // fast path: room in the queue
-	default:
-		select {
-		case o.tokens <- struct{}{}:
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-o.aborted:
-			return false, errOutboxClosed
-		}
-	}
-	o.mu.Lock()
-	if o.finished || o.isAborted() {
-		o.mu.Unlock()
-		<-o.tokens
-		return false, errOutboxClosed
-	}
-	start := o.enqueue(outFrame{b: b, token: true})
-	o.mu.Unlock()
-	return start, nil
+	start, _, err := o.pushThen(ctx, b, func() {})
+	return start, err
 }
 
 // pushInline queues b without blocking. full reports that the backlog
