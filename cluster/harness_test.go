@@ -22,8 +22,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// goldenDir holds the reference goldens (../shared beside the repo).
-var goldenDir = filepath.Join("..", "..", "shared", "oecp-v1", "goldens")
+// goldenDir holds the reference goldens (testdata/oecp-v1).
+var goldenDir = filepath.Join("..", "testdata", "oecp-v1", "goldens")
 
 func readGolden(t *testing.T, name string) []byte {
 	t.Helper()

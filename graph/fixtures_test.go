@@ -14,8 +14,8 @@ import (
 	"github.com/oecp/oecp/graph"
 )
 
-// fixtureRoot is the shared protocol pack beside the repository.
-var fixtureRoot = filepath.Join("..", "..", "shared", "oecp-v1", "fixtures")
+// fixtureRoot is the conformance pack kept in the repository.
+var fixtureRoot = filepath.Join("..", "testdata", "oecp-v1", "fixtures")
 
 // fixtureFiles lists the *.json files of a fixture directory so new vectors
 // are picked up without code changes.
@@ -26,7 +26,7 @@ func fixtureFiles(t testing.TB, dir string) []string {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatalf("no fixtures in %s (expected the shared pack at %s)", dir, fixtureRoot)
+		t.Fatalf("no fixtures in %s (expected the pack at %s)", dir, fixtureRoot)
 	}
 	sort.Strings(files)
 	return files

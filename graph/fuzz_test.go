@@ -10,7 +10,7 @@ import (
 	"github.com/oecp/oecp/graph"
 )
 
-// graphSeeds returns every graph document of the shared fixtures.
+// graphSeeds returns every graph document of the pack's fixtures.
 func graphSeeds(t testing.TB) [][]byte {
 	var seeds [][]byte
 	for _, f := range fixtureFiles(t, "graph/positive") {

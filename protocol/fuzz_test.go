@@ -14,7 +14,10 @@ import (
 
 // goldenRequests seeds fuzzers with every request line of the goldens.
 func goldenRequests(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "oecp-v1", "goldens", "*.ndjson"))
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "oecp-v1", "goldens", "*.ndjson"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files under testdata/oecp-v1 (%v)", err)
+	}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {

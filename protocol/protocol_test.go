@@ -106,7 +106,7 @@ func TestDecodeFrameClassification(t *testing.T) {
 }
 
 func TestMethodRegistryIsTheProtocolSurface(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "oecp-v1", "openrpc.json"))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "oecp-v1", "openrpc.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

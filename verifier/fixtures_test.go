@@ -14,7 +14,7 @@ import (
 	"github.com/oecp/oecp/verifier"
 )
 
-var fixtureRoot = filepath.Join("..", "..", "shared", "oecp-v1", "fixtures")
+var fixtureRoot = filepath.Join("..", "testdata", "oecp-v1", "fixtures")
 
 func loadRegistry(t testing.TB) *verifier.StaticRegistry {
 	t.Helper()

@@ -14,7 +14,10 @@ import (
 // FuzzVerify: for any decodable graph the verifier never panics (it would
 // report an internal error), and returns a sorted, deterministic result.
 func FuzzVerify(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(fixtureRoot, "verifier", "*", "*.json"))
+	files, err := filepath.Glob(filepath.Join(fixtureRoot, "verifier", "*", "*.json"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files under testdata/oecp-v1 (%v)", err)
+	}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var verifyFixtures = filepath.Join("..", "..", "..", "shared", "oecp-v1", "fixtures")
+var verifyFixtures = filepath.Join("..", "..", "testdata", "oecp-v1", "fixtures")
 
 // vectorGraph writes the graph of a verifier vector to a temp file.
 func vectorGraph(t *testing.T, vector string) string {

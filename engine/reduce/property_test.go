@@ -77,7 +77,10 @@ func typedWorker(t testing.TB, g *graph.GraphSpec, rng *rand.Rand, failRate int)
 
 func loadFixtures(t testing.TB) map[string]*graph.GraphSpec {
 	t.Helper()
-	files, _ := filepath.Glob("/work/shared/oecp-v1/fixtures/verifier/positive/*.json")
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "oecp-v1", "fixtures", "verifier", "positive", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no verifier fixtures under testdata/oecp-v1 (%v)", err)
+	}
 	out := map[string]*graph.GraphSpec{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)

@@ -49,15 +49,16 @@ type Pair struct {
 	Response string
 }
 
-// SharedDir returns the path of the shared/ folder beside the repository.
-func SharedDir() string {
+// PackDir returns the path of the conformance pack kept in the repository
+// (testdata/oecp-v1).
+func PackDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "oecp-v1")
 }
 
 // GoldenPath returns the path of a golden transcript.
 func GoldenPath(name string) string {
-	return filepath.Join(SharedDir(), "oecp-v1", "goldens", name)
+	return filepath.Join(PackDir(), "goldens", name)
 }
 
 // ParseGolden reads an .ndjson golden: request and response lines alternate.

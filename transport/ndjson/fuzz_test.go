@@ -14,7 +14,10 @@ import (
 // FuzzReadFrame: the line reader never panics, never returns a frame over
 // the bound or containing a newline, and returns valid UTF-8 only.
 func FuzzReadFrame(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "oecp-v1", "goldens", "*.ndjson"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "oecp-v1", "goldens", "*.ndjson"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files under testdata/oecp-v1 (%v)", err)
+	}
 	for _, file := range files {
 		data, _ := os.ReadFile(file)
 		f.Add(data)
