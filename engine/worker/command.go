@@ -1,22 +1,16 @@
 package worker
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 
 	"github.com/oecp/oecp/graph"
-	"github.com/oecp/oecp/protocol"
 )
 
 // Limits of command workers.
@@ -171,59 +165,33 @@ type Command struct {
 // NewCommand returns the worker for a validated spec.
 func NewCommand(spec CommandSpec) *Command { return &Command{Spec: spec} }
 
-// Run executes the command once.
+// Run executes the command once. The process ends the execution when it
+// exits: a background child it left behind is killed with its group and
+// cannot hold the step until its timeout. Output past MaxOutputBytes kills
+// the group at once and settles as malformed.
 func (c *Command) Run(ctx context.Context, ex Execution) Outcome {
-	cmd := exec.Command(c.Spec.Argv[0], c.Spec.Argv[1:]...)
-	cmd.Dir = c.Spec.Workdir
-	cmd.Env = []string{}
-	for _, name := range c.Spec.Env {
-		if v, ok := os.LookupEnv(name); ok {
-			cmd.Env = append(cmd.Env, name+"="+v)
-		}
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdin = bytes.NewReader(append(append([]byte{}, ex.Input...), '\n'))
-	stdout := &limitedBuffer{limit: c.Spec.MaxOutputBytes}
-	cmd.Stdout = stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return Failed(CodeCrash, ReasonDeclaredFailure)
-	}
-	if err := cmd.Start(); err != nil {
+	res := Process{
+		Argv:      c.Spec.Argv,
+		Dir:       c.Spec.Workdir,
+		Env:       EnvFrom(c.Spec.Env),
+		Stdin:     append(append([]byte{}, ex.Input...), '\n'),
+		MaxStdout: c.Spec.MaxOutputBytes,
+		Sinks:     ex.Sinks,
+	}.Run(ctx)
+	switch {
+	case res.StartErr != nil:
 		if ex.Sinks.Log != nil {
-			ex.Sinks.Log("error", "worker could not start: "+err.Error())
+			ex.Sinks.Log("error", "worker could not start: "+res.StartErr.Error())
 		}
 		return Failed(CodeCrash, ReasonDeclaredFailure)
-	}
-	pgid := cmd.Process.Pid
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		pumpStderr(stderr, ex.Sinks)
-	}()
-	waited := make(chan error, 1)
-	go func() {
-		wg.Wait() // stderr drained before Wait closes the pipe
-		waited <- cmd.Wait()
-	}()
-	var runErr error
-	select {
-	case runErr = <-waited:
-		// The leader exited; make sure no child of its group outlives it.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	case <-ctx.Done():
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-waited
+	case res.Cancelled:
 		return Failed(CodeTimeout, ReasonDeclaredFailure)
-	}
-	if runErr != nil {
+	case res.Overflow:
+		return Failed(CodeMalformed, ReasonMalformedResult)
+	case res.Exit != nil:
 		return Failed(CodeCrash, ReasonDeclaredFailure)
 	}
-	if stdout.over {
-		return Failed(CodeMalformed, ReasonMalformedResult)
-	}
-	return c.parse(stdout.Bytes())
+	return c.parse(res.Stdout)
 }
 
 // parse turns stdout into an outcome: a step's output value, or a
@@ -281,65 +249,3 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
-
-func pumpStderr(r io.Reader, s Sinks) {
-	br := bufio.NewReaderSize(r, 4096)
-	for {
-		line, err := readBoundedLine(br, maxStderrLine)
-		if line != nil {
-			text := strings.TrimSuffix(string(line), "\r")
-			if s.Log != nil {
-				s.Log("info", SanitizeLine(text, protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
-			}
-			if s.Output != nil {
-				s.Output(SanitizeLine(text, protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// readBoundedLine reads one line; a line longer than bound is returned as
-// bound+1 bytes (enough to be redacted) and the rest is discarded.
-func readBoundedLine(br *bufio.Reader, bound int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line) <= bound {
-			line = append(line, chunk...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		if err != nil && len(line) == 0 {
-			return nil, err
-		}
-		return line, err
-	}
-}
-
-// limitedBuffer keeps at most limit bytes and remembers an overflow. It
-// deliberately does not embed bytes.Buffer: io.Copy would use the promoted
-// ReadFrom and bypass the limit.
-type limitedBuffer struct {
-	buf   bytes.Buffer
-	limit int64
-	over  bool
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	room := l.limit - int64(l.buf.Len())
-	if int64(len(p)) > room {
-		l.over = true
-		if room > 0 {
-			l.buf.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return l.buf.Write(p)
-}
-
-func (l *limitedBuffer) Bytes() []byte { return l.buf.Bytes() }

@@ -159,23 +159,7 @@ func TestCommandWorkerTimeoutKillsProcessGroup(t *testing.T) {
 	if o.Code != worker.CodeTimeout {
 		t.Fatalf("got %+v", o)
 	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	// The child is gone (or a zombie about to be reaped by init).
-	for {
-		err := syscall.Kill(pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			break
-		}
-		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if strings.Contains(string(stat), ") Z ") {
-			break
-		}
-		time.Sleep(time.Millisecond) // poll while init reaps the child
-	}
+	waitGone(t, pidFile)
 }
 
 func TestStderrLinesAreSanitisedAndBounded(t *testing.T) {
@@ -204,5 +188,53 @@ func TestWorkersFileValidation(t *testing.T) {
 		if _, err := worker.ParseCommandSpecs([]byte(b)); !errors.Is(err, worker.ErrInvalidWorkers) {
 			t.Errorf("%s: err %v", b, err)
 		}
+	}
+}
+
+// TestBackgroundChildDoesNotHoldTheStep: a worker that answers at once but
+// leaves a background child holding its stdout settles when it exits, not
+// at its timeout (the context here never ends), and the child is killed
+// with its group.
+func TestBackgroundChildDoesNotHoldTheStep(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	c := command(t, "step", `{"kind":"null"}`, `sleep 1001 & echo $! > `+pidFile+`; echo null`, "")
+	o := c.Run(context.Background(), worker.Execution{Input: json.RawMessage(`null`)})
+	if got := outcomeJSON(t, o); got != `{"status":"verified","output":null,"artifacts":[]}` {
+		t.Fatalf("got %s", got)
+	}
+	waitGone(t, pidFile)
+}
+
+// TestOutputOverTheLimitKillsAtOnce: a worker that writes past its output
+// bound and keeps running is killed at the bound and settles malformed,
+// without waiting for its timeout (the context here never ends).
+func TestOutputOverTheLimitKillsAtOnce(t *testing.T) {
+	c := command(t, "step", `{"kind":"string"}`, `while :; do printf xxxxxxxxxxxxxxxx; done`, `,"maxOutputBytes":64`)
+	o := c.Run(context.Background(), worker.Execution{Input: json.RawMessage(`null`)})
+	if o.Code != worker.CodeMalformed || o.Reason != worker.ReasonMalformedResult {
+		t.Fatalf("got %+v", o)
+	}
+}
+
+// waitGone waits until the pid written in pidFile no longer runs (gone,
+// or a zombie about to be reaped by init). There is no event to wait on
+// for another process's reaping, so it polls; it asserts no duration.
+func waitGone(t *testing.T, pidFile string) {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	for {
+		err := syscall.Kill(pid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

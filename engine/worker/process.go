@@ -1,0 +1,239 @@
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/oecp/oecp/protocol"
+)
+
+// PipeDrainGrace bounds how long a finished process's pipes are read after
+// its process group was killed. Only a descendant that left the group
+// (setsid) can keep a pipe open that long; its output is then cut off.
+const PipeDrainGrace = 2 * time.Second
+
+// Process is one run of an external program in its own process group.
+type Process struct {
+	Argv []string
+	// Dir is the working directory ("" inherits the server's).
+	Dir string
+	// Env is the complete environment, as KEY=VALUE entries; nothing else
+	// of the server's environment reaches the program.
+	Env []string
+	// Stdin is written to the program's standard input, then closed.
+	Stdin []byte
+	// MaxStdout bounds standard output; a program that writes more is
+	// killed with its group at once and the result reports Overflow.
+	MaxStdout int64
+	// Sinks receive every standard-error line, sanitised and bounded.
+	Sinks Sinks
+	// Started, when set, is called with the process group id once the
+	// program runs.
+	Started func(pgid int)
+}
+
+// ProcessResult is how a Process ended. Exactly one of StartErr,
+// Cancelled, Overflow or Exit describes the end.
+type ProcessResult struct {
+	Stdout []byte
+	// StartErr: the program could not be started.
+	StartErr error
+	// Cancelled: ctx ended first; the group was killed.
+	Cancelled bool
+	// Overflow: standard output went past MaxStdout; the group was killed.
+	Overflow bool
+	// Exit is the program's exit error (nil: exit status 0).
+	Exit error
+}
+
+// EnvFrom returns KEY=VALUE entries for the listed names that are set in
+// the server's environment.
+func EnvFrom(names []string) []string {
+	env := []string{}
+	for _, name := range names {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// Run starts the program and returns when it has ended. The program
+// runs as the leader of a new process group; when the leader exits, the
+// whole group is killed at once, so a background child that inherited
+// its output cannot hold the execution open, and the output written
+// until then is collected. Cancelling ctx or writing more than MaxStdout
+// kills the group too.
+func (p Process) Run(ctx context.Context) ProcessResult {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return ProcessResult{StartErr: err}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return ProcessResult{StartErr: err}
+	}
+	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
+	cmd.Dir = p.Dir
+	cmd.Env = p.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdin = bytes.NewReader(p.Stdin)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	// The parent's write ends are closed at once: EOF on a pipe then
+	// means every process of the group holding it is gone.
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return ProcessResult{StartErr: err}
+	}
+	pgid := cmd.Process.Pid
+	if p.Started != nil {
+		p.Started(pgid)
+	}
+	kill := sync.OnceFunc(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+
+	overflow := make(chan struct{})
+	stdout := &limitedBuffer{limit: p.MaxStdout, onOver: sync.OnceFunc(func() { close(overflow); kill() })}
+	var pipes sync.WaitGroup
+	pipes.Add(2)
+	go func() { defer pipes.Done(); _, _ = io.Copy(stdout, outR) }()
+	go func() { defer pipes.Done(); pumpStderr(errR, p.Sinks) }()
+
+	exited := make(chan error, 1)
+	go func() { exited <- waitLeader(cmd) }()
+	var res ProcessResult
+	select {
+	case res.Exit = <-exited:
+	case <-overflow:
+		res.Overflow = true
+		res.Exit = <-exited
+	case <-ctx.Done():
+		res.Cancelled = true
+		kill()
+		res.Exit = <-exited
+	}
+	kill()
+	drainPipes(&pipes, outR, errR)
+	if stdout.over {
+		res.Overflow = true
+	}
+	res.Stdout = stdout.Bytes()
+	return res
+}
+
+// waitLeader waits for the group leader only; the pipes are read
+// elsewhere, so a descendant holding them does not delay it.
+func waitLeader(cmd *exec.Cmd) error {
+	st, err := cmd.Process.Wait()
+	if err != nil {
+		return err
+	}
+	if !st.Success() {
+		return &exec.ExitError{ProcessState: st}
+	}
+	return nil
+}
+
+// drainPipes waits for both pipe readers to reach EOF, at most
+// PipeDrainGrace, then closes the read ends so they return.
+func drainPipes(pipes *sync.WaitGroup, rs ...*os.File) {
+	done := make(chan struct{})
+	go func() { pipes.Wait(); close(done) }()
+	t := time.NewTimer(PipeDrainGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		for _, r := range rs {
+			_ = r.SetReadDeadline(time.Now())
+		}
+		<-done
+	}
+	for _, r := range rs {
+		r.Close()
+	}
+}
+
+func pumpStderr(r io.Reader, s Sinks) {
+	br := bufio.NewReaderSize(r, 4096)
+	for {
+		line, err := readBoundedLine(br, maxStderrLine)
+		if line != nil {
+			text := strings.TrimSuffix(string(line), "\r")
+			if s.Log != nil {
+				s.Log("info", SanitizeLine(text, protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
+			}
+			if s.Output != nil {
+				s.Output(SanitizeLine(text, protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readBoundedLine reads one line; a line longer than bound is returned as
+// bound+1 bytes (enough to be redacted) and the rest is discarded.
+func readBoundedLine(br *bufio.Reader, bound int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line) <= bound {
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if err != nil && len(line) == 0 {
+			return nil, err
+		}
+		return line, err
+	}
+}
+
+// limitedBuffer keeps at most limit bytes, remembers an overflow and
+// calls onOver once when it happens. It deliberately does not embed
+// bytes.Buffer: io.Copy would use the promoted ReadFrom and bypass the
+// limit.
+type limitedBuffer struct {
+	buf    bytes.Buffer
+	limit  int64
+	over   bool
+	onOver func()
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	room := l.limit - int64(l.buf.Len())
+	if int64(len(p)) > room {
+		l.over = true
+		if room > 0 {
+			l.buf.Write(p[:room])
+		}
+		if l.onOver != nil {
+			l.onOver()
+		}
+		return len(p), nil
+	}
+	return l.buf.Write(p)
+}
+
+func (l *limitedBuffer) Bytes() []byte { return l.buf.Bytes() }
