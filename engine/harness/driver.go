@@ -1,0 +1,166 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode"
+
+	"github.com/oecp/oecp/engine/worker"
+)
+
+// Limits of the command driver.
+const (
+	// MaxStdoutBytes bounds one turn's stdout; more is a driver error.
+	MaxStdoutBytes = 8 << 20
+	// maxSessionBytes bounds a session id.
+	maxSessionBytes = 512
+)
+
+// ErrDriver wraps every turn failure that is not the caller's context
+// ending: the process could not start, exited non-zero, answered something
+// other than the reply shape, exceeded the stdout cap, or changed session.
+var ErrDriver = errors.New("harness driver failed")
+
+// Turn is one prompt sent to a harness session.
+type Turn struct {
+	// Dir is the execution's working directory; the process runs there.
+	Dir string
+	// Node is the graph node name, for the harness's own records.
+	Node string
+	// Model and Effort come from the node's binding; Effort may be "".
+	Model  string
+	Effort string
+	// Session is "" to start a new session, or the id a previous turn
+	// returned to resume it.
+	Session string
+	// Prompt is the full text of the turn.
+	Prompt string
+	// Env names the server environment variables the process gets. A
+	// driver refuses (ErrEnvNotAllowed) a name its harness entry does not
+	// list; a listed name that is unset is simply absent.
+	Env []string
+}
+
+// Reply is a successful turn's answer.
+type Reply struct {
+	// Session identifies the session; pass it back to resume.
+	Session string
+	// Text is the final answer of the turn.
+	Text string
+}
+
+// Driver is the port a harness implements.
+type Driver interface {
+	// Turn starts (t.Session == "") or resumes a session in t.Dir and runs
+	// one turn. Progress lines go to sinks as they arrive (either func may
+	// be nil). It returns the final text and the session id, or an error:
+	// one wrapping ctx's error when ctx ended first (the process is then
+	// killed), ErrEnvNotAllowed for a refused env name, else ErrDriver.
+	// Turn never leaves a process running once it returns.
+	Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Reply, error)
+}
+
+// commandDriver runs the entry's argv once per turn in the turn's
+// directory, in its own process group, with only the declared environment
+// variables taken from the server's environment. It writes
+// {"prompt","node","model","effort","session"} (effort and session null when
+// empty) as JSON on stdin and reads {"session","text"} from stdout; each
+// stderr line becomes a log record and live output. The process group is
+// killed when the process exits or ctx ends.
+type commandDriver struct {
+	name    string
+	argv    []string
+	allowed map[string]bool
+}
+
+func newCommandDriver(name string, e Entry) *commandDriver {
+	d := &commandDriver{name: name, argv: append([]string(nil), e.Argv...), allowed: map[string]bool{}}
+	for _, n := range e.Env {
+		d.allowed[n] = true
+	}
+	return d
+}
+
+// replyType is the payload type of the process's stdout.
+const replyType = `{"kind":"record","fields":{"session":{"type":{"kind":"string"},"required":true},"text":{"type":{"kind":"string"},"required":true}}}`
+
+// turnRequest is the JSON a command harness reads on stdin.
+type turnRequest struct {
+	Prompt  string  `json:"prompt"`
+	Node    string  `json:"node"`
+	Model   string  `json:"model"`
+	Effort  *string `json:"effort"`
+	Session *string `json:"session"`
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Reply, error) {
+	for _, n := range t.Env {
+		if !d.allowed[n] {
+			return Reply{}, fmt.Errorf("%w: %q (harness %s)", ErrEnvNotAllowed, n, d.name)
+		}
+	}
+	if t.Dir == "" {
+		return Reply{}, fmt.Errorf("%w: no working directory", ErrDriver)
+	}
+	stdin, err := json.Marshal(turnRequest{Prompt: t.Prompt, Node: t.Node, Model: t.Model, Effort: optional(t.Effort), Session: optional(t.Session)})
+	if err != nil {
+		return Reply{}, fmt.Errorf("%w: %v", ErrDriver, err)
+	}
+	// The process layer is engine/worker's command worker: a step whose
+	// output type is the reply shape.
+	spec, err := json.Marshal([]worker.CommandSpec{{
+		Worker: "harness." + d.name + "@1", Kind: "step",
+		Input: json.RawMessage(`{"kind":"null"}`), Output: json.RawMessage(replyType),
+		Argv: d.argv, Env: t.Env, Workdir: t.Dir, MaxOutputBytes: MaxStdoutBytes,
+	}})
+	if err != nil {
+		return Reply{}, fmt.Errorf("%w: %v", ErrDriver, err)
+	}
+	specs, err := worker.ParseCommandSpecs(spec)
+	if err != nil {
+		return Reply{}, fmt.Errorf("%w: %v", ErrDriver, err)
+	}
+	o := worker.NewCommand(specs[0]).Run(ctx, worker.Execution{Node: t.Node, Input: stdin, Sinks: sinks})
+	if ctx.Err() != nil {
+		return Reply{}, fmt.Errorf("harness %s turn ended: %w", d.name, ctx.Err())
+	}
+	return decodeReply(d.name, o)
+}
+
+func decodeReply(name string, o worker.Outcome) (Reply, error) {
+	if o.IsError() {
+		if o.Code == worker.CodeMalformed {
+			return Reply{}, fmt.Errorf("%w: harness %s: stdout is not one {\"session\", \"text\"} object of at most %d bytes", ErrDriver, name, MaxStdoutBytes)
+		}
+		return Reply{}, fmt.Errorf("%w: harness %s: the process could not start or exited non-zero", ErrDriver, name)
+	}
+	var r Reply
+	if err := json.Unmarshal(o.Output, &r); err != nil {
+		return Reply{}, fmt.Errorf("%w: harness %s: %v", ErrDriver, name, err)
+	}
+	if !validSession(r.Session) {
+		return Reply{}, fmt.Errorf("%w: harness %s: session id must be 1..%d bytes without control characters", ErrDriver, name, maxSessionBytes)
+	}
+	return r, nil
+}
+
+func validSession(s string) bool {
+	if s == "" || len(s) > maxSessionBytes {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/protocol"
+)
+
+// Failure reasons of refusals this package returns.
+const (
+	ReasonAuthenticationRequired = "authentication_required"
+	ReasonPolicyDenied           = "policy_denied"
+)
+
+// DefaultDeadline is the driver deadline of one execution: every turn of
+// it, corrections included, must end before it. Passing it is a crash,
+// unlike the node's own timeout, which the caller's ctx carries.
+const DefaultDeadline = 6 * time.Hour
+
+// redactedValue replaces a declared env value in live output.
+const redactedValue = "[REDACTED]"
+
+// errDeadline is the cause of the driver deadline.
+var errDeadline = errors.New("harness driver deadline passed")
+
+// Runner runs executions of agent nodes through one harness driver. It
+// keeps the node_instance session table; it is safe for concurrent use.
+type Runner struct {
+	driver   Driver
+	deadline time.Duration
+	sessions sessionTable
+}
+
+// NewRunner returns a runner over d with the DefaultDeadline; a deadline
+// <= 0 means the default.
+func NewRunner(d Driver, deadline time.Duration) *Runner {
+	if deadline <= 0 {
+		deadline = DefaultDeadline
+	}
+	return &Runner{driver: d, deadline: deadline}
+}
+
+// Job is one bound agent node as the supervisor dispatches it.
+type Job struct {
+	// RunID and Instance key node_instance sessions; Instance is the node
+	// instance id, stable across loop revisits.
+	RunID    string
+	Instance string
+	// Node is the graph node (*graph.Step or *graph.Verifier with
+	// instructions).
+	Node graph.Node
+	// Binding is the node's runtime binding.
+	Binding Binding
+	// Dir is the execution's working directory.
+	Dir string
+}
+
+// Worker adapts one job to engine/worker's Worker.
+func (r *Runner) Worker(job Job) worker.Worker {
+	return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome { return r.Run(ctx, job, ex) })
+}
+
+// CloseRun forgets a finished run's sessions; a session still in use is
+// marked lost.
+func (r *Runner) CloseRun(runID string) { r.sessions.closeRun(runID) }
+
+// Run executes one job with ex.Input and returns its outcome:
+//   - a valid answer: "verified" (step) or "verifier";
+//   - still invalid after MaxCorrections correction turns in the same
+//     session: malformed/malformed_result;
+//   - ctx ended: timeout on its deadline, refusal on cancellation;
+//   - a declared env variable unset in the server environment:
+//     refusal/authentication_required; one the harness does not allow:
+//     refusal/policy_denied;
+//   - anything else (driver error, driver deadline, a lost node_instance
+//     session, a node without instructions): crash.
+//
+// Every stderr line and every line of each answer goes to ex.Sinks, with
+// declared env values replaced by [REDACTED].
+func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.Outcome {
+	log := slog.With("run", job.RunID, "node", ex.Node, "execution", ex.Ref)
+	c, instructions, err := ContractFor(job.Node)
+	if err != nil {
+		log.Error("agent node refused by the harness runner", "err", err)
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	prompt, err := RenderPrompt(instructions, ex.Input, c)
+	if err != nil {
+		log.Error("agent input refused", "err", err)
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	values, missing := envValues(job.Binding.Env)
+	if missing != "" {
+		log.Warn("declared env variable unset on the server", "env", missing)
+		return worker.Failed(worker.CodeRefusal, ReasonAuthenticationRequired)
+	}
+	ex.Sinks = redacting(ex.Sinks, values)
+	var entry *sessionEntry
+	session := ""
+	if job.Binding.SessionScope == ScopeNodeInstance {
+		if entry, err = r.sessions.checkout(ctx, sessionKey{job.RunID, job.Instance}); err != nil {
+			log.Warn("node instance session unavailable", "err", err)
+			return r.failure(ctx, ctx, err)
+		}
+		session = entry.id
+	}
+	dctx, cancel := context.WithTimeoutCause(ctx, r.deadline, errDeadline)
+	defer cancel()
+	conv := conversation{r: r, job: job, ex: ex, c: c, session: session, log: log}
+	out, err := conv.run(dctx, prompt)
+	if entry != nil {
+		r.sessions.release(entry, conv.session, err == nil)
+	}
+	if err != nil {
+		log.Warn("agent execution failed", "err", err)
+		return r.failure(ctx, dctx, err)
+	}
+	return out
+}
+
+// failure maps a turn error to an outcome; ctx is the caller's context and
+// dctx the one carrying the driver deadline.
+func (r *Runner) failure(ctx, dctx context.Context, err error) worker.Outcome {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return worker.Failed(worker.CodeTimeout, worker.ReasonDeclaredFailure)
+	case ctx.Err() != nil:
+		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
+	case errors.Is(context.Cause(dctx), errDeadline):
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	case errors.Is(err, ErrEnvNotAllowed):
+		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
+	}
+	return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+}
+
+// conversation is the turns of one execution. session is the harness
+// session id, "" until a turn returned one.
+type conversation struct {
+	r       *Runner
+	job     Job
+	ex      worker.Execution
+	c       Contract
+	session string
+	log     *slog.Logger
+}
+
+// run sends the prompt, then up to MaxCorrections corrections in the same
+// session. A nil error means a clean end: a valid outcome or malformed.
+func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, error) {
+	for turn := 0; ; turn++ {
+		v.log.Info("harness turn", "turn", turn, "resume", v.session != "")
+		reply, err := v.r.driver.Turn(ctx, Turn{
+			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
+			Session: v.session, Prompt: prompt, Env: v.job.Binding.Env,
+		}, v.ex.Sinks)
+		if err != nil {
+			return worker.Outcome{}, err
+		}
+		if v.session != "" && reply.Session != v.session {
+			return worker.Outcome{}, fmt.Errorf("%w: the harness changed session on a resumed turn", ErrDriver)
+		}
+		v.session = reply.Session
+		emitText(v.ex.Sinks, reply.Text)
+		out, verr := v.c.Validate(reply.Text)
+		if verr == nil {
+			return out, nil
+		}
+		v.log.Info("agent answer rejected", "turn", turn, "problem", verr.Error())
+		if turn == MaxCorrections {
+			system(v.ex.Sinks, "answer still invalid after "+fmt.Sprint(MaxCorrections)+" corrections: malformed")
+			return worker.Failed(worker.CodeMalformed, worker.ReasonMalformedResult), nil
+		}
+		system(v.ex.Sinks, "answer rejected, correction turn "+fmt.Sprint(turn+1)+": "+verr.Error())
+		prompt = RenderCorrection(verr.Error(), v.c)
+	}
+}
+
+// envValues reads the declared variables from the server environment; the
+// first unset name is returned as missing.
+func envValues(names []string) (values []string, missing string) {
+	for _, n := range names {
+		v, ok := os.LookupEnv(n)
+		if !ok {
+			return nil, n
+		}
+		if v != "" {
+			values = append(values, v)
+		}
+	}
+	return values, ""
+}
+
+// redacting wraps sinks so every declared value, longest first, becomes
+// [REDACTED].
+func redacting(s worker.Sinks, values []string) worker.Sinks {
+	if len(values) == 0 {
+		return s
+	}
+	sort.Slice(values, func(i, j int) bool { return len(values[i]) > len(values[j]) })
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, redactedValue)
+	}
+	rep := strings.NewReplacer(pairs...)
+	out := worker.Sinks{}
+	if s.Log != nil {
+		out.Log = func(level, msg string) {
+			s.Log(level, bounded(rep.Replace(msg), protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
+		}
+	}
+	if s.Output != nil {
+		out.Output = func(text string) {
+			s.Output(bounded(rep.Replace(text), protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
+		}
+	}
+	return out
+}
+
+// bounded keeps the bound of a line the redaction may have lengthened.
+func bounded(s string, bound int, marker string) string {
+	if len(s) > bound {
+		return marker
+	}
+	return s
+}
+
+// emitText publishes each non-empty line of an answer as output.
+func emitText(s worker.Sinks, text string) {
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimSuffix(line, "\r"); line != "" {
+			publish(s, "info", line)
+		}
+	}
+}
+
+// system publishes a runtime notice.
+func system(s worker.Sinks, msg string) { publish(s, "debug", msg) }
+
+// publish sends one line to the log sink at level and to live output,
+// sanitized and bounded.
+func publish(s worker.Sinks, level, line string) {
+	if s.Log != nil {
+		s.Log(level, worker.SanitizeLine(line, protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
+	}
+	if s.Output != nil {
+		s.Output(worker.SanitizeLine(line, protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
+	}
+}
