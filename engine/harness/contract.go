@@ -102,33 +102,25 @@ func RenderPrompt(instructions string, input json.RawMessage, c Contract) (strin
 	if err := json.Compact(&in, input); err != nil {
 		return "", fmt.Errorf("input is not JSON: %w", err)
 	}
-	var b strings.Builder
-	b.WriteString("Execute this graph node in the shared workspace.\n\n")
-	b.WriteString("Authored instructions:\n")
-	b.WriteString(instructions)
-	b.WriteString("\n\nInput JSON:\n")
-	b.Write(in.Bytes())
-	b.WriteString("\n\nRuntime-owned response contract:\n")
-	b.Write(c.JSON())
-	b.WriteString("\n\n")
-	b.WriteString(c.guidance())
-	return b.String(), nil
+	return "Execute this graph node in the shared workspace.\n\n" +
+		section("Authored instructions:", instructions) +
+		section("Input JSON:", in.String()) +
+		section("Runtime-owned response contract:", string(c.JSON())) +
+		c.guidance(), nil
 }
+
+// section is a header line, its body and a blank line.
+func section(header, body string) string { return header + "\n" + body + "\n\n" }
 
 // RenderCorrection is a correction turn after a rejected answer: it says
 // the answer never reached the graph, gives the validation error and the
 // contract, and asks for corrected bare JSON. It does not repeat the
 // instructions or the input; the session holds them.
 func RenderCorrection(problem string, c Contract) string {
-	var b strings.Builder
-	b.WriteString("Your previous answer was rejected by mechanical validation and did not reach the graph.\n\n")
-	b.WriteString("Validation error:\n")
-	b.WriteString(problem)
-	b.WriteString("\n\nResponse contract:\n")
-	b.Write(c.JSON())
-	b.WriteString("\n\nAnswer again with corrected bare JSON.\n")
-	b.WriteString(c.guidance())
-	return b.String()
+	return "Your previous answer was rejected by mechanical validation and did not reach the graph.\n\n" +
+		section("Validation error:", problem) +
+		section("Response contract:", string(c.JSON())) +
+		"Answer again with corrected bare JSON.\n" + c.guidance()
 }
 
 // Validate checks a final answer mechanically. The whole text must be one
