@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -265,5 +266,36 @@ func TestNodeWithoutInstructionsIsCrash(t *testing.T) {
 	}
 	if f.turns() != 0 {
 		t.Fatal("a turn ran")
+	}
+}
+
+// The example harness answers from its prompt without any model.
+func TestExampleEchoAgent(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("examples/harness/echo-agent.sh needs jq")
+	}
+	script, err := filepath.Abs("../../examples/harness/echo-agent.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t)
+	d, err := f.config([]string{"/bin/sh", script}).Driver("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := harness.NewRunner(d, 0)
+	step := textStep(t)
+	*step.Instructions = "Input JSON:\nnot the header"
+	rec := &recorder{}
+	got := run(r, context.Background(), f.job(step, harness.Binding{Model: "m"}), `{"text":"better"}`, rec)
+	if s := outcome(got); s != wantVerified || !rec.has("info: echo-agent: answering without a model") {
+		t.Fatalf("step: %s\n%s", s, rec.text())
+	}
+	v := reviewVerifier(t)
+	v.Output = payload(t, `{"kind":"null"}`)
+	v.Diagnostic = payload(t, `{"kind":"null"}`)
+	got = run(r, context.Background(), f.job(v, harness.Binding{Model: "m"}), `null`, &recorder{})
+	if s := outcome(got); s != `{"status":"verifier","output":null,"signals":{"verdict":"approved"},"diagnostic":null,"artifacts":[]}` {
+		t.Fatalf("verifier: %s", s)
 	}
 }
