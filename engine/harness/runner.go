@@ -175,7 +175,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 		if verr == nil {
 			return out, nil
 		}
-		v.log.Info("agent answer rejected", "turn", turn, "problem", verr.Error())
+		v.log.Info("agent answer rejected", "turn", turn)
 		if turn == MaxCorrections {
 			system(v.ex.Sinks, "answer still invalid after "+fmt.Sprint(MaxCorrections)+" corrections: malformed")
 			return worker.Failed(worker.CodeMalformed, worker.ReasonMalformedResult), nil
