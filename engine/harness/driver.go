@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,9 +84,6 @@ func newCommandDriver(name string, e Entry) *commandDriver {
 	return d
 }
 
-// replyType is the payload type of the process's stdout.
-const replyType = `{"kind":"record","fields":{"session":{"type":{"kind":"string"},"required":true},"text":{"type":{"kind":"string"},"required":true}}}`
-
 // turnRequest is the JSON a command harness reads on stdin.
 type turnRequest struct {
 	Prompt  string  `json:"prompt"`
@@ -115,44 +113,40 @@ func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (R
 	if err != nil {
 		return Reply{}, fmt.Errorf("%w: %v", ErrDriver, err)
 	}
-	// The process layer is engine/worker's command worker: a step whose
-	// output type is the reply shape.
-	spec, err := json.Marshal([]worker.CommandSpec{{
-		Worker: "harness." + d.name + "@1", Kind: "step",
-		Input: json.RawMessage(`{"kind":"null"}`), Output: json.RawMessage(replyType),
-		Argv: d.argv, Env: t.Env, Workdir: t.Dir, MaxOutputBytes: MaxStdoutBytes,
-	}})
-	if err != nil {
-		return Reply{}, fmt.Errorf("%w: %v", ErrDriver, err)
-	}
-	specs, err := worker.ParseCommandSpecs(spec)
-	if err != nil {
-		return Reply{}, fmt.Errorf("%w: %v", ErrDriver, err)
-	}
-	o := worker.NewCommand(specs[0]).Run(ctx, worker.Execution{Node: t.Node, Input: stdin, Sinks: sinks})
+	res := worker.Process{
+		Argv: d.argv, Dir: t.Dir, Env: worker.EnvFrom(t.Env),
+		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks,
+	}.Run(ctx)
 	if ctx.Err() != nil {
 		return Reply{}, fmt.Errorf("harness %s turn ended: %w", d.name, ctx.Err())
 	}
-	return decodeReply(d.name, o)
+	return decodeReply(d.name, res)
 }
 
-func decodeReply(name string, o worker.Outcome) (Reply, error) {
-	if o.IsError() {
-		if o.Code == worker.CodeMalformed {
-			return Reply{}, fmt.Errorf("%w: harness %s: stdout is not one {\"session\", \"text\"} object of at most %d bytes", ErrDriver, name, MaxStdoutBytes)
-		}
-		return Reply{}, fmt.Errorf("%w: harness %s: the process could not start or exited non-zero", ErrDriver, name)
+func decodeReply(name string, res worker.ProcessResult) (Reply, error) {
+	switch {
+	case res.Overflow:
+		return Reply{}, fmt.Errorf("%w: harness %s: stdout is over %d bytes", ErrDriver, name, MaxStdoutBytes)
+	case res.StartErr != nil:
+		return Reply{}, fmt.Errorf("%w: harness %s: the process could not start: %v", ErrDriver, name, res.StartErr)
+	case res.Exit != nil:
+		return Reply{}, fmt.Errorf("%w: harness %s: the process exited non-zero", ErrDriver, name)
 	}
-	var r Reply
-	if err := json.Unmarshal(o.Output, &r); err != nil {
-		return Reply{}, fmt.Errorf("%w: harness %s: %v", ErrDriver, name, err)
+	var raw struct {
+		Session *string `json:"session"`
+		Text    *string `json:"text"`
 	}
+	dec := json.NewDecoder(bytes.NewReader(res.Stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil || dec.More() || raw.Session == nil || raw.Text == nil {
+		return Reply{}, fmt.Errorf("%w: harness %s: stdout is not one {\"session\", \"text\"} object", ErrDriver, name)
+	}
+	r := Reply{Session: *raw.Session, Text: *raw.Text}
 	if !validSession(r.Session) {
 		return Reply{}, fmt.Errorf("%w: harness %s: session id must be 1..%d bytes without control characters", ErrDriver, name, maxSessionBytes)
 	}
 	return r, nil
 }
-
 func validSession(s string) bool {
 	if s == "" || len(s) > maxSessionBytes {
 		return false
