@@ -34,6 +34,7 @@ func applyFingerprint(spec []byte, p protocol.ApplyParams) (string, error) {
 	return fingerprint(protocol.MethodApply, m)
 }
 
+// valueBytes is v, or null when v is absent.
 func valueBytes(v protocol.Value) []byte {
 	if len(v) == 0 {
 		return []byte("null")
@@ -167,7 +168,7 @@ func (b *Backend) Apply(ctx context.Context, p protocol.ApplyParams) (*protocol.
 		switch st.Phase {
 		case protocol.PhaseEmpty:
 		case protocol.PhaseRunning:
-			if st.Op.Dispatch != protocol.DispatchActive || (changed && len(st.Leases) > 0) {
+			if st.Op.Gate != protocol.DispatchActive || (changed && st.inFlight() > 0) {
 				return protocol.PhaseError(st.Phase)
 			}
 			if changed && b.cfg.Engine {

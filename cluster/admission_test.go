@@ -258,12 +258,10 @@ func TestApplyPhaseRules(t *testing.T) {
 	if _, err := b.Apply(bg, applyP(goldenGraph, "a", nil)); err != nil {
 		t.Fatal(err)
 	}
-	// Leases block a changed apply but not an unchanged one.
-	l, err := b.Dispatch(bg, "local", cluster.Turn{TurnID: "t1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Apply(bg, applyP(graphWith(2), "b", nil))
+	// Executions in flight block a changed apply but not an unchanged one.
+	r := drive(t, b, "local")
+	x := r.mustDispatch()
+	_, err := b.Apply(bg, applyP(graphWith(2), "b", nil))
 	expectCode(t, err, protocol.InvalidPhase)
 	if errDetails(err) != `{"currentPhase":"running"}` {
 		t.Fatal(errDetails(err))
@@ -272,7 +270,7 @@ func TestApplyPhaseRules(t *testing.T) {
 	if _, err := b.Apply(bg, protocol.ApplyParams{Graph: json.RawMessage(goldenGraph), IdempotencyKey: &k}); err != nil {
 		t.Fatalf("unchanged with lease: %v", err)
 	}
-	if err := b.Complete(bg, "local", l.ID, cluster.VerifiedOutcome(protocol.Null)); err != nil {
+	if err := r.succeed(x); err != nil {
 		t.Fatal(err)
 	}
 	// Suspended: apply is rejected, changed or not.
@@ -321,7 +319,9 @@ func TestInitializeCapabilities(t *testing.T) {
 	if err != nil || mustJSON(t, fx.Capabilities) != `{"graphProfiles":[],"logs":false,"agentAttach":false}` {
 		t.Fatalf("fixture: %v %s", err, mustJSON(t, fx.Capabilities))
 	}
-	def, err := cluster.NewDefault(nil, cluster.Isolated).Initialize(bg)
+	def, err := cluster.New(cluster.Config{
+		GraphProfiles: []string{protocol.ProfileFull, protocol.ProfileSingleWorker}, Logs: true, AgentAttach: true,
+	}).Initialize(bg)
 	if err != nil || mustJSON(t, def.Capabilities) != `{"graphProfiles":["openengine.graph.full/v1","openengine.graph.single-worker/v1"],"logs":true,"agentAttach":true}` {
 		t.Fatalf("default: %v %s", err, mustJSON(t, def.Capabilities))
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/oecp/oecp/graph"
@@ -33,7 +32,7 @@ const sharedTenant = "*shared*"
 
 // Config configures a Backend. Zero values mean the defaults.
 type Config struct {
-	// Store is the ledger (default store.NewMemory()).
+	// Store is the store (default store.NewMemory()).
 	Store store.Store
 	// Verifier admits graphs (default StructuralVerifier).
 	Verifier Verifier
@@ -41,7 +40,7 @@ type Config struct {
 	// GraphProfiles are advertised by initialize (nil advertises []).
 	GraphProfiles []string
 	// Logs and AgentAttach serve (and advertise) the logs and agent/attach
-	// subscriptions, fed by PublishLog and PublishAttach. When false the
+	// subscriptions, fed through the Ledger (Log, Output). When false the
 	// methods answer INVALID_PHASE "Backend does not support ...".
 	Logs        bool
 	AgentAttach bool
@@ -49,7 +48,7 @@ type Config struct {
 	// is closed with SLOW_CONSUMER (default 1024).
 	QueueCapacity int
 	// Engine says an engine supervises the runs (engine.Supervisor over
-	// this Backend as its Ledger). A changed apply then supersedes a
+	// this Backend's Ledger). A changed apply then supersedes a
 	// running run only while it is held (nothing in flight or pending),
 	// ending it with a finished event (stop_mode force).
 	Engine bool
@@ -57,8 +56,8 @@ type Config struct {
 }
 
 // Backend is the v1 cluster backend: it implements server.Backend over a
-// store.Store and a Verifier, and exposes the in-process lifecycle API an
-// execution engine drives (engine.go). It is safe for concurrent use.
+// store.Store and a Verifier, and its Ledger is the port an execution
+// engine drives runs through. It is safe for concurrent use.
 type Backend struct {
 	server.Unsupported // the native-v2 run/* methods are not served
 
@@ -69,20 +68,10 @@ type Backend struct {
 	subSeq atomic.Uint64 // sub-N, shared by watch, logs and agent/attach
 	live   *liveHub
 
-	leaseMu   sync.Mutex
-	leaseDone map[string]chan struct{} // tenant/leaseID -> closed when voided or settled
-
 	graphs graphCache // decoded committed specs by identity
 }
 
-// Compile-time checks of the ports.
-var (
-	_ server.Backend = (*Backend)(nil)
-	_ Admission      = (*Backend)(nil)
-	_ Lifecycle      = (*Backend)(nil)
-	_ Observation    = (*Backend)(nil)
-	_ Engine         = (*Backend)(nil)
-)
+var _ server.Backend = (*Backend)(nil)
 
 // New builds a backend.
 func New(cfg Config) *Backend {
@@ -99,11 +88,10 @@ func New(cfg Config) *Backend {
 		cfg.Log = slog.Default()
 	}
 	return &Backend{
-		store:     cfg.Store,
-		verifier:  cfg.Verifier,
-		cfg:       cfg,
-		live:      newLiveHub(cfg.QueueCapacity),
-		leaseDone: map[string]chan struct{}{},
+		store:    cfg.Store,
+		verifier: cfg.Verifier,
+		cfg:      cfg,
+		live:     newLiveHub(cfg.QueueCapacity),
 	}
 }
 
@@ -116,22 +104,7 @@ func NewFixture(t Tenancy) *Backend {
 	return New(Config{Store: store.NewMemory(), Verifier: StructuralVerifier{}, Tenancy: t})
 }
 
-// NewDefault is the default backend until the registry-backed verifier
-// and the engine land: the same cluster over st with the structural
-// verifier, advertising both graph profiles and the hook-fed logs and
-// agent/attach subscriptions.
-func NewDefault(st store.Store, t Tenancy) *Backend {
-	return New(Config{
-		Store:         st,
-		Verifier:      StructuralVerifier{},
-		Tenancy:       t,
-		GraphProfiles: []string{protocol.ProfileFull, protocol.ProfileSingleWorker},
-		Logs:          true,
-		AgentAttach:   true,
-	})
-}
-
-// Store returns the backend's ledger.
+// Store returns the backend's store.
 func (b *Backend) Store() store.Store { return b.store }
 
 // Close releases the store.
@@ -139,13 +112,12 @@ func (b *Backend) Close() error { return b.store.Close() }
 
 // tenant maps a caller to its store tenant key.
 func (b *Backend) tenant(ctx context.Context) string {
-	return b.TenantKey(identity.From(ctx).Tenant)
+	return b.tenantKey(identity.From(ctx).Tenant)
 }
 
-// TenantKey is the store key of a connection tenant's cluster: the tenant
-// itself when isolated, one shared key when shared. Engine calls take the
-// connection tenant and map it the same way.
-func (b *Backend) TenantKey(tenant string) string {
+// tenantKey is the store key of a connection tenant's cluster: "t:" and
+// the tenant when isolated, one shared key when shared.
+func (b *Backend) tenantKey(tenant string) string {
 	if b.cfg.Tenancy == Shared {
 		return sharedTenant
 	}
@@ -200,8 +172,9 @@ func errRun(st *state) *protocol.Error {
 	return protocol.AppError(protocol.RunConflict, protocol.MsgRunCAS, map[string]any{"currentRunId": st.runID()})
 }
 
-func errDispatch(ds string) *protocol.Error {
-	return protocol.AppError(protocol.InvalidPhase, protocol.MsgDispatchDenied, map[string]any{"dispatchState": ds})
+// errGate is the INVALID_PHASE of a closed dispatch gate.
+func errGate(state string) *protocol.Error {
+	return protocol.AppError(protocol.InvalidPhase, protocol.MsgDispatchDenied, map[string]any{"dispatchState": state})
 }
 
 func errNoFrontier(reason string) *protocol.Error {
@@ -255,7 +228,7 @@ func fingerprint(method string, params map[string]any) (string, error) {
 
 // appendRecord appends one event to the current run: build is called with
 // st already advanced to the new cursor, so the status it embeds carries
-// the event's own cursor (§8.2).
+// the event's own cursor.
 func appendRecord(tx store.Tx, tenant string, st *state, build func(st *state) protocol.WatchEvent) error {
 	_, err := tx.AppendEvent(tenant, st.RunID, func(seq uint64) ([]byte, error) {
 		st.Cursor = seq
@@ -352,21 +325,4 @@ func (b *Backend) Plan(ctx context.Context, p protocol.PlanParams) (*protocol.Pl
 		}
 	}
 	return res, nil
-}
-
-// verify runs the verifier port; an internal failure is redacted.
-func (b *Backend) verify(ctx context.Context, g *graph.GraphSpec) (Verdict, error) {
-	v, err := b.verifier.Verify(ctx, g)
-	if err != nil {
-		b.cfg.Log.Error("graph verifier failed", "err", err)
-		return Verdict{}, protocol.Internal("")
-	}
-	if v.Diagnostics == nil {
-		v.Diagnostics = []graph.Diagnostic{}
-	}
-	if v.OK && v.Bounds == nil {
-		b.cfg.Log.Error("graph verifier approved without bounds")
-		return Verdict{}, protocol.Internal("")
-	}
-	return v, nil
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkWatchFanout measures watch delivery from one writer to N
-// subscribers in process: each event is one store transaction (the engine
-// API's RecordFault), encoded once at commit; every subscriber reads it
+// subscribers in process: each event is one store transaction (an update
+// of the log level), encoded once at commit; every subscriber reads it
 // from the store and frames it the way the connection core does (prefix +
 // shared tail + "}}"), without re-encoding. The writer runs ahead of the
 // slowest subscriber by at most one batch (below the 1,024 queue bound),
@@ -87,9 +87,7 @@ func benchFanout(b *testing.B, subs int) {
 		})
 	}
 	for k := 1; k <= n; k++ {
-		if _, err := be.RecordFault(ctx, "local", testFault); err != nil {
-			b.Fatal(err)
-		}
+		update(b, be, ctxFor("local"), fmt.Sprintf("u%d", k))
 		if k%benchBatch == 0 {
 			// Stay within one batch of the slowest subscriber.
 			mu.Lock()

@@ -1,12 +1,12 @@
 package cluster_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 )
@@ -40,8 +40,8 @@ func TestGoldenHandshakes(t *testing.T) {
 }
 
 // lifecycle-controls needs a failed turn: between apply and retry the
-// engine API dispatches turn lifecycle-turn (cursor-2) and fails it
-// retryably (cursor-3).
+// reference testkit's hook records the dispatch of turn lifecycle-turn
+// (cursor-2) and its retryable failure (cursor-3).
 func TestGoldenLifecycleControls(t *testing.T) {
 	b := cluster.NewFixture(cluster.Isolated)
 	w := dial(t, b, identity.Local())
@@ -49,15 +49,7 @@ func TestGoldenLifecycleControls(t *testing.T) {
 	if got := w.call(pairs[0][0]); got != pairs[0][1] {
 		t.Fatalf("apply:\n got  %s\n want %s", got, pairs[0][1])
 	}
-	ctx := context.Background()
-	l, err := b.Dispatch(ctx, "local", cluster.Turn{TurnID: "lifecycle-turn"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Cursor != "cursor-2" {
-		t.Fatalf("dispatch cursor %s", l.Cursor)
-	}
-	if err := b.Fail(ctx, "local", l.ID, cluster.ErrorOutcome("crash", "declared_failure"), true); err != nil {
+	if err := b.FailTurn(bg, "local", "lifecycle-turn"); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range pairs[1:] {
@@ -108,12 +100,12 @@ func TestGoldenWatchSession(t *testing.T) {
 			t.Fatalf("apply: %s", f)
 		}
 	}
-	ctx := context.Background()
-	l, err := b.Dispatch(ctx, "local", cluster.Turn{TurnID: "turn-1", Node: "worker", Attempt: 1, Input: protocol.Value(`{"kind":"null"}`)})
+	r := drive(t, b, "local")
+	x, err := r.dispatch("worker", protocol.Value(`{"kind":"null"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Complete(ctx, "local", l.ID, cluster.VerifiedOutcome(protocol.Null)); err != nil {
+	if err := r.succeed(x); err != nil {
 		t.Fatal(err)
 	}
 	want := sessionParams(t, "watch-session.json")
@@ -136,62 +128,61 @@ func TestGoldenWatchSession(t *testing.T) {
 	}
 }
 
+// liveRef is the run reference the ledger's live output of tenant is
+// addressed with (logs and agent/attach need no run).
+func liveRef(b *cluster.Backend, tenant string) engine.RunRef {
+	return engine.RunRef{Tenant: b.TenantKey(tenant)}
+}
+
+// expectSession reads one event notification per golden session entry and
+// compares them as JSON values.
+func expectSession(t *testing.T, w *wire, name string, each func(i int, got string)) {
+	t.Helper()
+	for i, want := range sessionParams(t, name) {
+		got := w.notification("event")
+		if !sameJSON(t, []byte(got), want) {
+			t.Fatalf("%s %d:\n got  %s\n want %s", name, i, got, want)
+		}
+		each(i, got)
+	}
+}
+
 func TestGoldenLogsSession(t *testing.T) {
 	b := cluster.New(cluster.Config{Logs: true})
 	w := dial(t, b, identity.Local())
 	if got := w.call(`{"jsonrpc":"2.0","id":1,"method":"logs","params":{}}`); got != `{"jsonrpc":"2.0","id":1,"result":{"subscriptionId":"sub-1"}}` {
 		t.Fatalf("logs: %s", got)
 	}
-	recs := []protocol.LogRecord{
-		{Level: "info", Target: "worker-dispatch", Message: "worker dispatch started"},
-		{Level: "warn", Target: "worker-dispatch", Message: "retrying after backoff"},
-		{Level: "error", Target: "worker-dispatch", Message: strings.Repeat("x", protocol.MaxLogMessageBytes+1)},
-	}
-	for _, r := range recs {
-		if err := b.PublishLog("local", r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := sessionParams(t, "logs-session.json")
-	for i := range want {
-		got := w.notification("event")
-		if !sameJSON(t, []byte(got), want[i]) {
-			t.Fatalf("log %d:\n got  %s\n want %s", i, got, want[i])
-		}
+	l, ref := b.Ledger("test"), liveRef(b, "local")
+	l.Log(ref, "worker-dispatch", "info", "worker dispatch started")
+	l.Log(ref, "worker-dispatch", "warn", "retrying after backoff")
+	l.Log(ref, "worker-dispatch", "error", strings.Repeat("x", protocol.MaxLogMessageBytes+1))
+	expectSession(t, w, "logs-session.json", func(i int, got string) {
 		if i == 0 && got != `{"subscriptionId":"sub-1","record":{"level":"info","target":"worker-dispatch","message":"worker dispatch started"}}` {
 			t.Fatalf("wire order: %s", got)
 		}
-	}
+	})
 }
 
+// The attach session's working and settled events bracket the execution:
+// the ledger publishes them when the execution starts and ends. The
+// subscriber attaches between the registration of the execution and its
+// working event.
 func TestGoldenAgentAttachSession(t *testing.T) {
 	b := cluster.New(cluster.Config{AgentAttach: true})
-	if err := b.StartExecution("local", "execution-1"); err != nil {
-		t.Fatal(err)
-	}
+	l, ref := b.Ledger("test"), liveRef(b, "local")
+	b.StartExecution("local", "execution-1")
 	w := dial(t, b, identity.Local())
 	if got := w.call(`{"jsonrpc":"2.0","id":1,"method":"agent/attach","params":{"execution":"execution-1"}}`); got != `{"jsonrpc":"2.0","id":1,"result":{"subscriptionId":"sub-1"}}` {
 		t.Fatalf("attach: %s", got)
 	}
-	events := []protocol.AttachEvent{
-		{Type: "working"},
-		{Type: "output", Text: ptr("agent dispatch started")},
-		{Type: "output", Text: ptr(strings.Repeat("y", protocol.MaxAttachOutputBytes+1))},
-		{Type: "settled"},
-	}
-	for _, e := range events {
-		if err := b.PublishAttach("local", "execution-1", e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := sessionParams(t, "agent-attach-session.json")
-	for i := range want {
-		got := w.notification("event")
-		if !sameJSON(t, []byte(got), want[i]) {
-			t.Fatalf("attach %d:\n got  %s\n want %s", i, got, want[i])
-		}
+	l.ExecutionStarted(ref, "execution-1")
+	l.Output(ref, "execution-1", "agent dispatch started")
+	l.Output(ref, "execution-1", strings.Repeat("y", protocol.MaxAttachOutputBytes+1))
+	l.ExecutionEnded(ref, "execution-1")
+	expectSession(t, w, "agent-attach-session.json", func(i int, got string) {
 		if i == 1 && got != `{"subscriptionId":"sub-1","event":{"type":"output","text":"agent dispatch started"}}` {
 			t.Fatalf("wire order: %s", got)
 		}
-	}
+	})
 }

@@ -14,6 +14,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
@@ -207,4 +210,94 @@ func sameJSON(t *testing.T, got, want []byte) bool {
 	return bytes.Equal(gb, wb)
 }
 
-var _ = cluster.New
+// engineRun drives one running run through the engine's ledger, the way
+// the supervisor does: dispatch, settle, hold, crash.
+type engineRun struct {
+	t    testing.TB
+	l    *cluster.Ledger
+	ref  engine.RunRef
+	next uint64 // the next execution number
+}
+
+// drive claims tenant's running run of b for a test supervisor.
+func drive(t testing.TB, b *cluster.Backend, tenant string) *engineRun {
+	t.Helper()
+	l := b.Ledger("test-supervisor")
+	runs, err := l.Running(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range runs {
+		if ref.Tenant != b.TenantKey(tenant) {
+			continue
+		}
+		if err := l.Claim(bg, ref); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := l.Snapshot(bg, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &engineRun{t: t, l: l, ref: ref, next: uint64(len(snap.History.Executions)) + 1}
+	}
+	t.Fatalf("tenant %q has no running run", tenant)
+	return nil
+}
+
+// dispatch records the next execution of node (attempt 1) with input,
+// and returns its number.
+func (r *engineRun) dispatch(node string, input protocol.Value) (uint64, error) {
+	x := r.next
+	d := engine.Dispatch{
+		Dispatch: reduce.Dispatch{NodeInstance: x, Execution: x, Occurrence: reduce.Occurrence{Node: node}, Attempt: 1, Input: json.RawMessage(input)},
+		Ref:      engine.ExecutionRef(r.ref.RunID, node, int(x)),
+	}
+	if err := r.l.Dispatch(bg, r.ref, []engine.Dispatch{d}); err != nil {
+		return 0, err
+	}
+	r.next++
+	return x, nil
+}
+
+// mustDispatch is dispatch of worker with input null, failing the test on
+// an error.
+func (r *engineRun) mustDispatch() uint64 {
+	r.t.Helper()
+	x, err := r.dispatch("worker", protocol.Null)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return x
+}
+
+func (r *engineRun) settle(x uint64, o worker.Outcome) error {
+	return r.l.Settle(bg, r.ref, []engine.Settlement{{Execution: x, Outcome: o}})
+}
+
+func (r *engineRun) succeed(x uint64) error {
+	return r.settle(x, worker.Outcome{Status: "verified", Output: json.RawMessage("null")})
+}
+
+func (r *engineRun) fail(x uint64) error {
+	return r.settle(x, worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure))
+}
+
+// hold holds the run on execution x: x becomes the retry frontier.
+func (r *engineRun) hold(x uint64) error {
+	return r.l.Hold(bg, r.ref, reduce.Hold{Execution: x})
+}
+
+func (r *engineRun) crash(x uint64) error {
+	return r.l.Crash(bg, r.ref, []uint64{x})
+}
+
+// failAndHold fails execution x and holds the run on it.
+func (r *engineRun) failAndHold(x uint64) {
+	r.t.Helper()
+	if err := r.fail(x); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.hold(x); err != nil {
+		r.t.Fatal(err)
+	}
+}

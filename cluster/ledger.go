@@ -16,10 +16,14 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// This file makes the Backend the engine's Ledger (engine.Ledger): the
-// durable execution log of engine-driven runs, kept in the tenant's state
-// next to the lifecycle it gates, so that a dispatch, its node_begin and
-// its lease commit in one transaction.
+// The Ledger is the engine's port to the backend (engine.Ledger), and the
+// only way an engine drives runs: the durable execution log of a run is
+// kept in the tenant's state next to the lifecycle that gates it, so that
+// an execution's dispatch record, its node_begin and the gate check commit
+// in one transaction. Every write is fenced by the run's supervision lease
+// and fails with engine.ErrStale once the run is no longer the tenant's
+// running run, and a dispatch fails with engine.ErrGateClosed unless the
+// dispatch gate is active.
 //
 // Watch-event mapping of engine records:
 //
@@ -29,8 +33,8 @@ import (
 //	              (aborted, turn_failed) naming the executionRef
 //	void          fault (aborted, no_observable_effect) naming the
 //	              executionRef: a par/map loser that will not end
-//	force stop    bookmark per open execution (as the reference); the
-//	              run's finished event follows in the same commit
+//	force stop    bookmark per execution in flight; the run's finished
+//	              event follows in the same commit
 //	hold / retry  bookmark
 //	run result    finished (get then carries terminalResult)
 //
@@ -46,11 +50,63 @@ type execRecord struct {
 	Attempt  uint64          `json:"a"`
 	Input    json.RawMessage `json:"in"`
 	Ref      string          `json:"r"`
-	Lease    string          `json:"l"`
-	Dispatch uint64          `json:"d"`
-	End      uint64          `json:"e,omitempty"`
-	Outcome  json.RawMessage `json:"o,omitempty"`
-	Void     string          `json:"v,omitempty"`
+	// Begin and End are the cursors of the execution's node_begin and of
+	// the record that ended it (0 while it is open).
+	Begin   uint64          `json:"d"`
+	End     uint64          `json:"e,omitempty"`
+	Outcome json.RawMessage `json:"o,omitempty"`
+	Void    string          `json:"v,omitempty"`
+}
+
+// Ledger is the Backend seen as the engine's ledger, for one supervising
+// process (owner). It is safe for concurrent use.
+type Ledger struct {
+	b     *Backend
+	owner string
+
+	mu     sync.Mutex
+	epochs map[engine.RunRef]uint64 // claimed runs and the lease epoch held
+}
+
+// Ledger returns the engine.Ledger view of b for the supervising process
+// owner (an id unique to this process lifetime). Build the backend with
+// Config.Engine set when an engine drives it.
+func (b *Backend) Ledger(owner string) *Ledger {
+	return &Ledger{b: b, owner: owner, epochs: map[engine.RunRef]uint64{}}
+}
+
+// Claim takes the run's supervision lease when the store keeps leases
+// (store.Leaser); writes for the run are then fenced by its epoch.
+func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
+	lr, ok := l.b.store.(store.Leaser)
+	if !ok {
+		return nil
+	}
+	epoch, err := lr.AcquireLease(ctx, store.RunLease(ref.Tenant, ref.RunID), l.owner)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.epochs[ref] = epoch
+	l.mu.Unlock()
+	return nil
+}
+
+// fence checks, inside tx, that this process still holds the run's lease.
+func (l *Ledger) fence(tx store.ReadTx, ref engine.RunRef) error {
+	l.mu.Lock()
+	epoch, claimed := l.epochs[ref]
+	l.mu.Unlock()
+	if !claimed {
+		if _, ok := l.b.store.(store.Leaser); ok {
+			return fmt.Errorf("%w: run %s is not claimed", engine.ErrStale, ref.RunID)
+		}
+		return nil
+	}
+	if err := store.CheckLease(tx, store.RunLease(ref.Tenant, ref.RunID), epoch); err != nil {
+		return fmt.Errorf("%w: %v", engine.ErrStale, err)
+	}
+	return nil
 }
 
 // runningKey is the store record listing every running run (tenant key →
@@ -90,16 +146,6 @@ func turnOf(exec uint64) string { return "x" + strconv.FormatUint(exec, 10) }
 func (st *state) exec(id uint64) (int, bool) {
 	for i := range st.Execs {
 		if st.Execs[i].Exec == id {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-// execByLease finds the open execution behind a lease.
-func (st *state) execByLease(leaseID string) (int, bool) {
-	for i := range st.Execs {
-		if st.Execs[i].Lease == leaseID && st.Execs[i].End == 0 {
 			return i, true
 		}
 	}
@@ -159,10 +205,25 @@ func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
 	return out, err
 }
 
+// updateState runs fn on the tenant's state in one transaction and saves
+// it.
+func (b *Backend) updateState(ctx context.Context, tenant string, fn func(tx store.Tx, st *state) error) error {
+	return b.store.Update(ctx, func(tx store.Tx) error {
+		st, version, err := load(tx, tenant)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx, st); err != nil {
+			return err
+		}
+		return save(tx, tenant, st, version)
+	})
+}
+
 // ledgerUpdate runs fn on the run's state if it is still the tenant's
-// running run.
+// running run and this process still holds its lease.
 func (l *Ledger) ledgerUpdate(ctx context.Context, ref engine.RunRef, fn func(tx store.Tx, st *state) error) error {
-	return l.b.engineUpdate(ctx, ref.Tenant, func(tx store.Tx, st *state) error {
+	return l.b.updateState(ctx, ref.Tenant, func(tx store.Tx, st *state) error {
 		if st.Phase != protocol.PhaseRunning || st.RunID != ref.RunID {
 			return engine.ErrStale
 		}
@@ -196,10 +257,10 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		if err != nil {
 			return fmt.Errorf("cluster: committed spec does not decode: %w", err)
 		}
-		snap = &engine.Snapshot{Ref: ref, Spec: g, Seed: run.Seed, Dispatch: st.Op.Dispatch, Held: st.Held}
+		snap = &engine.Snapshot{Ref: ref, Spec: g, Seed: run.Seed, Dispatch: st.Op.Gate, Held: st.Held}
 		for _, e := range st.Execs {
 			x := reduce.Execution{
-				DispatchPosition: e.Dispatch,
+				DispatchPosition: e.Begin,
 				NodeInstance:     e.Instance,
 				Execution:        e.Exec,
 				Occurrence:       reduce.Occurrence{Node: e.Node, MapIndices: e.Map},
@@ -228,33 +289,27 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 	return snap, err
 }
 
-// Dispatch records a batch of dispatches: a lease and a node_begin each.
+// Dispatch records a batch of executions, a node_begin each, if the
+// dispatch gate is active.
 func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Dispatch) error {
 	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		if st.Op.Dispatch != protocol.DispatchActive {
+		if st.Op.Gate != protocol.DispatchActive {
 			return engine.ErrGateClosed
 		}
 		for _, d := range ds {
-			n, err := tx.NextCounter(counterLease)
-			if err != nil {
-				return err
-			}
 			in, err := protocol.NormalizeValue(d.Input)
 			if err != nil {
 				return err
 			}
-			ls := lease{ID: leaseString(n), TurnID: turnOf(d.Execution), Node: d.Occurrence.Node, Attempt: int64(d.Attempt), Execution: d.Ref, Input: in}
-			st.Leases = append(st.Leases, ls)
-			st.Turns = append(st.Turns, ls.TurnID)
 			if err := appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent {
-				v := ls.Input
-				return protocol.WatchEvent{Type: protocol.EventNodeBegin, Node: &protocol.NodeRef{Node: ls.Node, Attempt: ls.Attempt}, Input: &v}
+				v := protocol.Value(in)
+				return protocol.WatchEvent{Type: protocol.EventNodeBegin, Node: &protocol.NodeRef{Node: d.Occurrence.Node, Attempt: int64(d.Attempt)}, Input: &v}
 			}); err != nil {
 				return err
 			}
 			st.Execs = append(st.Execs, execRecord{
 				Exec: d.Execution, Instance: d.NodeInstance, Node: d.Occurrence.Node, Map: d.Occurrence.MapIndices,
-				Attempt: d.Attempt, Input: json.RawMessage(in), Ref: d.Ref, Lease: ls.ID, Dispatch: st.Cursor,
+				Attempt: d.Attempt, Input: json.RawMessage(in), Ref: d.Ref, Begin: st.Cursor,
 			})
 		}
 		// A dispatch after a retry consumes the reserved retry turn.
@@ -264,150 +319,97 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 	})
 }
 
-// endExec ends the open execution x: its lease is removed, the event
-// built for it is appended, and that event's cursor becomes the
-// execution's end. ok is false (and nothing changes) when x is unknown or
-// has already ended — a settlement racing a void or a stop.
-func endExec(tx store.Tx, tenant string, st *state, x uint64, build func(e *execRecord) (protocol.WatchEvent, error)) (e *execRecord, ok bool, err error) {
-	i, found := st.exec(x)
-	if !found || st.Execs[i].End != 0 {
-		return nil, false, nil
+// endExecs ends each execution of items that is still open: end records
+// on it what ended it and returns the event that ends it, whose cursor
+// becomes the execution's End; then after, if set, runs. An execution
+// that is unknown or has already ended (a settlement racing a void or a
+// stop) is skipped. A draining run whose last execution ended finishes.
+func endExecs[T any](tx store.Tx, tenant string, st *state, items []T, exec func(T) uint64,
+	end func(T, *execRecord) (protocol.WatchEvent, error), after func(T, *execRecord) error) error {
+	for _, it := range items {
+		i, found := st.exec(exec(it))
+		if !found || st.Execs[i].End != 0 {
+			continue
+		}
+		e := &st.Execs[i]
+		ev, err := end(it, e)
+		if err != nil {
+			return err
+		}
+		if err := appendRecord(tx, tenant, st, func(*state) protocol.WatchEvent { return ev }); err != nil {
+			return err
+		}
+		e.End = st.Cursor
+		if after != nil {
+			if err := after(it, e); err != nil {
+				return err
+			}
+		}
 	}
-	e = &st.Execs[i]
-	ev, err := build(e)
-	if err != nil {
-		return nil, false, err
+	if st.Op.Gate == protocol.DispatchDraining && st.inFlight() == 0 {
+		return finish(tx, tenant, st)
 	}
-	if li, ok := st.lease(e.Lease); ok {
-		st.Leases = append(st.Leases[:li:li], st.Leases[li+1:]...)
-	}
-	if err := appendRecord(tx, tenant, st, func(*state) protocol.WatchEvent { return ev }); err != nil {
-		return nil, false, err
-	}
-	e.End = st.Cursor
-	return e, true, nil
+	return nil
 }
 
 func nodeEnd(e *execRecord, outcome json.RawMessage) protocol.WatchEvent {
 	return protocol.WatchEvent{Type: protocol.EventNodeEnd, Node: &protocol.NodeRef{Node: e.Node, Attempt: int64(e.Attempt)}, Outcome: outcome}
 }
 
-func faultEvent(f Fault) (protocol.WatchEvent, error) {
-	raw, err := f.encode()
-	return protocol.WatchEvent{Type: protocol.EventFault, Fault: raw}, err
-}
-
-func (b *Backend) finishIfDrained(tx store.Tx, tenant string, st *state) error {
-	if st.Op.Dispatch == protocol.DispatchDraining && len(st.Leases) == 0 {
-		if err := finish(tx, tenant, st); err != nil {
-			return err
-		}
-		return setRunning(tx, tenant, "")
-	}
-	return nil
-}
-
 // Settle records outcomes (node_end each).
 func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Settlement) error {
-	b := l.b
-	var ended []string
-	err := l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		ended = ended[:0]
-		for _, s := range ss {
-			raw, err := json.Marshal(s.Outcome)
-			if err != nil {
-				return err
-			}
-			e, ok, err := endExec(tx, ref.Tenant, st, s.Execution, func(e *execRecord) (protocol.WatchEvent, error) {
-				return nodeEnd(e, raw), nil
-			})
-			if err != nil || !ok {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+		return endExecs(tx, ref.Tenant, st, ss, func(s engine.Settlement) uint64 { return s.Execution },
+			func(s engine.Settlement, e *execRecord) (protocol.WatchEvent, error) {
+				raw, err := json.Marshal(s.Outcome)
 				if err != nil {
-					return err
+					return protocol.WatchEvent{}, err
 				}
-				continue // voided or already settled
-			}
-			e.Outcome = raw
-			ended = append(ended, e.Lease)
-			if s.Outcome.IsError() {
-				st.History = reasonExhausted
-			} else {
+				e.Outcome = raw
 				st.History = reasonSuccess
-			}
-		}
-		return b.finishIfDrained(tx, ref.Tenant, st)
+				if s.Outcome.IsError() {
+					st.History = reasonExhausted
+				}
+				return nodeEnd(e, raw), nil
+			}, nil)
 	})
-	for _, l := range ended {
-		b.settleLease(ref.Tenant, l)
-	}
-	return err
-}
-
-func engineFault(id, ref, consequence, retry, action, severity, summary string) Fault {
-	return Fault{EventID: id, ExecutionRef: ref, Code: "aborted", Consequence: consequence, Retry: retry,
-		Action: action, Severity: severity, Summary: summary, Source: []FaultSource{{Component: "oecp-engine"}}}
 }
 
 // Crash settles executions left active by a previous process as crash,
 // with a fault event each.
 func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, execs []uint64) error {
-	b := l.b
 	crash, err := json.Marshal(worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure))
 	if err != nil {
 		return err
 	}
 	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		for _, x := range execs {
-			e, ok, err := endExec(tx, ref.Tenant, st, x, func(e *execRecord) (protocol.WatchEvent, error) {
+		return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
+			func(_ uint64, e *execRecord) (protocol.WatchEvent, error) {
+				e.Outcome = crash
+				st.History = reasonExhausted
 				return nodeEnd(e, crash), nil
+			},
+			func(x uint64, e *execRecord) error {
+				ev, err := faultEvent(engineFault("crash-"+turnOf(x), e.Ref, "turn_failed", "retryable", "retry", "error",
+					"execution was running when the server stopped; it ends as crash"))
+				if err != nil {
+					return err
+				}
+				return appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent { return ev })
 			})
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			e.Outcome = crash
-			st.History = reasonExhausted
-			ev, err := faultEvent(engineFault("crash-"+turnOf(x), e.Ref, "turn_failed", "retryable", "retry", "error",
-				"execution was running when the server stopped; it ends as crash"))
-			if err != nil {
-				return err
-			}
-			if err := appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent { return ev }); err != nil {
-				return err
-			}
-		}
-		return b.finishIfDrained(tx, ref.Tenant, st)
 	})
 }
 
 // Void records voided executions (a fault event each).
 func (l *Ledger) Void(ctx context.Context, ref engine.RunRef, vs []reduce.VoidLoser) error {
-	b := l.b
-	var ended []string
-	err := l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		ended = ended[:0]
-		for _, v := range vs {
-			e, ok, err := endExec(tx, ref.Tenant, st, v.Execution, func(e *execRecord) (protocol.WatchEvent, error) {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+		return endExecs(tx, ref.Tenant, st, vs, func(v reduce.VoidLoser) uint64 { return v.Execution },
+			func(v reduce.VoidLoser, e *execRecord) (protocol.WatchEvent, error) {
+				e.Void = string(v.Reason)
 				return faultEvent(engineFault("void-"+turnOf(v.Execution), e.Ref, "no_observable_effect", "not_retryable", "none", "info",
 					"execution voided ("+string(v.Reason)+"): node "+e.Node))
-			})
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			e.Void = string(v.Reason)
-			ended = append(ended, e.Lease)
-		}
-		return b.finishIfDrained(tx, ref.Tenant, st)
+			}, nil)
 	})
-	for _, l := range ended {
-		b.settleLease(ref.Tenant, l)
-	}
-	return err
 }
 
 // Hold makes the held execution the run's retry frontier.
@@ -425,12 +427,12 @@ func (l *Ledger) Hold(ctx context.Context, ref engine.RunRef, h reduce.Hold) err
 // Finish settles the run with its result (the run's finished event).
 func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Terminal) error {
 	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		if len(st.Leases) > 0 {
-			return errors.New("cluster: finish with open executions")
+		if st.inFlight() > 0 {
+			return errors.New("cluster: finish with executions in flight")
 		}
 		tr := &protocol.TerminalResult{Status: string(t.Status)}
 		if t.Status == reduce.TerminalSucceeded {
-			out, err := protocol.NormalizeValue(orNull(t.Output))
+			out, err := protocol.NormalizeValue(valueBytes(protocol.Value(t.Output)))
 			if err != nil {
 				return err
 			}
@@ -439,103 +441,34 @@ func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Termina
 			tr.Reason = t.Reason
 		}
 		st.Terminal = tr
-		if err := finish(tx, ref.Tenant, st); err != nil {
-			return err
-		}
-		return setRunning(tx, ref.Tenant, "")
+		return finish(tx, ref.Tenant, st)
 	})
 }
 
-func orNull(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 {
-		return json.RawMessage("null")
-	}
-	return v
-}
-
-// Log publishes one log line of an execution (target = its ref).
+// Log publishes one log line of an execution (target = its ref) to the
+// tenant's logs subscribers. A record that breaks the protocol's bounds
+// in a way redaction cannot fix is dropped.
 func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
-	b := l.b
 	if rest, err := logRest(protocol.LogRecord{Level: level, Target: execution, Message: message}); err == nil {
-		b.publishLogKey(ref.Tenant, rest)
+		l.b.publishLog(ref.Tenant, rest)
 	}
 }
 
-// Output publishes one line of live output of an execution.
+// Output publishes one line of live output of an execution to its
+// agent/attach subscribers.
 func (l *Ledger) Output(ref engine.RunRef, execution, text string) {
-	b := l.b
-	b.attach(ref.Tenant, execution, protocol.AttachEvent{Type: "output", Text: &text})
+	l.b.attach(ref.Tenant, execution, protocol.AttachEvent{Type: "output", Text: &text})
 }
 
-// ExecutionStarted opens an execution's attach stream.
+// ExecutionStarted opens an execution's attach stream (a working event).
 func (l *Ledger) ExecutionStarted(ref engine.RunRef, execution string) {
-	b := l.b
-	b.startExecutionKey(ref.Tenant, execution)
-	b.attach(ref.Tenant, execution, protocol.AttachEvent{Type: "working"})
+	l.b.startExecution(ref.Tenant, execution)
+	l.b.attach(ref.Tenant, execution, protocol.AttachEvent{Type: "working"})
 }
 
-// ExecutionEnded closes an execution's attach stream.
+// ExecutionEnded closes an execution's attach stream (a settled event,
+// then its subscribers' streams end and new attaches answer GONE).
 func (l *Ledger) ExecutionEnded(ref engine.RunRef, execution string) {
-	b := l.b
-	b.attach(ref.Tenant, execution, protocol.AttachEvent{Type: "settled"})
-	b.endExecutionKey(ref.Tenant, execution)
-}
-
-func (b *Backend) attach(tenantKey, execution string, ev protocol.AttachEvent) {
-	if rest, err := attachRest(ev); err == nil {
-		_ = b.publishAttachKey(tenantKey, execution, rest)
-	}
-}
-
-var _ engine.Ledger = (*Ledger)(nil)
-
-// Ledger is the Backend seen as the engine's ledger, for one supervising
-// process (owner).
-type Ledger struct {
-	b     *Backend
-	owner string
-
-	mu     sync.Mutex
-	epochs map[engine.RunRef]uint64 // claimed runs and the lease epoch held
-}
-
-// Ledger returns the engine.Ledger view of b for the supervising process
-// owner (an id unique to this process lifetime). Build the backend with
-// Config.Engine set when an engine drives it.
-func (b *Backend) Ledger(owner string) *Ledger {
-	return &Ledger{b: b, owner: owner, epochs: map[engine.RunRef]uint64{}}
-}
-
-// Claim takes the run's supervision lease when the store keeps leases
-// (store.Leaser); writes for the run are then fenced by its epoch.
-func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
-	lr, ok := l.b.store.(store.Leaser)
-	if !ok {
-		return nil
-	}
-	epoch, err := lr.AcquireLease(ctx, store.RunLease(ref.Tenant, ref.RunID), l.owner)
-	if err != nil {
-		return err
-	}
-	l.mu.Lock()
-	l.epochs[ref] = epoch
-	l.mu.Unlock()
-	return nil
-}
-
-// fence checks, inside tx, that this process still holds the run's lease.
-func (l *Ledger) fence(tx store.ReadTx, ref engine.RunRef) error {
-	l.mu.Lock()
-	epoch, claimed := l.epochs[ref]
-	l.mu.Unlock()
-	if !claimed {
-		if _, ok := l.b.store.(store.Leaser); ok {
-			return fmt.Errorf("%w: run %s is not claimed", engine.ErrStale, ref.RunID)
-		}
-		return nil
-	}
-	if err := store.CheckLease(tx, store.RunLease(ref.Tenant, ref.RunID), epoch); err != nil {
-		return fmt.Errorf("%w: %v", engine.ErrStale, err)
-	}
-	return nil
+	l.b.attach(ref.Tenant, execution, protocol.AttachEvent{Type: "settled"})
+	l.b.endExecution(ref.Tenant, execution)
 }

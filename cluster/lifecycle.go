@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"slices"
 	"strconv"
 
 	"github.com/oecp/oecp/graph"
@@ -72,9 +71,9 @@ func (b *Backend) Update(ctx context.Context, p protocol.UpdateParams) (*protoco
 			if err := checkGeneration(st, p.IfGeneration); err != nil {
 				return nil, err
 			}
-			// Deliberate difference: the reference answers an internal
-			// error on an empty cluster (COMPAT.md).
-			if st.Phase != protocol.PhaseRunning || (st.Op.Dispatch != protocol.DispatchActive && st.Op.Dispatch != protocol.DispatchSuspended) {
+			// An empty cluster is INVALID_PHASE {currentPhase: empty}
+			// (the reference answers an internal error there).
+			if st.Phase != protocol.PhaseRunning || (st.Op.Gate != protocol.DispatchActive && st.Op.Gate != protocol.DispatchSuspended) {
 				return nil, protocol.PhaseError(st.Phase)
 			}
 			if p.HasLabels {
@@ -84,9 +83,9 @@ func (b *Backend) Update(ctx context.Context, p protocol.UpdateParams) (*protoco
 				st.Op.LogLevel = *p.LogLevel
 			}
 			if p.Suspended != nil {
-				st.Op.Dispatch = protocol.DispatchActive
+				st.Op.Gate = protocol.DispatchActive
 				if *p.Suspended {
-					st.Op.Dispatch = protocol.DispatchSuspended
+					st.Op.Gate = protocol.DispatchSuspended
 				}
 			}
 			if err := appendRecord(tx, tenant, st, phaseEvent); err != nil {
@@ -101,22 +100,21 @@ func (b *Backend) Update(ctx context.Context, p protocol.UpdateParams) (*protoco
 
 // Stop stops the running run. Order: replay, generation CAS, phase
 // running (and not already force-stopping), then a stop-requested phase
-// record and the settlement: drain without leases and force finish at
-// once (force voids every lease first, one bookmark each); drain with
-// leases finishes when the last lease settles.
+// record and the settlement: drain with nothing in flight and force
+// finish at once (force first cuts off every execution in flight, one
+// bookmark each); drain with executions in flight finishes when the last
+// of them ends.
 func (b *Backend) Stop(ctx context.Context, p protocol.StopParams) (*protocol.StopResult, error) {
 	fp, err := fingerprint(protocol.MethodStop, map[string]any{"mode": p.Mode, "ifGeneration": p.IfGeneration})
 	if err != nil {
 		return nil, b.wire(err)
 	}
-	var voided []string
-	res, err := mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.StopResult) { r.Deduped = true },
+	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.StopResult) { r.Deduped = true },
 		func(tx store.Tx, tenant string, st *state) (*protocol.StopResult, error) {
-			voided = nil
 			if err := checkGeneration(st, p.IfGeneration); err != nil {
 				return nil, err
 			}
-			if st.Phase != protocol.PhaseRunning || st.Op.Dispatch == protocol.DispatchForceStopping || st.Op.Dispatch == protocol.DispatchStopped {
+			if st.Phase != protocol.PhaseRunning || st.Op.Gate == protocol.DispatchForceStopping || st.Op.Gate == protocol.DispatchStopped {
 				return nil, protocol.PhaseError(st.Phase)
 			}
 			effective := p.Mode
@@ -124,23 +122,21 @@ func (b *Backend) Stop(ctx context.Context, p protocol.StopParams) (*protocol.St
 				effective = "force" // drain never weakens force
 			}
 			st.Op.StopMode = effective
-			st.Op.Dispatch = protocol.DispatchDraining
+			st.Op.Gate = protocol.DispatchDraining
 			if effective == "force" {
-				st.Op.Dispatch = protocol.DispatchForceStopping
+				st.Op.Gate = protocol.DispatchForceStopping
 			}
 			if err := appendRecord(tx, tenant, st, phaseEvent); err != nil {
 				return nil, err
 			}
 			if effective == "force" {
-				for len(st.Leases) > 0 {
-					voided = append(voided, st.Leases[0].ID)
-					st.Leases = st.Leases[1:]
+				for range st.inFlight() {
 					if err := appendRecord(tx, tenant, st, bookmarkEvent); err != nil {
 						return nil, err
 					}
 				}
 			}
-			if len(st.Leases) == 0 {
+			if effective == "force" || st.inFlight() == 0 {
 				if err := finish(tx, tenant, st); err != nil {
 					return nil, err
 				}
@@ -151,19 +147,12 @@ func (b *Backend) Stop(ctx context.Context, p protocol.StopParams) (*protocol.St
 				Operational: st.operational(), AtCursor: cursorString(st.Cursor),
 			}, nil
 		})
-	if err == nil {
-		for _, id := range voided {
-			b.settleLease(b.tenant(ctx), id)
-		}
-	}
-	return res, err
 }
 
 // finish appends the run's single finished record.
 func finish(tx store.Tx, tenant string, st *state) error {
 	st.Phase = protocol.PhaseFinished
-	st.Op.Dispatch = protocol.DispatchStopped
-	st.Leases = nil
+	st.Op.Gate = protocol.DispatchStopped
 	st.Frontier = ""
 	st.PendingRetry = ""
 	st.Held = 0
@@ -193,11 +182,11 @@ func (b *Backend) Retry(ctx context.Context, p protocol.RetryParams) (*protocol.
 			if st.Phase == protocol.PhaseFinished {
 				return nil, protocol.PhaseError(st.Phase)
 			}
-			if ds := st.dispatchState(); ds != protocol.DispatchActive {
-				return nil, errDispatch(ds)
+			if gs := st.gateState(); gs != protocol.DispatchActive {
+				return nil, errGate(gs)
 			}
 			switch {
-			case len(st.Leases) > 0:
+			case st.inFlight() > 0:
 				return nil, errNoFrontier(reasonActive)
 			case st.PendingRetry != "":
 				return nil, errNoFrontier(reasonConsumed)
@@ -209,15 +198,8 @@ func (b *Backend) Retry(ctx context.Context, p protocol.RetryParams) (*protocol.
 				return nil, errNoFrontier(reason)
 			}
 			retried := st.Frontier
-			var turn string
-			for {
-				st.RetrySeq++
-				turn = "retry-" + strconv.FormatUint(st.RetrySeq, 10)
-				if !slices.Contains(st.Turns, turn) {
-					break
-				}
-			}
-			st.Turns = append(st.Turns, turn)
+			st.RetrySeq++
+			turn := "retry-" + strconv.FormatUint(st.RetrySeq, 10)
 			if st.Held != 0 {
 				// An engine-held run: grant the held visit one more attempt.
 				st.Grants = append(st.Grants, st.Held)

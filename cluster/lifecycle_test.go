@@ -1,11 +1,14 @@
 package cluster_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
@@ -57,16 +60,14 @@ func TestUpdateOnEmptyIsInvalidPhase(t *testing.T) {
 
 func TestUpdateSuspendResumePreservesFrontier(t *testing.T) {
 	b := running(t)
-	l, _ := b.Dispatch(bg, "local", cluster.Turn{TurnID: "t1"})
-	if err := b.Fail(bg, "local", l.ID, cluster.ErrorOutcome("timeout", "declared_failure"), true); err != nil {
-		t.Fatal(err)
-	}
+	e := drive(t, b, "local")
+	e.failAndHold(e.mustDispatch())
 	r, err := b.Update(bg, protocol.UpdateParams{HasLabels: true, Labels: map[string]string{"a": "1", "b": "2"}, Suspended: ptr(true), IfGeneration: 1, IdempotencyKey: "s"})
 	if err != nil || mustJSON(t, r.Operational) != `{"labels":{"a":"1","b":"2"},"logLevel":"info","dispatchState":"suspended","inFlight":0}` {
 		t.Fatalf("%v %s", err, mustJSON(t, r))
 	}
 	// Suspension gates dispatch and retry.
-	if _, err := b.Dispatch(bg, "local", cluster.Turn{TurnID: "t2"}); !errors.Is(err, cluster.ErrDispatchDenied) {
+	if _, err := e.dispatch("worker", protocol.Null); !errors.Is(err, engine.ErrGateClosed) {
 		t.Fatalf("dispatch while suspended: %v", err)
 	}
 	_, err = b.Retry(bg, protocol.RetryParams{IfGeneration: 1, IdempotencyKey: "r0"})
@@ -79,22 +80,22 @@ func TestUpdateSuspendResumePreservesFrontier(t *testing.T) {
 		t.Fatalf("%v %s", err, mustJSON(t, r))
 	}
 	rr, err := b.Retry(bg, protocol.RetryParams{IfGeneration: 1, IdempotencyKey: "r1"})
-	if err != nil || rr.RetriedTurnID != "t1" {
+	if err != nil || rr.RetriedTurnID != "x1" {
 		t.Fatalf("frontier lost: %v", err)
 	}
 	// Method-qualified idempotency: an update key reused by stop.
 	_, err = b.Stop(bg, protocol.StopParams{Mode: "drain", IfGeneration: 1, IdempotencyKey: "s"})
 	expectCode(t, err, protocol.IdempotencyReuse)
 	d, err := b.Update(bg, protocol.UpdateParams{HasLabels: true, Labels: map[string]string{"b": "2", "a": "1"}, Suspended: ptr(true), IfGeneration: 1, IdempotencyKey: "s"})
-	if err != nil || !d.Deduped || d.AtCursor != "cursor-4" || d.Operational.DispatchState != "suspended" {
+	if err != nil || !d.Deduped || d.AtCursor != "cursor-5" || d.Operational.DispatchState != "suspended" {
 		t.Fatalf("replay: %v %s", err, mustJSON(t, d))
 	}
 }
 
 func TestStopDrainWaitsForLeasesAndFinishesOnce(t *testing.T) {
 	b := running(t)
-	l1, _ := b.Dispatch(bg, "local", cluster.Turn{TurnID: "t1", Node: "worker", Attempt: 1})
-	l2, _ := b.Dispatch(bg, "local", cluster.Turn{TurnID: "t2"})
+	e := drive(t, b, "local")
+	x1, x2 := e.mustDispatch(), e.mustDispatch()
 	r, err := b.Stop(bg, protocol.StopParams{Mode: "drain", IfGeneration: 1, IdempotencyKey: "d"})
 	if err != nil || r.Phase != "running" || mustJSON(t, r.Operational) != `{"labels":{},"logLevel":"info","dispatchState":"draining","stopMode":"drain","inFlight":2}` {
 		t.Fatalf("%v %s", err, mustJSON(t, r))
@@ -105,14 +106,14 @@ func TestStopDrainWaitsForLeasesAndFinishesOnce(t *testing.T) {
 	if _, err := b.Stop(bg, protocol.StopParams{Mode: "drain", IfGeneration: 1, IdempotencyKey: "d2"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Complete(bg, "local", l1.ID, cluster.VerifiedOutcome(protocol.Value(`{"x":1}`))); err != nil {
+	if err := e.settle(x1, worker.Outcome{Status: "verified", Output: json.RawMessage(`{"x":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	g, _ := b.Get(bg, protocol.GetParams{})
 	if g.Status.Phase != "running" {
 		t.Fatal("finished with a lease in flight")
 	}
-	if err := b.Fail(bg, "local", l2.ID, cluster.ErrorOutcome("crash", "declared_failure"), false); err != nil {
+	if err := e.fail(x2); err != nil {
 		t.Fatal(err)
 	}
 	g, _ = b.Get(bg, protocol.GetParams{})
@@ -120,14 +121,14 @@ func TestStopDrainWaitsForLeasesAndFinishesOnce(t *testing.T) {
 		t.Fatal(mustJSON(t, g.Status))
 	}
 	ns := nextN(t, watchAll(t, b, "run-1").Stream, 8)
-	if got := eventTypes(ns); got != "phase,node_begin,bookmark,phase,phase,node_end,bookmark,finished" {
+	if got := eventTypes(ns); got != "phase,node_begin,node_begin,phase,phase,node_end,node_end,finished" {
 		t.Fatalf("events %s", got)
 	}
 	if !strings.Contains(string(ns[7].Rest), `"stop_mode":"drain"`) {
 		t.Fatalf("finished: %s", ns[7].Rest)
 	}
 	// Late settlements are rejected.
-	if err := b.Complete(bg, "local", l1.ID, cluster.VerifiedOutcome(nil)); !errors.Is(err, cluster.ErrLeaseVoided) {
+	if err := e.succeed(x1); !errors.Is(err, engine.ErrStale) {
 		t.Fatalf("late completion: %v", err)
 	}
 	_, err = b.Stop(bg, protocol.StopParams{Mode: "force", IfGeneration: 1, IdempotencyKey: "f"})
@@ -138,8 +139,8 @@ func TestStopDrainWaitsForLeasesAndFinishesOnce(t *testing.T) {
 
 func TestStopForceVoidsLeasesAndEscalatesDrain(t *testing.T) {
 	b := running(t)
-	l1, _ := b.Dispatch(bg, "local", cluster.Turn{TurnID: "t1", Node: "worker", Attempt: 1})
-	l2, _ := b.Dispatch(bg, "local", cluster.Turn{TurnID: "t2", Node: "worker", Attempt: 2})
+	e := drive(t, b, "local")
+	x1, x2 := e.mustDispatch(), e.mustDispatch()
 	if _, err := b.Stop(bg, protocol.StopParams{Mode: "drain", IfGeneration: 1, IdempotencyKey: "d"}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +148,13 @@ func TestStopForceVoidsLeasesAndEscalatesDrain(t *testing.T) {
 	if err != nil || r.Phase != "finished" || r.EffectiveMode != "force" || r.AtCursor != "cursor-8" || r.Operational.StopMode != "force" {
 		t.Fatalf("%v %s", err, mustJSON(t, r))
 	}
-	for _, l := range []cluster.Lease{l1, l2} {
-		select {
-		case <-l.Done:
-		default:
-			t.Fatal("voided lease's Done not closed")
-		}
-		if err := b.Complete(bg, "local", l.ID, cluster.VerifiedOutcome(protocol.Null)); !errors.Is(err, cluster.ErrLeaseVoided) {
+	// The engine sees the run gone, and a settlement of a cut-off
+	// execution is refused.
+	if runs, err := e.l.Running(bg); err != nil || len(runs) != 0 {
+		t.Fatalf("still running: %v %v", runs, err)
+	}
+	for _, x := range []uint64{x1, x2} {
+		if err := e.succeed(x); !errors.Is(err, engine.ErrStale) {
 			t.Fatalf("completion after void: %v", err)
 		}
 	}
@@ -183,43 +184,36 @@ func TestRetryDispositions(t *testing.T) {
 	if errDetails(err) != `{"reason":"exhausted"}` || err.(*protocol.Error).Message != protocol.MsgNoFrontier {
 		t.Fatalf("fresh: %v", err)
 	}
-	// A dispatched turn named retry-1 is skipped by the retry id minting.
-	l, _ := b.Dispatch(bg, "local", cluster.Turn{TurnID: "retry-1"})
+	e := drive(t, b, "local")
+	x := e.mustDispatch()
 	_, err = retry("r2")
 	if errDetails(err) != `{"reason":"active"}` {
 		t.Fatalf("active: %v", err)
 	}
-	_ = b.Complete(bg, "local", l.ID, cluster.VerifiedOutcome(protocol.Null))
+	if err := e.succeed(x); err != nil {
+		t.Fatal(err)
+	}
 	_, err = retry("r3")
 	if errDetails(err) != `{"reason":"success"}` {
 		t.Fatalf("success: %v", err)
 	}
-	l, _ = b.Dispatch(bg, "local", cluster.Turn{TurnID: "t-fail"})
-	_ = b.Fail(bg, "local", l.ID, cluster.ErrorOutcome("refusal", "policy_denied"), true)
+	e.failAndHold(e.mustDispatch())
 	r, err := retry("r4")
-	if err != nil || r.RetriedTurnID != "t-fail" || r.RetryTurnID != "retry-2" || r.RunID != "run-1" || r.Generation != 1 {
+	if err != nil || r.RetriedTurnID != "x2" || r.RetryTurnID != "retry-1" || r.RunID != "run-1" || r.Generation != 1 {
 		t.Fatalf("retry: %v %+v", err, r)
 	}
 	_, err = retry("r5")
 	if errDetails(err) != `{"reason":"consumed"}` {
 		t.Fatalf("pending: %v", err)
 	}
-	// Dispatching the reserved turn clears the reservation; the frontier
-	// stays consumed.
-	l, _ = b.Dispatch(bg, "local", cluster.Turn{TurnID: "retry-2"})
-	_ = b.Fail(bg, "local", l.ID, cluster.ErrorOutcome("crash", "declared_failure"), false)
+	// Dispatching after the retry clears the reservation; a failure the
+	// run does not hold on is no frontier.
+	if err := e.fail(e.mustDispatch()); err != nil {
+		t.Fatal(err)
+	}
 	_, err = retry("r6")
 	if errDetails(err) != `{"reason":"exhausted"}` {
 		t.Fatalf("exhausted: %v", err)
-	}
-	// An error successor consumes a pending frontier.
-	l, _ = b.Dispatch(bg, "local", cluster.Turn{TurnID: "t-x"})
-	_ = b.Fail(bg, "local", l.ID, cluster.ErrorOutcome("crash", "declared_failure"), true)
-	l, _ = b.Dispatch(bg, "local", cluster.Turn{TurnID: "t-succ", ErrorSuccessor: true})
-	_ = b.Complete(bg, "local", l.ID, cluster.VerifiedOutcome(protocol.Null))
-	_, err = retry("r7")
-	if errDetails(err) != `{"reason":"success"}` {
-		t.Fatalf("after successor: %v", err)
 	}
 	if _, err := b.Stop(bg, protocol.StopParams{Mode: "force", IfGeneration: 1, IdempotencyKey: "f"}); err != nil {
 		t.Fatal(err)
@@ -232,7 +226,7 @@ func TestRetryDispositions(t *testing.T) {
 	expectCode(t, err, protocol.GenerationConflict)
 	// Replay of a successful retry after the run finished.
 	d, err := retry("r4")
-	if err != nil || !d.Deduped || d.RetryTurnID != "retry-2" {
+	if err != nil || !d.Deduped || d.RetryTurnID != "retry-1" {
 		t.Fatalf("replay: %v", err)
 	}
 }
@@ -325,6 +319,7 @@ func TestDeleteRules(t *testing.T) {
 
 func TestDeletePendingCleanupHoldsDeleting(t *testing.T) {
 	b := running(t)
+	e := drive(t, b, "local")
 	if err := b.HoldCleanup(bg, "local"); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +347,7 @@ func TestDeletePendingCleanupHoldsDeleting(t *testing.T) {
 	if errDetails(err) != `{"currentPhase":"deleting"}` {
 		t.Fatal(err)
 	}
-	if _, err := b.Dispatch(bg, "local", cluster.Turn{TurnID: "x"}); !errors.Is(err, cluster.ErrNoRun) {
+	if _, err := e.dispatch("worker", protocol.Null); !errors.Is(err, engine.ErrStale) {
 		t.Fatal(err)
 	}
 	if err := b.ConfirmCleanup(bg, "local"); err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // The logs and agent/attach subscriptions are live, cursorless and
-// future-only (§8.3, §8.4): nothing is stored, so they fan out in process.
+// future-only: nothing is stored, so they fan out in process.
 // Each published item is encoded once and offered to every subscriber's
 // bounded queue without blocking; a full queue drops that subscriber,
 // which drains what it had and then closes with SLOW_CONSUMER (no cursor).
@@ -114,8 +114,7 @@ func (b *Backend) Logs(ctx context.Context, _ protocol.LogsParams) (*server.Subs
 	}
 	s := h.newSub(set)
 	h.mu.Unlock()
-	id := b.nextSubscription()
-	return &server.Subscription{ID: id, Result: &protocol.SubscriptionResult{SubscriptionID: id}, Stream: s, MaxEventBytes: protocol.MaxNotificationBytes}, nil
+	return b.liveSubscription(s), nil
 }
 
 // AgentAttach subscribes to one active execution's output. An unknown
@@ -138,44 +137,40 @@ func (b *Backend) AgentAttach(ctx context.Context, p protocol.AgentAttachParams)
 	}
 	s := h.newSub(e.subs)
 	h.mu.Unlock()
-	id := b.nextSubscription()
-	return &server.Subscription{ID: id, Result: &protocol.SubscriptionResult{SubscriptionID: id}, Stream: s, MaxEventBytes: protocol.MaxNotificationBytes}, nil
+	return b.liveSubscription(s), nil
 }
 
-// ErrInvalidRecord is returned for a log record or attach event that breaks
-// the protocol's bounds in a way redaction cannot fix.
-var ErrInvalidRecord = errors.New("cluster: invalid live record")
+// liveSubscription is a logs or agent/attach subscription: cursorless,
+// with the protocol's notification size bound.
+func (b *Backend) liveSubscription(s *liveSub) *server.Subscription {
+	id := b.nextSubscription()
+	return &server.Subscription{ID: id, Result: &protocol.SubscriptionResult{SubscriptionID: id}, Stream: s, MaxEventBytes: protocol.MaxNotificationBytes}
+}
+
+// errInvalidRecord: a log record or attach event breaks the protocol's
+// bounds in a way redaction cannot fix; it is not published.
+var errInvalidRecord = errors.New("cluster: invalid live record")
 
 func validText(s string, maxBytes int) bool {
 	return len(s) <= maxBytes && utf8.ValidString(s) && !protocol.HasControl(s)
 }
 
-// PublishLog publishes one log record to the tenant's logs subscribers. A
-// message over 16,384 bytes is replaced by the redaction marker; a bad
-// level, a target outside 1..128 bytes, or control characters are
-// rejected.
-func (b *Backend) PublishLog(tenant string, r protocol.LogRecord) error {
-	rest, err := logRest(r)
-	if err != nil {
-		return err
-	}
-	b.publishLogKey(b.TenantKey(tenant), rest)
-	return nil
-}
-
-// logRest validates and encodes one log record's notification tail.
+// logRest validates and encodes one log record's notification tail. A
+// message over protocol.MaxLogMessageBytes is replaced by the redaction
+// marker; a bad level, a target outside 1..protocol.MaxLogTargetBytes
+// bytes, or control characters are refused.
 func logRest(r protocol.LogRecord) ([]byte, error) {
 	if !oneOf(r.Level, protocol.LogLevels...) {
-		return nil, fmt.Errorf("%w: level %q", ErrInvalidRecord, r.Level)
+		return nil, fmt.Errorf("%w: level %q", errInvalidRecord, r.Level)
 	}
 	if r.Target == "" || !validText(r.Target, protocol.MaxLogTargetBytes) {
-		return nil, fmt.Errorf("%w: target must be 1..%d bytes without controls", ErrInvalidRecord, protocol.MaxLogTargetBytes)
+		return nil, fmt.Errorf("%w: target must be 1..%d bytes without controls", errInvalidRecord, protocol.MaxLogTargetBytes)
 	}
 	if len(r.Message) > protocol.MaxLogMessageBytes {
 		r.Message = protocol.RedactedLogMessage
 	}
 	if !validText(r.Message, protocol.MaxLogMessageBytes) {
-		return nil, fmt.Errorf("%w: message must not contain control characters", ErrInvalidRecord)
+		return nil, fmt.Errorf("%w: message must not contain control characters", errInvalidRecord)
 	}
 	rec, err := protocol.Marshal(r)
 	if err != nil {
@@ -184,27 +179,18 @@ func logRest(r protocol.LogRecord) ([]byte, error) {
 	return append([]byte(`,"record":`), rec...), nil
 }
 
-// publishLogKey fans an encoded record out to a store tenant's
-// subscribers.
-func (b *Backend) publishLogKey(key string, rest []byte) {
+// publishLog fans an encoded record out to a tenant's logs subscribers.
+func (b *Backend) publishLog(tenant string, rest []byte) {
 	h := b.live
 	h.mu.Lock()
-	h.publish(h.logs[key], rest)
+	h.publish(h.logs[tenant], rest)
 	h.mu.Unlock()
 }
 
-// StartExecution registers an active execution that agent/attach can
-// follow (the engine calls it when a turn's agent starts).
-func (b *Backend) StartExecution(tenant, execution string) error {
-	if err := protocol.ValidExecutionRef(execution); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
-	}
-	b.startExecutionKey(b.TenantKey(tenant), execution)
-	return nil
-}
-
-func (b *Backend) startExecutionKey(tenantKey, execution string) {
-	key := tenantKey + "\x00" + execution
+// startExecution registers an active execution that agent/attach can
+// follow.
+func (b *Backend) startExecution(tenant, execution string) {
+	key := tenant + "\x00" + execution
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -215,35 +201,27 @@ func (b *Backend) startExecutionKey(tenantKey, execution string) {
 	h.execs[key] = &execState{active: true, subs: map[*liveSub]struct{}{}}
 }
 
-// PublishAttach publishes one agent/attach event of an active execution.
-// Output text over 16,384 bytes is replaced by the redaction marker.
-func (b *Backend) PublishAttach(tenant, execution string, ev protocol.AttachEvent) error {
-	rest, err := attachRest(ev)
-	if err != nil {
-		return err
-	}
-	return b.publishAttachKey(b.TenantKey(tenant), execution, rest)
-}
-
 // attachRest validates and encodes one attach event's notification tail.
+// Output text over protocol.MaxAttachOutputBytes is replaced by the
+// redaction marker; control characters are refused.
 func attachRest(ev protocol.AttachEvent) ([]byte, error) {
 	switch ev.Type {
 	case "working", "settled":
 		ev.Text = nil
 	case "output":
 		if ev.Text == nil {
-			return nil, fmt.Errorf("%w: output without text", ErrInvalidRecord)
+			return nil, fmt.Errorf("%w: output without text", errInvalidRecord)
 		}
 		t := *ev.Text
 		if len(t) > protocol.MaxAttachOutputBytes {
 			t = protocol.RedactedAttachOutput
 		}
 		if !validText(t, protocol.MaxAttachOutputBytes) {
-			return nil, fmt.Errorf("%w: output must not contain control characters", ErrInvalidRecord)
+			return nil, fmt.Errorf("%w: output must not contain control characters", errInvalidRecord)
 		}
 		ev.Text = &t
 	default:
-		return nil, fmt.Errorf("%w: attach event type %q", ErrInvalidRecord, ev.Type)
+		return nil, fmt.Errorf("%w: attach event type %q", errInvalidRecord, ev.Type)
 	}
 	raw, err := protocol.Marshal(ev)
 	if err != nil {
@@ -252,31 +230,29 @@ func attachRest(ev protocol.AttachEvent) ([]byte, error) {
 	return append([]byte(`,"event":`), raw...), nil
 }
 
-func (b *Backend) publishAttachKey(tenantKey, execution string, rest []byte) error {
-	key := tenantKey + "\x00" + execution
-	h := b.live
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e, ok := h.execs[key]
-	if !ok || !e.active {
-		return fmt.Errorf("%w: execution %q is not active", ErrInvalidRecord, execution)
+// attach publishes one agent/attach event of an active execution to its
+// subscribers; an invalid event, or one for an execution that is not
+// active, is dropped.
+func (b *Backend) attach(tenant, execution string, ev protocol.AttachEvent) {
+	rest, err := attachRest(ev)
+	if err != nil {
+		return
 	}
-	h.publish(e.subs, rest)
-	return nil
-}
-
-// EndExecution marks an execution inactive: its subscribers' streams end
-// (silently, as the reference's do) and new attaches answer GONE.
-func (b *Backend) EndExecution(tenant, execution string) {
-	b.endExecutionKey(b.TenantKey(tenant), execution)
-}
-
-func (b *Backend) endExecutionKey(tenantKey, execution string) {
-	key := tenantKey + "\x00" + execution
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e, ok := h.execs[key]; ok {
+	if e, ok := h.execs[tenant+"\x00"+execution]; ok && e.active {
+		h.publish(e.subs, rest)
+	}
+}
+
+// endExecution marks an execution inactive: its subscribers' streams end
+// silently and new attaches answer GONE.
+func (b *Backend) endExecution(tenant, execution string) {
+	h := b.live
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.execs[tenant+"\x00"+execution]; ok {
 		e.active = false
 		h.endAll(e.subs)
 	}

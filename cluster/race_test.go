@@ -94,12 +94,7 @@ func TestWatcherUnderConcurrentWritesSeesNoGapOrReorder(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				var err error
-				if i%10 == 0 {
-					_, err = b.Update(bg, protocol.UpdateParams{LogLevel: ptr("info"), IfGeneration: 1, IdempotencyKey: fmt.Sprintf("w%d-%d", w, i)})
-				} else {
-					_, err = b.RecordFault(bg, "local", testFault)
-				}
+				_, err := b.Update(bg, protocol.UpdateParams{LogLevel: ptr("info"), IfGeneration: 1, IdempotencyKey: fmt.Sprintf("w%d-%d", w, i)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -184,7 +179,8 @@ func TestPropertyDedupedContinuousWatchFoldsToGet(t *testing.T) {
 		if _, err := b.Apply(bg, applyP(goldenGraph, "create", nil)); err != nil {
 			t.Fatal(err)
 		}
-		var leases []cluster.Lease
+		r := drive(t, b, "local")
+		var open []uint64
 		steps := 5 + rng.IntN(40)
 		for i := range steps {
 			key := fmt.Sprintf("op-%d", i)
@@ -194,23 +190,26 @@ func TestPropertyDedupedContinuousWatchFoldsToGet(t *testing.T) {
 			case 1:
 				_, _ = b.Update(bg, protocol.UpdateParams{Suspended: ptr(rng.IntN(2) == 0), LogLevel: ptr(protocol.LogLevels[rng.IntN(5)]), IfGeneration: 1, IdempotencyKey: key})
 			case 2, 3:
-				if l, err := b.Dispatch(bg, "local", cluster.Turn{TurnID: key, Node: "worker", Attempt: int64(i + 1), Input: protocol.Null}); err == nil {
-					leases = append(leases, l)
+				if x, err := r.dispatch("worker", protocol.Null); err == nil {
+					open = append(open, x)
 				}
 			case 4:
-				if len(leases) > 0 {
-					l := leases[0]
-					leases = leases[1:]
+				if len(open) > 0 {
+					x := open[0]
+					open = open[1:]
 					if rng.IntN(2) == 0 {
-						_ = b.Complete(bg, "local", l.ID, cluster.VerifiedOutcome(protocol.Null))
-					} else {
-						_ = b.Fail(bg, "local", l.ID, cluster.ErrorOutcome("crash", "declared_failure"), rng.IntN(2) == 0)
+						_ = r.succeed(x)
+					} else if _ = r.fail(x); rng.IntN(2) == 0 {
+						_ = r.hold(x)
 					}
 				}
 			case 5:
 				_, _ = b.Retry(bg, protocol.RetryParams{IfGeneration: 1, IdempotencyKey: key})
 			case 6:
-				_, _ = b.RecordFault(bg, "local", testFault)
+				if len(open) > 0 {
+					_ = r.crash(open[0])
+					open = open[1:]
+				}
 			case 7:
 				k := "same-" + key
 				_, _ = b.Apply(bg, protocol.ApplyParams{Graph: json.RawMessage(goldenGraph), IdempotencyKey: &k})

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -20,13 +19,13 @@ type state struct {
 	Generation int64  `json:"generation,omitempty"`
 	// Spec is the committed GraphSpec in wire (canonical field) order.
 	Spec json.RawMessage `json:"spec,omitempty"`
-	// Identity is the compiled-IR identity of Spec (§6.2).
+	// Identity is the compiled-IR identity of Spec: an unchanged identity
+	// makes apply a no-op, a changed one starts a run.
 	Identity string `json:"identity,omitempty"`
 	RunID    string `json:"runId,omitempty"`
 	// Cursor is the sequence of the current run's latest record.
 	Cursor uint64      `json:"cursor,omitempty"`
 	Op     operational `json:"op"`
-	Leases []lease     `json:"leases,omitempty"`
 	// Frontier is the turn id of the latest retryable failure not yet
 	// retried; History is the reason reported when there is none
 	// (exhausted | success | consumed).
@@ -35,19 +34,23 @@ type state struct {
 	// PendingRetry is the retry turn reserved by retry and not yet
 	// dispatched.
 	PendingRetry string `json:"pendingRetry,omitempty"`
-	// RetrySeq mints retry-N turn ids; Turns are the turn ids used by the
-	// current run (retry ids skip them).
-	RetrySeq uint64   `json:"retrySeq,omitempty"`
-	Turns    []string `json:"turns,omitempty"`
-	// CleanupHeld makes delete hold the deleting phase until the backend
-	// confirms cleanup (ConfirmCleanup).
+	// RetrySeq mints retry-N turn ids (executions' turn ids are xN, so
+	// the two never collide).
+	RetrySeq uint64 `json:"retrySeq,omitempty"`
+	// CleanupHeld makes delete hold the deleting phase until runtime
+	// cleanup is confirmed.
 	CleanupHeld bool `json:"cleanupHeld,omitempty"`
 	// Runs are every run admitted since the cluster was last empty; delete
 	// tombstones them all.
 	Runs []string `json:"runs,omitempty"`
 
-	// Engine-driven runs (ledger.go): the execution log the reducer folds,
-	// the retry grants, the execution the run holds on, and the result.
+	// Execs are the run's executions, in dispatch order: the log the
+	// engine's reducer folds and the run's only execution model. An
+	// execution is in flight while the run is running and it has not
+	// ended (settled, crashed or voided); a force stop ends the run with
+	// its in-flight executions cut off by one bookmark each. Grants are
+	// the retry grants, Held the execution the run holds on, Terminal the
+	// run's result.
 	Execs    []execRecord             `json:"execs,omitempty"`
 	Grants   []uint64                 `json:"grants,omitempty"`
 	Held     uint64                   `json:"held,omitempty"`
@@ -57,29 +60,18 @@ type state struct {
 type operational struct {
 	Labels   map[string]string `json:"labels,omitempty"`
 	LogLevel string            `json:"logLevel,omitempty"`
-	Dispatch string            `json:"dispatch,omitempty"`
-	StopMode string            `json:"stopMode,omitempty"`
-}
-
-// lease is one in-flight dispatch (a worker turn).
-type lease struct {
-	ID        string         `json:"id"`
-	TurnID    string         `json:"turnId"`
-	Node      string         `json:"node,omitempty"`
-	Attempt   int64          `json:"attempt,omitempty"`
-	Execution string         `json:"execution,omitempty"`
-	Input     protocol.Value `json:"input,omitempty"`
+	// Gate is the dispatch gate (the wire's dispatchState): new
+	// executions start only while it is active.
+	Gate     string `json:"dispatch,omitempty"`
+	StopMode string `json:"stopMode,omitempty"`
 }
 
 func freshOperational() operational {
-	return operational{Labels: map[string]string{}, LogLevel: "info", Dispatch: protocol.DispatchActive}
+	return operational{Labels: map[string]string{}, LogLevel: "info", Gate: protocol.DispatchActive}
 }
 
-// Names of the store's global counters.
-const (
-	counterRun   = "run"
-	counterLease = "lease"
-)
+// counterRun is the store's global counter that mints run-N.
+const counterRun = "run"
 
 // History reasons of NO_RETRYABLE_FRONTIER.
 const (
@@ -150,10 +142,25 @@ func (st *state) operational() protocol.OperationalStatus {
 	return protocol.OperationalStatus{
 		Labels:        maps.Clone(st.Op.Labels),
 		LogLevel:      st.Op.LogLevel,
-		DispatchState: st.Op.Dispatch,
+		DispatchState: st.Op.Gate,
 		StopMode:      st.Op.StopMode,
-		InFlight:      uint32(len(st.Leases)),
+		InFlight:      uint32(st.inFlight()),
 	}
+}
+
+// inFlight counts the executions in flight: none unless the run is
+// running.
+func (st *state) inFlight() int {
+	if st.Phase != protocol.PhaseRunning {
+		return 0
+	}
+	n := 0
+	for i := range st.Execs {
+		if st.Execs[i].End == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // status is the wire ClusterStatus of st.
@@ -171,23 +178,18 @@ func (st *state) status() protocol.ClusterStatus {
 	return s
 }
 
-// dispatchState is the dispatch state retry reports (empty and deleting
+// gateState is the dispatch gate retry reports (empty and deleting
 // clusters count as stopped).
-func (st *state) dispatchState() string {
-	if !st.hasRun() || st.Phase == protocol.PhaseDeleting || st.Op.Dispatch == "" {
+func (st *state) gateState() string {
+	if !st.hasRun() || st.Phase == protocol.PhaseDeleting || st.Op.Gate == "" {
 		return protocol.DispatchStopped
 	}
-	return st.Op.Dispatch
+	return st.Op.Gate
 }
 
-func (st *state) lease(id string) (int, bool) {
-	i := slices.IndexFunc(st.Leases, func(l lease) bool { return l.ID == id })
-	return i, i >= 0
-}
-
-// cursorString is the opaque wire form of an event sequence. The reference
-// testkit mints cursor-1, cursor-2, ... from one store-wide counter; the
-// store's global sequence is exactly that counter.
+// cursorString is the opaque wire form of an event sequence: cursor-N,
+// where N is the store's global event sequence (one store-wide counter,
+// as the reference testkit mints them).
 func cursorString(seq uint64) string { return "cursor-" + strconv.FormatUint(seq, 10) }
 
 // parseCursor returns the sequence of a cursor this backend minted.
@@ -200,5 +202,4 @@ func parseCursor(c string) (uint64, bool) {
 	return n, err == nil
 }
 
-func runString(n uint64) string   { return "run-" + strconv.FormatUint(n, 10) }
-func leaseString(n uint64) string { return "lease-" + strconv.FormatUint(n, 10) }
+func runString(n uint64) string { return "run-" + strconv.FormatUint(n, 10) }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 )
@@ -49,12 +50,10 @@ func TestIsolatedTenantsNeverSeeEachOther(t *testing.T) {
 		t.Fatal(mustJSON(t, g.Status))
 	}
 	// Engine calls are tenant-scoped too.
-	if _, err := b.RecordFault(bg, "nobody", testFault); !errors.Is(err, cluster.ErrNoRun) {
+	if _, err := b.Ledger("test").Snapshot(bg, engine.RunRef{Tenant: b.TenantKey("nobody"), RunID: "run-1"}); !errors.Is(err, engine.ErrStale) {
 		t.Fatal(err)
 	}
-	if err := b.StartExecution("alpha", "e1"); err != nil {
-		t.Fatal(err)
-	}
+	b.StartExecution("alpha", "e1")
 	zb := cluster.New(cluster.Config{Store: b.Store(), AgentAttach: true})
 	_, err = zb.AgentAttach(z, protocol.AgentAttachParams{Execution: "e1"})
 	expectCode(t, err, protocol.NotFound)
@@ -69,9 +68,7 @@ func TestSharedTenancyServesOneCluster(t *testing.T) {
 	if err != nil || !r.Deduped {
 		t.Fatalf("%v %+v", err, r)
 	}
-	if _, err := b.RecordFault(bg, "anyone", testFault); err != nil {
-		t.Fatal(err)
-	}
+	drive(t, b, "anyone").mustDispatch()
 	g, _ := b.Get(ctxFor("zulu"), protocol.GetParams{})
 	if *g.AtCursor != "cursor-2" {
 		t.Fatal(*g.AtCursor)

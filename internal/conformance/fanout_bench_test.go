@@ -28,9 +28,7 @@ const fanoutBatch = 256
 
 var fanoutSubs = []int{1, 100, 1000}
 
-var benchFault = cluster.Fault{EventID: "evt-1", Code: "unavailable", Consequence: "turn_failed",
-	Retry: "retryable_after_backoff", Action: "retry", Severity: "error",
-	Summary: "upstream worker unavailable", Source: []cluster.FaultSource{{Component: "worker-dispatch"}}}
+var benchLevel = "info"
 
 // fanoutReader counts event frames on one connection and reports progress
 // in batches.
@@ -127,7 +125,9 @@ func BenchmarkWatchFanoutWebSocket(b *testing.B) {
 				wg.Go(func() { fanoutReader(b, c, n, func(k int) { p.report(i, k) }) })
 			}
 			for k := 1; k <= n; k++ {
-				if _, err := be.RecordFault(ctx, "local", benchFault); err != nil {
+				// One event: an update of the log level (a phase record).
+				u := protocol.UpdateParams{LogLevel: &benchLevel, IfGeneration: 1, IdempotencyKey: fmt.Sprintf("u%d", k)}
+				if _, err := be.Update(ctx, u); err != nil {
 					b.Fatal(err)
 				}
 				if k%fanoutBatch == 0 {
