@@ -10,7 +10,7 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// Messages of apply's mode and input rules (spec/01 §4.4).
+// Messages of apply's mode and input rules.
 const (
 	msgDryRunKey       = "dry-run apply must omit idempotencyKey"
 	msgDryRunInput     = "dry-run apply must omit input"
@@ -42,10 +42,11 @@ func valueBytes(v protocol.Value) []byte {
 	return v
 }
 
-// Apply admits a graph. The order of checks is spec/01 §4.4 exactly:
+// Apply admits a graph. The order of checks is the protocol's for apply:
 // decode, mode rules, replay, verify, generation CAS, diff, dry run, input
-// rules, cancellation, then the atomic commit, which re-checks replay, CAS
-// and phase inside the store transaction.
+// rules, cancellation, phase, then the commit. A committed apply runs
+// replay, CAS, diff, input rules, cancellation and phase again inside the
+// one store transaction that writes, so a racing writer is decided there.
 func (b *Backend) Apply(ctx context.Context, p protocol.ApplyParams) (*protocol.ApplyResult, error) {
 	// 1. decode
 	g, err := graph.Decode(p.Graph)
@@ -53,13 +54,8 @@ func (b *Backend) Apply(ctx context.Context, p protocol.ApplyParams) (*protocol.
 		return nil, protocol.SchemaError()
 	}
 	// 2. mode rules
-	switch {
-	case p.DryRun && p.IdempotencyKey != nil:
-		return nil, protocol.SchemaReason(msgDryRunKey)
-	case p.DryRun && p.HasInput:
-		return nil, protocol.SchemaReason(msgDryRunInput)
-	case !p.DryRun && p.IdempotencyKey == nil:
-		return nil, protocol.SchemaReason(msgCommitNeedsKey)
+	if err := applyModeRules(p); err != nil {
+		return nil, err
 	}
 	tenant := b.tenant(ctx)
 	spec, err := g.MarshalJSON()
@@ -72,17 +68,14 @@ func (b *Backend) Apply(ctx context.Context, p protocol.ApplyParams) (*protocol.
 			return nil, b.wire(err)
 		}
 		// 3. idempotency replay
-		var hit []byte
+		var res *protocol.ApplyResult
 		err := b.store.View(ctx, func(tx store.ReadTx) error {
 			var err error
-			hit, err = replay(tx, tenant, *p.IdempotencyKey, fp)
+			res, err = replayApply(tx, tenant, *p.IdempotencyKey, fp)
 			return err
 		})
-		if err != nil {
-			return nil, b.wire(err)
-		}
-		if hit != nil {
-			return dedupe[protocol.ApplyResult](hit, func(r *protocol.ApplyResult) { r.Deduped = true })
+		if err != nil || res != nil {
+			return res, b.wire(err)
 		}
 	}
 	// 4. verify
@@ -97,112 +90,163 @@ func (b *Backend) Apply(ctx context.Context, p protocol.ApplyParams) (*protocol.
 	if err != nil {
 		return nil, b.wire(err)
 	}
-
-	if p.DryRun {
-		var res *protocol.ApplyResult
-		err := b.store.View(ctx, func(tx store.ReadTx) error {
-			st, _, err := load(tx, tenant)
-			if err != nil {
-				return err
-			}
-			// 5. generation precheck
-			if p.IfGeneration != nil {
-				if err := checkGeneration(st, *p.IfGeneration); err != nil {
-					return err
-				}
-			}
-			// 6. diff, 7. dry-run answer
-			d, err := diffAgainst(st, g)
-			if err != nil {
-				return err
-			}
-			res = &protocol.ApplyResult{Generation: st.generation(), RunID: st.runID(), Phase: st.Phase, Diff: d}
-			return nil
-		})
-		return res, b.wire(err)
-	}
-
+	a := admission{p: p, g: g, spec: spec, ident: ident, fp: fp}
 	var res *protocol.ApplyResult
-	err = b.store.Update(ctx, func(tx store.Tx) error {
-		res = nil
-		// Replay again inside the commit: a racing winner keeps precedence.
-		hit, err := replay(tx, tenant, *p.IdempotencyKey, fp)
-		if err != nil {
+	if p.DryRun {
+		err = b.store.View(ctx, func(tx store.ReadTx) error {
+			res, err = a.dryRun(tx, tenant)
 			return err
-		}
-		if hit != nil {
-			res, err = dedupe[protocol.ApplyResult](hit, func(r *protocol.ApplyResult) { r.Deduped = true })
+		})
+	} else {
+		err = b.store.Update(ctx, func(tx store.Tx) error {
+			res, err = b.commitApply(ctx, tx, tenant, a)
 			return err
-		}
-		st, version, err := load(tx, tenant)
-		if err != nil {
-			return err
-		}
-		// 5. generation CAS (omitted: upsert)
-		if p.IfGeneration != nil {
-			if err := checkGeneration(st, *p.IfGeneration); err != nil {
-				return err
-			}
-		}
-		// 6. diff (fails only on a compiled IR with duplicate names)
-		if _, err := diffAgainst(st, g); err != nil {
-			return err
-		}
-		changed := st.Identity != ident
-		// 8. input rules
-		switch {
-		case !changed && p.HasInput:
-			return protocol.SchemaReason(msgUnchangedInput)
-		case changed && !p.HasInput:
-			return protocol.SchemaReason(msgChangedNeedsIn)
-		case changed:
-			if err := g.InitialInput.Validate(json.RawMessage(valueBytes(p.Input))); err != nil {
-				return protocol.SchemaReason(err.Error())
-			}
-		}
-		// 9. cancellation, immediately before any effect
-		if ctx.Err() != nil {
-			return errCancelled()
-		}
-		// 10. phase
-		switch st.Phase {
-		case protocol.PhaseEmpty:
-		case protocol.PhaseRunning:
-			if st.Op.Gate != protocol.DispatchActive || (changed && st.inFlight() > 0) {
-				return protocol.PhaseError(st.Phase)
-			}
-			if changed && b.cfg.Engine {
-				// An engine-driven run is superseded only while it holds
-				// (nothing in flight, nothing pending); it ends first.
-				if st.Held == 0 {
-					return protocol.PhaseError(st.Phase)
-				}
-				st.Op.StopMode = "force"
-				if err := finish(tx, tenant, st); err != nil {
-					return err
-				}
-			}
-		default:
-			return protocol.PhaseError(st.Phase)
-		}
-		if !changed {
-			res = &protocol.ApplyResult{Generation: st.generation(), RunID: st.runID(), Phase: st.Phase}
-			return record(tx, tenant, *p.IdempotencyKey, fp, res)
-		}
-		gen := st.Generation + 1
-		if err := b.startRun(tx, tenant, st, spec, ident, gen, valueBytes(p.Input)); err != nil {
-			return err
-		}
-		if err := save(tx, tenant, st, version); err != nil {
-			return err
-		}
-		res = &protocol.ApplyResult{Generation: st.generation(), RunID: st.runID(), Phase: st.Phase}
-		return record(tx, tenant, *p.IdempotencyKey, fp, res)
-	})
+		})
+	}
 	if err != nil {
 		return nil, b.wire(err)
 	}
 	return res, nil
+}
+
+// applyModeRules: a dry run carries neither idempotencyKey nor input, a
+// committed apply carries an idempotencyKey.
+func applyModeRules(p protocol.ApplyParams) error {
+	switch {
+	case p.DryRun && p.IdempotencyKey != nil:
+		return protocol.SchemaReason(msgDryRunKey)
+	case p.DryRun && p.HasInput:
+		return protocol.SchemaReason(msgDryRunInput)
+	case !p.DryRun && p.IdempotencyKey == nil:
+		return protocol.SchemaReason(msgCommitNeedsKey)
+	}
+	return nil
+}
+
+// replayApply is the stored receipt of key marked deduped, or nil when the
+// key is unused.
+func replayApply(tx store.ReadTx, tenant, key, fp string) (*protocol.ApplyResult, error) {
+	hit, err := replay(tx, tenant, key, fp)
+	if err != nil || hit == nil {
+		return nil, err
+	}
+	return dedupe(hit, func(r *protocol.ApplyResult) { r.Deduped = true })
+}
+
+// admission is one verified apply: its params, the decoded graph in
+// canonical form, its compiled-IR identity and its fingerprint.
+type admission struct {
+	p     protocol.ApplyParams
+	g     *graph.GraphSpec
+	spec  []byte
+	ident string
+	fp    string
+}
+
+// checkState runs the generation CAS (5; omitted ifGeneration upserts) and
+// the diff (6; it fails only on a compiled IR with duplicate names)
+// against the committed state.
+func (a admission) checkState(st *state) (*protocol.GraphDiff, error) {
+	if a.p.IfGeneration != nil {
+		if err := checkGeneration(st, *a.p.IfGeneration); err != nil {
+			return nil, err
+		}
+	}
+	return diffAgainst(st, a.g)
+}
+
+// dryRun answers a dry run (7) from one snapshot.
+func (a admission) dryRun(tx store.ReadTx, tenant string) (*protocol.ApplyResult, error) {
+	st, _, err := load(tx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	d, err := a.checkState(st)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.ApplyResult{Generation: st.generation(), RunID: st.runID(), Phase: st.Phase, Diff: d}, nil
+}
+
+// inputRules (8): an unchanged apply omits input; a changed one carries
+// an input valid for the graph's initialInput.
+func (a admission) inputRules(changed bool) error {
+	switch {
+	case !changed && a.p.HasInput:
+		return protocol.SchemaReason(msgUnchangedInput)
+	case changed && !a.p.HasInput:
+		return protocol.SchemaReason(msgChangedNeedsIn)
+	case changed:
+		if err := a.g.InitialInput.Validate(json.RawMessage(valueBytes(a.p.Input))); err != nil {
+			return protocol.SchemaReason(err.Error())
+		}
+	}
+	return nil
+}
+
+// commitApply is the committed apply inside its store transaction: replay
+// again (a racing winner keeps precedence), CAS and diff, input rules,
+// cancellation immediately before any effect, phase, then the write and
+// the receipt.
+func (b *Backend) commitApply(ctx context.Context, tx store.Tx, tenant string, a admission) (*protocol.ApplyResult, error) {
+	key := *a.p.IdempotencyKey
+	if res, err := replayApply(tx, tenant, key, a.fp); err != nil || res != nil {
+		return res, err
+	}
+	st, version, err := load(tx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.checkState(st); err != nil {
+		return nil, err
+	}
+	changed := st.Identity != a.ident
+	if err := a.inputRules(changed); err != nil {
+		return nil, err
+	}
+	// 9. cancellation
+	if ctx.Err() != nil {
+		return nil, errCancelled()
+	}
+	// 10. phase
+	if err := b.admitPhase(tx, tenant, st, changed); err != nil {
+		return nil, err
+	}
+	if changed {
+		if err := b.startRun(tx, tenant, st, a.spec, a.ident, st.Generation+1, valueBytes(a.p.Input)); err != nil {
+			return nil, err
+		}
+		if err := save(tx, tenant, st, version); err != nil {
+			return nil, err
+		}
+	}
+	res := &protocol.ApplyResult{Generation: st.generation(), RunID: st.runID(), Phase: st.Phase}
+	return res, record(tx, tenant, key, a.fp, res)
+}
+
+// admitPhase is apply's phase rule: an empty cluster admits; a running
+// one admits while its dispatch gate is active, and a changed graph only
+// with nothing in flight. With an engine, a changed graph supersedes the
+// running run only while the run holds (nothing in flight, nothing
+// pending), and the run ends first (finished, stop mode force).
+func (b *Backend) admitPhase(tx store.Tx, tenant string, st *state, changed bool) error {
+	switch st.Phase {
+	case protocol.PhaseEmpty:
+		return nil
+	case protocol.PhaseRunning:
+		if st.Op.Gate != protocol.DispatchActive || (changed && st.inFlight() > 0) {
+			return protocol.PhaseError(st.Phase)
+		}
+		if !changed || !b.cfg.Engine {
+			return nil
+		}
+		if st.Held == 0 {
+			return protocol.PhaseError(st.Phase)
+		}
+		st.Op.StopMode = "force"
+		return finish(tx, tenant, st)
+	}
+	return protocol.PhaseError(st.Phase)
 }
 
 // startRun mints a run and appends its admission record: the shared commit
