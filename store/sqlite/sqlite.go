@@ -1,6 +1,7 @@
-// Package sqlite is the durable ledger: the store port (store.Store and
+// Package sqlite is the durable store: the store port (store.Store and
 // store.Leaser) on an embedded SQLite database (modernc.org/sqlite, pure
-// Go). It is the default store of `oecp serve`, kept in one data directory:
+// Go). It is the default store of `oecp serve`, kept in one data directory
+// that it alone touches:
 //
 //	DIR/lock       flock held while a Store is open, with the holder's pid
 //	DIR/oecp.db    the database (plus oecp.db-wal and oecp.db-shm beside it)
@@ -34,6 +35,12 @@
 // newer binary is refused (ErrSchemaTooNew). The event log is append-only
 // and unbounded: nothing but a tombstone deletes events (retention is not
 // implemented yet).
+//
+// A consistent backup is a copy of every DIR/oecp.db* file while no Store
+// is open, or an online `sqlite3 DIR/oecp.db ".backup FILE"` (oecp.db
+// alone is not a backup while a Store is open: recent commits may be only
+// in oecp.db-wal). To restore, with no Store open, remove oecp.db-wal and
+// oecp.db-shm and put the backup in place as oecp.db.
 package sqlite
 
 import (
@@ -120,7 +127,7 @@ func (e *LockedError) Error() string {
 
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// Store is the SQLite ledger. It implements store.Store and store.Leaser.
+// Store is the SQLite store. It implements store.Store and store.Leaser.
 type Store struct {
 	dir  string
 	log  *slog.Logger
@@ -153,29 +160,20 @@ var (
 	_ store.Leaser = (*Store)(nil)
 )
 
-// Open opens (creating or migrating as needed) the ledger in opt.Dir and
+// Open opens (creating or migrating as needed) the store in opt.Dir and
 // locks the directory until Close.
 func Open(ctx context.Context, opt Options) (*Store, error) {
 	return open(ctx, opt, SchemaVersion)
 }
 
 func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
-	syncMode, syncPragma := SyncFull, "FULL"
-	switch opt.Sync {
-	case "", SyncFull:
-	case SyncNormal:
-		syncMode, syncPragma = SyncNormal, "NORMAL"
-	default:
-		return nil, fmt.Errorf("store/sqlite: unknown sync mode %q (want %q or %q)", opt.Sync, SyncFull, SyncNormal)
+	syncMode, syncPragma, err := syncPragmaOf(opt.Sync)
+	if err != nil {
+		return nil, err
 	}
-	dir := opt.Dir
-	if dir == "" {
-		if dir, err = DefaultDir(); err != nil {
-			return nil, err
-		}
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fmt.Errorf("store/sqlite: %w", err)
+	dir, err := dataDir(opt.Dir)
+	if err != nil {
+		return nil, err
 	}
 	logger := opt.Log
 	if logger == nil {
@@ -197,23 +195,8 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 	}()
 
 	path := filepath.Join(dir, dbFile)
-	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)", path, busyTimeoutMS, syncPragma))
-	if err != nil {
-		return nil, fmt.Errorf("store/sqlite: %w", err)
-	}
-	s.wdb.SetMaxOpenConns(1)
-	s.wdb.SetMaxIdleConns(1)
-	s.wdb.SetConnMaxLifetime(0)
-	s.wdb.SetConnMaxIdleTime(0)
-	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
-		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
-	}
-	var mode string
-	if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return nil, fmt.Errorf("store/sqlite: open %s: %w", path, err)
-	}
-	if mode != "wal" {
-		return nil, fmt.Errorf("store/sqlite: %s: journal mode %q, want wal", path, mode)
+	if err := s.openWriter(ctx, path, syncPragma); err != nil {
+		return nil, err
 	}
 	from, err := migrate(ctx, s.wconn, schema)
 	if err != nil {
@@ -226,20 +209,89 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 		// Test hook (an old-version database): no statements needed.
 		return s, nil
 	}
+	if err := s.prepareWriter(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.openReaders(ctx, path); err != nil {
+		return nil, err
+	}
+	logger.Info("ledger open", "path", path, "schema", schema, "sync", syncMode, "last_seq", s.lastSeq)
+	return s, nil
+}
+
+// syncPragmaOf maps Options.Sync to its mode name and PRAGMA synchronous
+// value.
+func syncPragmaOf(v string) (mode, pragma string, err error) {
+	switch v {
+	case "", SyncFull:
+		return SyncFull, "FULL", nil
+	case SyncNormal:
+		return SyncNormal, "NORMAL", nil
+	}
+	return "", "", fmt.Errorf("store/sqlite: unknown sync mode %q (want %q or %q)", v, SyncFull, SyncNormal)
+}
+
+// dataDir is dir made absolute, or DefaultDir() when dir is empty.
+func dataDir(dir string) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = DefaultDir(); err != nil {
+			return "", err
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("store/sqlite: %w", err)
+	}
+	return abs, nil
+}
+
+// openWriter opens the one writer connection with the busy timeout and the
+// sync pragma, and puts the database in WAL mode.
+func (s *Store) openWriter(ctx context.Context, path, syncPragma string) (err error) {
+	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)", path, busyTimeoutMS, syncPragma))
+	if err != nil {
+		return fmt.Errorf("store/sqlite: %w", err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+		return fmt.Errorf("store/sqlite: open %s: %w", path, err)
+	}
+	var mode string
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("store/sqlite: open %s: %w", path, err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("store/sqlite: %s: journal mode %q, want wal", path, mode)
+	}
+	return nil
+}
+
+// prepareWriter prepares every statement on the writer connection and
+// reads the committed sequence.
+func (s *Store) prepareWriter(ctx context.Context) (err error) {
 	for i, q := range stmtSQL {
 		if s.wstmts[i], err = s.wconn.PrepareContext(ctx, q); err != nil {
-			return nil, fmt.Errorf("store/sqlite: prepare %q: %w", q, err)
+			return fmt.Errorf("store/sqlite: prepare %q: %w", q, err)
 		}
 	}
 	var last int64
 	if err := s.wstmts[stLastSeq].QueryRowContext(ctx).Scan(&last); err != nil {
-		return nil, fmt.Errorf("store/sqlite: read sequence: %w", err)
+		return fmt.Errorf("store/sqlite: read sequence: %w", err)
 	}
 	s.lastSeq = uint64(last)
+	return nil
+}
 
+// openReaders opens the query-only reader pool and prepares the read
+// statements on it.
+func (s *Store) openReaders(ctx context.Context, path string) (err error) {
 	s.rdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=query_only(1)", path, busyTimeoutMS))
 	if err != nil {
-		return nil, fmt.Errorf("store/sqlite: %w", err)
+		return fmt.Errorf("store/sqlite: %w", err)
 	}
 	s.rdb.SetMaxOpenConns(maxReaders)
 	s.rdb.SetMaxIdleConns(maxReaders)
@@ -247,12 +299,11 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 	for i, q := range stmtSQL {
 		if readOnlyStmt[i] {
 			if s.rstmts[i], err = s.rdb.PrepareContext(ctx, q); err != nil {
-				return nil, fmt.Errorf("store/sqlite: prepare %q: %w", q, err)
+				return fmt.Errorf("store/sqlite: prepare %q: %w", q, err)
 			}
 		}
 	}
-	logger.Info("ledger open", "path", path, "schema", schema, "sync", syncMode, "last_seq", s.lastSeq)
-	return s, nil
+	return nil
 }
 
 // Dir is the data directory (absolute).
