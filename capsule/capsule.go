@@ -1,5 +1,5 @@
 // Package capsule assembles the default OECP backend of `oecp serve`: the
-// v1 cluster over a ledger store, admitted by the registry-backed verifier,
+// v1 cluster over a store, admitted by the registry-backed verifier,
 // driven by the engine's supervisor on the built-in and host-configured
 // command workers. It is the one place that wires those rooms together;
 // each of them stays ignorant of the others.
@@ -27,7 +27,7 @@ import (
 
 // Options configure a capsule.
 type Options struct {
-	// Store is the ledger (default: a new in-memory store).
+	// Store is the store (default: a new in-memory store).
 	Store   store.Store
 	Tenancy cluster.Tenancy
 	// Commands are the host-configured command workers (--workers).

@@ -1,11 +1,13 @@
-// Package store is the ledger port of the cluster backend: a small,
+// Package store is the store port of the cluster backend: a small,
 // storage-neutral, transactional interface over per-tenant cluster records,
 // idempotency receipts, run records (with tombstones), an append-only event
-// log keyed by one global sequence, and named counters. The cluster package
-// runs every check that guards a write (idempotency replay, generation and
-// run compare-and-set, phase rules) inside one Update transaction, so the
-// same logic holds on any implementation that gives Update serializable
-// semantics: the in-memory store here, SQLite next, PostgreSQL later.
+// log keyed by one global sequence, named counters, and (optionally) the
+// leases that fence a run's supervisor. The cluster package runs every
+// check that guards a write (idempotency replay, generation and run
+// compare-and-set, phase rules, the lease fence) inside one Update
+// transaction, so the same logic holds on any implementation that gives
+// Update serializable semantics: the in-memory store here (NewMemory) and
+// the SQLite store of package store/sqlite.
 //
 // The event sequence is the watch cursor. Watchers never receive events
 // from the store directly: they are woken after a commit (Changed) and
@@ -39,7 +41,7 @@ var (
 	ErrReadOnly = errors.New("store: read-only transaction")
 )
 
-// Store is the transactional ledger.
+// Store is the transactional store.
 type Store interface {
 	// Update runs fn in one serializable read-write transaction. If fn
 	// returns an error nothing it wrote is kept (counters and sequences
