@@ -112,15 +112,25 @@ func (t *txn) exec(id int, args ...any) (sql.Result, error) {
 
 func dbErr(op string, err error) error { return fmt.Errorf("store/sqlite: %s: %w", op, err) }
 
+// lookup runs the one-row query of statement id with args and scans the
+// row into dest; found is false (and err nil) when there is no row, and a
+// failure is reported as op.
+func (t *txn) lookup(op string, id int, args []any, dest ...any) (found bool, err error) {
+	err = t.st(id).QueryRowContext(bg, args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, dbErr(op, err)
+	}
+	return true, nil
+}
+
 func (t *txn) Cluster(tenant string) (store.Cluster, bool, error) {
 	var c store.Cluster
 	var v int64
-	err := t.st(stCluster).QueryRowContext(bg, tenant).Scan(&v, &c.Data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Cluster{}, false, nil
-	}
-	if err != nil {
-		return store.Cluster{}, false, dbErr("read cluster", err)
+	if ok, err := t.lookup("read cluster", stCluster, []any{tenant}, &v, &c.Data); !ok {
+		return store.Cluster{}, false, err
 	}
 	c.Version = uint64(v)
 	return c, true, nil
@@ -128,12 +138,8 @@ func (t *txn) Cluster(tenant string) (store.Cluster, bool, error) {
 
 func (t *txn) Idempotency(tenant, key string) (store.Receipt, bool, error) {
 	var r store.Receipt
-	err := t.st(stIdem).QueryRowContext(bg, tenant, key).Scan(&r.Fingerprint, &r.Result)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Receipt{}, false, nil
-	}
-	if err != nil {
-		return store.Receipt{}, false, dbErr("read receipt", err)
+	if ok, err := t.lookup("read receipt", stIdem, []any{tenant, key}, &r.Fingerprint, &r.Result); !ok {
+		return store.Receipt{}, false, err
 	}
 	return r, true, nil
 }
@@ -146,12 +152,8 @@ func (t *txn) run(tenant, id string) (*store.Run, error) {
 	}
 	r := &store.Run{ID: id}
 	var first, last, count int64
-	err := t.st(stRun).QueryRowContext(bg, tenant, id).Scan(&r.Seed, &first, &last, &count, &r.Tombstoned)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, dbErr("read run", err)
+	if ok, err := t.lookup("read run", stRun, []any{tenant, id}, &r.Seed, &first, &last, &count, &r.Tombstoned); !ok {
+		return nil, err
 	}
 	r.FirstSeq, r.LastSeq, r.Count = uint64(first), uint64(last), uint64(count)
 	if t.rtx == nil {
@@ -174,12 +176,8 @@ func (t *txn) Run(tenant, runID string) (store.Run, bool, error) {
 func (t *txn) FirstRunAfter(tenant string, seq uint64) (store.Run, bool, error) {
 	var r store.Run
 	var first, last, count int64
-	err := t.st(stFirstRunAfter).QueryRowContext(bg, tenant, int64(seq)).Scan(&r.ID, &r.Seed, &first, &last, &count, &r.Tombstoned)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Run{}, false, nil
-	}
-	if err != nil {
-		return store.Run{}, false, dbErr("find run", err)
+	if ok, err := t.lookup("find run", stFirstRunAfter, []any{tenant, int64(seq)}, &r.ID, &r.Seed, &first, &last, &count, &r.Tombstoned); !ok {
+		return store.Run{}, false, err
 	}
 	r.FirstSeq, r.LastSeq, r.Count = uint64(first), uint64(last), uint64(count)
 	return r, true, nil
@@ -188,12 +186,8 @@ func (t *txn) FirstRunAfter(tenant string, seq uint64) (store.Run, bool, error) 
 func (t *txn) Event(tenant string, seq uint64) (store.Event, bool, error) {
 	ev := store.Event{Seq: seq}
 	var idx int64
-	err := t.st(stEvent).QueryRowContext(bg, int64(seq), tenant).Scan(&ev.RunID, &idx, &ev.Body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Event{}, false, nil
-	}
-	if err != nil {
-		return store.Event{}, false, dbErr("read event", err)
+	if ok, err := t.lookup("read event", stEvent, []any{int64(seq), tenant}, &ev.RunID, &idx, &ev.Body); !ok {
+		return store.Event{}, false, err
 	}
 	ev.Index = uint64(idx)
 	return ev, true, nil
@@ -363,12 +357,8 @@ func (t *txn) NextCounter(name string) (uint64, error) {
 func (t *txn) Lease(name string) (store.Lease, bool, error) {
 	l := store.Lease{Name: name}
 	var epoch int64
-	err := t.st(stLease).QueryRowContext(bg, name).Scan(&l.Owner, &epoch)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Lease{}, false, nil
-	}
-	if err != nil {
-		return store.Lease{}, false, dbErr("read lease", err)
+	if ok, err := t.lookup("read lease", stLease, []any{name}, &l.Owner, &epoch); !ok {
+		return store.Lease{}, false, err
 	}
 	l.Epoch = uint64(epoch)
 	return l, true, nil
