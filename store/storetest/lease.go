@@ -10,24 +10,22 @@ import (
 // RunLeases is the conformance suite of the optional lease port
 // (store.Leaser); open returns a fresh, empty store that implements it.
 func RunLeases(t *testing.T, open func(t *testing.T) store.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.Store, l store.Leaser)
-	}{
-		{"AcquireTakeoverRelease", testLeaseLifecycle},
-		{"FenceInsideUpdate", testLeaseFence},
-		{"ReadableFromView", testLeaseView},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := open(t)
-			t.Cleanup(func() { _ = s.Close() })
-			l, ok := s.(store.Leaser)
-			if !ok {
-				t.Fatalf("%T does not implement store.Leaser", s)
-			}
-			tc.fn(t, s, l)
-		})
+	subtests(t, open, []subtest{
+		{"AcquireTakeoverRelease", leased(testLeaseLifecycle)},
+		{"FenceInsideUpdate", leased(testLeaseFence)},
+		{"ReadableFromView", leased(testLeaseView)},
+	})
+}
+
+// leased adapts a check of the lease port to a check of a store, which
+// must implement it.
+func leased(fn func(t *testing.T, s store.Store, l store.Leaser)) func(t *testing.T, s store.Store) {
+	return func(t *testing.T, s store.Store) {
+		l, ok := s.(store.Leaser)
+		if !ok {
+			t.Fatalf("%T does not implement store.Leaser", s)
+		}
+		fn(t, s, l)
 	}
 }
 

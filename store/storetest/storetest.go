@@ -25,10 +25,7 @@ import (
 
 // Run runs the suite; open returns a fresh, empty store for each subtest.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.Store)
-	}{
+	subtests(t, open, []subtest{
 		{"ClusterVersions", testClusterVersions},
 		{"RollbackLeavesNoTrace", testRollback},
 		{"IdempotencyWriteOnce", testIdempotency},
@@ -41,7 +38,17 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReadOnlyView", testReadOnly},
 		{"ConcurrentWritersSerialize", testConcurrent},
 		{"ReadYourWrites", testReadYourWrites},
-	}
+	})
+}
+
+// subtest is one named check of a store.
+type subtest struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+}
+
+// subtests runs each check on a fresh store from open, closed after it.
+func subtests(t *testing.T, open func(t *testing.T) store.Store, tests []subtest) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
