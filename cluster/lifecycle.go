@@ -11,16 +11,30 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// mutate runs one lifecycle mutation: replay, then fn on the loaded state,
-// then (if fn did not fail) the state and the receipt are written in the
-// same transaction. fn returns the fresh result; a replay returns the
-// stored one marked deduped.
-func mutate[T any](ctx context.Context, b *Backend, key, fp string, mark func(*T), fn func(tx store.Tx, tenant string, st *state) (*T, error)) (*T, error) {
+// mutation is what the five lifecycle mutations share: the method and the
+// params its idempotency fingerprint is taken over (absence and presence
+// already decided), the idempotency key, and the generation CAS.
+type mutation struct {
+	method       string
+	params       map[string]any
+	key          string
+	ifGeneration int64
+}
+
+// mutate runs one lifecycle mutation in one transaction: replay, the
+// generation CAS, then fn on the loaded state, then (if fn did not fail)
+// the state and the receipt are written. fn returns the fresh result; a
+// replay returns the stored one marked deduped.
+func mutate[T any](ctx context.Context, b *Backend, m mutation, mark func(*T), fn func(tx store.Tx, tenant string, st *state) (*T, error)) (*T, error) {
+	fp, err := fingerprint(m.method, m.params)
+	if err != nil {
+		return nil, b.wire(err)
+	}
 	tenant := b.tenant(ctx)
 	var res *T
-	err := b.store.Update(ctx, func(tx store.Tx) error {
+	err = b.store.Update(ctx, func(tx store.Tx) error {
 		res = nil
-		hit, err := replay(tx, tenant, key, fp)
+		hit, err := replay(tx, tenant, m.key, fp)
 		if err != nil {
 			return err
 		}
@@ -32,6 +46,9 @@ func mutate[T any](ctx context.Context, b *Backend, key, fp string, mark func(*T
 		if err != nil {
 			return err
 		}
+		if err := checkGeneration(st, m.ifGeneration); err != nil {
+			return err
+		}
 		r, err := fn(tx, tenant, st)
 		if err != nil {
 			return err
@@ -40,7 +57,7 @@ func mutate[T any](ctx context.Context, b *Backend, key, fp string, mark func(*T
 			return err
 		}
 		res = r
-		return record(tx, tenant, key, fp, r)
+		return record(tx, tenant, m.key, fp, r)
 	})
 	if err != nil {
 		return nil, b.wire(err)
@@ -62,15 +79,8 @@ func (b *Backend) Update(ctx context.Context, p protocol.UpdateParams) (*protoco
 	if p.Suspended != nil {
 		m["suspended"] = *p.Suspended
 	}
-	fp, err := fingerprint(protocol.MethodUpdate, m)
-	if err != nil {
-		return nil, b.wire(err)
-	}
-	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.UpdateResult) { r.Deduped = true },
+	return mutate(ctx, b, mutation{protocol.MethodUpdate, m, p.IdempotencyKey, p.IfGeneration}, func(r *protocol.UpdateResult) { r.Deduped = true },
 		func(tx store.Tx, tenant string, st *state) (*protocol.UpdateResult, error) {
-			if err := checkGeneration(st, p.IfGeneration); err != nil {
-				return nil, err
-			}
 			// An empty cluster is INVALID_PHASE {currentPhase: empty}
 			// (the reference answers an internal error there).
 			if st.Phase != protocol.PhaseRunning || (st.Op.Gate != protocol.DispatchActive && st.Op.Gate != protocol.DispatchSuspended) {
@@ -105,15 +115,9 @@ func (b *Backend) Update(ctx context.Context, p protocol.UpdateParams) (*protoco
 // bookmark each); drain with executions in flight finishes when the last
 // of them ends.
 func (b *Backend) Stop(ctx context.Context, p protocol.StopParams) (*protocol.StopResult, error) {
-	fp, err := fingerprint(protocol.MethodStop, map[string]any{"mode": p.Mode, "ifGeneration": p.IfGeneration})
-	if err != nil {
-		return nil, b.wire(err)
-	}
-	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.StopResult) { r.Deduped = true },
+	m := map[string]any{"mode": p.Mode, "ifGeneration": p.IfGeneration}
+	return mutate(ctx, b, mutation{protocol.MethodStop, m, p.IdempotencyKey, p.IfGeneration}, func(r *protocol.StopResult) { r.Deduped = true },
 		func(tx store.Tx, tenant string, st *state) (*protocol.StopResult, error) {
-			if err := checkGeneration(st, p.IfGeneration); err != nil {
-				return nil, err
-			}
 			if st.Phase != protocol.PhaseRunning || st.Op.Gate == protocol.DispatchForceStopping || st.Op.Gate == protocol.DispatchStopped {
 				return nil, protocol.PhaseError(st.Phase)
 			}
@@ -170,15 +174,9 @@ func finish(tx store.Tx, tenant string, st *state) error {
 // state (must be active; empty and deleting count as stopped), leases
 // (active), a reserved retry (consumed), no frontier (history reason).
 func (b *Backend) Retry(ctx context.Context, p protocol.RetryParams) (*protocol.RetryResult, error) {
-	fp, err := fingerprint(protocol.MethodRetry, map[string]any{"ifGeneration": p.IfGeneration})
-	if err != nil {
-		return nil, b.wire(err)
-	}
-	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.RetryResult) { r.Deduped = true },
+	m := map[string]any{"ifGeneration": p.IfGeneration}
+	return mutate(ctx, b, mutation{protocol.MethodRetry, m, p.IdempotencyKey, p.IfGeneration}, func(r *protocol.RetryResult) { r.Deduped = true },
 		func(tx store.Tx, tenant string, st *state) (*protocol.RetryResult, error) {
-			if err := checkGeneration(st, p.IfGeneration); err != nil {
-				return nil, err
-			}
 			if st.Phase == protocol.PhaseFinished {
 				return nil, protocol.PhaseError(st.Phase)
 			}
@@ -231,15 +229,8 @@ func (b *Backend) Resubmit(ctx context.Context, p protocol.ResubmitParams) (*pro
 	if p.HasReplacement {
 		m["replacementInput"] = json.RawMessage(valueBytes(p.ReplacementInput))
 	}
-	fp, err := fingerprint(protocol.MethodResubmit, m)
-	if err != nil {
-		return nil, b.wire(err)
-	}
-	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.ResubmitResult) { r.Deduped = true },
+	return mutate(ctx, b, mutation{protocol.MethodResubmit, m, p.IdempotencyKey, p.IfGeneration}, func(r *protocol.ResubmitResult) { r.Deduped = true },
 		func(tx store.Tx, tenant string, st *state) (*protocol.ResubmitResult, error) {
-			if err := checkGeneration(st, p.IfGeneration); err != nil {
-				return nil, err
-			}
 			if err := checkRun(st, &p.IfRunID); err != nil {
 				return nil, err
 			}
@@ -293,15 +284,8 @@ func (b *Backend) Delete(ctx context.Context, p protocol.DeleteParams) (*protoco
 	if p.IfRunID != nil {
 		m["ifRunId"] = *p.IfRunID
 	}
-	fp, err := fingerprint(protocol.MethodDelete, m)
-	if err != nil {
-		return nil, b.wire(err)
-	}
-	return mutate(ctx, b, p.IdempotencyKey, fp, func(r *protocol.DeleteResult) { r.Deduped = true },
+	return mutate(ctx, b, mutation{protocol.MethodDelete, m, p.IdempotencyKey, p.IfGeneration}, func(r *protocol.DeleteResult) { r.Deduped = true },
 		func(tx store.Tx, tenant string, st *state) (*protocol.DeleteResult, error) {
-			if err := checkGeneration(st, p.IfGeneration); err != nil {
-				return nil, err
-			}
 			if err := checkRun(st, p.IfRunID); err != nil {
 				return nil, err
 			}

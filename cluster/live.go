@@ -101,50 +101,51 @@ func (s *liveSub) Close() {
 
 // Logs subscribes to the caller's cluster-wide log records.
 func (b *Backend) Logs(ctx context.Context, _ protocol.LogsParams) (*server.Subscription, error) {
-	if !b.cfg.Logs {
-		return nil, protocol.Unsupported("logs")
-	}
-	tenant := b.tenant(ctx)
-	h := b.live
-	h.mu.Lock()
-	set := h.logs[tenant]
-	if set == nil {
-		set = map[*liveSub]struct{}{}
-		h.logs[tenant] = set
-	}
-	s := h.newSub(set)
-	h.mu.Unlock()
-	return b.liveSubscription(s), nil
+	return b.subscribeLive(ctx, b.cfg.Logs, "logs", func(h *liveHub, tenant string) (map[*liveSub]struct{}, error) {
+		set := h.logs[tenant]
+		if set == nil {
+			set = map[*liveSub]struct{}{}
+			h.logs[tenant] = set
+		}
+		return set, nil
+	})
 }
 
 // AgentAttach subscribes to one active execution's output. An unknown
 // execution (or another tenant's) is NOT_FOUND; a finished one is GONE.
 func (b *Backend) AgentAttach(ctx context.Context, p protocol.AgentAttachParams) (*server.Subscription, error) {
-	if !b.cfg.AgentAttach {
-		return nil, protocol.Unsupported("agent attach")
+	return b.subscribeLive(ctx, b.cfg.AgentAttach, "agent attach", func(h *liveHub, tenant string) (map[*liveSub]struct{}, error) {
+		e, ok := h.execs[tenant+"\x00"+p.Execution]
+		if !ok {
+			return nil, protocol.AppError(protocol.NotFound, protocol.MsgExecNotFound, nil)
+		}
+		if !e.active {
+			return nil, protocol.AppError(protocol.Gone, protocol.MsgExecGone, nil)
+		}
+		return e.subs, nil
+	})
+}
+
+// subscribeLive opens a logs or agent/attach subscription of the caller:
+// cursorless, with the protocol's notification size bound, joining the
+// subscriber set join picks under the hub's lock. A capability that is not
+// served answers INVALID_PHASE "Backend does not support <what>".
+func (b *Backend) subscribeLive(ctx context.Context, served bool, what string, join func(h *liveHub, tenant string) (map[*liveSub]struct{}, error)) (*server.Subscription, error) {
+	if !served {
+		return nil, protocol.Unsupported(what)
 	}
 	tenant := b.tenant(ctx)
 	h := b.live
 	h.mu.Lock()
-	e, ok := h.execs[tenant+"\x00"+p.Execution]
-	if !ok {
+	set, err := join(h, tenant)
+	if err != nil {
 		h.mu.Unlock()
-		return nil, protocol.AppError(protocol.NotFound, protocol.MsgExecNotFound, nil)
+		return nil, err
 	}
-	if !e.active {
-		h.mu.Unlock()
-		return nil, protocol.AppError(protocol.Gone, protocol.MsgExecGone, nil)
-	}
-	s := h.newSub(e.subs)
+	s := h.newSub(set)
 	h.mu.Unlock()
-	return b.liveSubscription(s), nil
-}
-
-// liveSubscription is a logs or agent/attach subscription: cursorless,
-// with the protocol's notification size bound.
-func (b *Backend) liveSubscription(s *liveSub) *server.Subscription {
 	id := b.nextSubscription()
-	return &server.Subscription{ID: id, Result: &protocol.SubscriptionResult{SubscriptionID: id}, Stream: s, MaxEventBytes: protocol.MaxNotificationBytes}
+	return &server.Subscription{ID: id, Result: &protocol.SubscriptionResult{SubscriptionID: id}, Stream: s, MaxEventBytes: protocol.MaxNotificationBytes}, nil
 }
 
 // errInvalidRecord: a log record or attach event breaks the protocol's

@@ -24,6 +24,20 @@ func cursors(ns []server.Notification) string {
 	return strings.Join(out, ",")
 }
 
+// expectResume watches run-1 from cursor from and expects the events with
+// the cursors want (comma-separated) next.
+func expectResume(t *testing.T, b *cluster.Backend, from, want string) {
+	t.Helper()
+	s, err := b.Watch(bg, protocol.WatchParams{RunID: ptr("run-1"), FromCursor: &from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stream.Close()
+	if got := cursors(nextN(t, s.Stream, strings.Count(want, ",")+1)); got != want {
+		t.Fatalf("from %s: got %s, want %s", from, got, want)
+	}
+}
+
 // update appends one phase record (an update of the log level).
 func update(t testing.TB, b *cluster.Backend, ctx context.Context, key string) {
 	t.Helper()
@@ -104,14 +118,7 @@ func TestWatchReplaysThenSwitchesToLive(t *testing.T) {
 			t.Fatal(got)
 		}
 		// fromCursor is exclusive.
-		s2, err := b.Watch(bg, protocol.WatchParams{RunID: ptr("run-1"), FromCursor: ptr("cursor-1")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s2.Stream.Close()
-		if got := cursors(nextN(t, s2.Stream, 2)); got != "cursor-2,cursor-3" {
-			t.Fatal(got)
-		}
+		expectResume(t, b, "cursor-1", "cursor-2,cursor-3")
 	})
 }
 
@@ -168,14 +175,7 @@ func TestWatchOverflowClosesWithSlowConsumerAfterDraining(t *testing.T) {
 		t.Fatalf("%s %+v", cursors(ns), ns[2])
 	}
 	// Other subscriptions are unaffected; a reconnect has no gap.
-	s2, err := b.Watch(bg, protocol.WatchParams{RunID: ptr("run-1"), FromCursor: ptr("cursor-2")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Stream.Close()
-	if got := cursors(nextN(t, s2.Stream, 1)); got != "cursor-3" {
-		t.Fatal(got)
-	}
+	expectResume(t, b, "cursor-2", "cursor-3")
 }
 
 // Over the wire: a peer that does not read gets SLOW_CONSUMER with the
