@@ -41,23 +41,6 @@ import (
 // So every node_begin is followed by exactly one node_end, one void
 // fault, or the run's finished event.
 
-// execRecord is one engine dispatch of the current run.
-type execRecord struct {
-	Exec     uint64          `json:"x"`
-	Instance uint64          `json:"i"`
-	Node     string          `json:"n"`
-	Map      []uint64        `json:"m,omitempty"`
-	Attempt  uint64          `json:"a"`
-	Input    json.RawMessage `json:"in"`
-	Ref      string          `json:"r"`
-	// Begin and End are the cursors of the execution's node_begin and of
-	// the record that ended it (0 while it is open).
-	Begin   uint64          `json:"d"`
-	End     uint64          `json:"e,omitempty"`
-	Outcome json.RawMessage `json:"o,omitempty"`
-	Void    string          `json:"v,omitempty"`
-}
-
 // Ledger is the Backend seen as the engine's ledger, for one supervising
 // process (owner). It is safe for concurrent use.
 type Ledger struct {
@@ -142,15 +125,6 @@ func setRunning(tx store.Tx, tenant, runID string) error {
 }
 
 func turnOf(exec uint64) string { return "x" + strconv.FormatUint(exec, 10) }
-
-func (st *state) exec(id uint64) (int, bool) {
-	for i := range st.Execs {
-		if st.Execs[i].Exec == id {
-			return i, true
-		}
-	}
-	return 0, false
-}
 
 // graphCache keeps decoded specs by identity (they are immutable).
 type graphCache struct {

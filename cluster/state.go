@@ -26,9 +26,9 @@ type state struct {
 	// Cursor is the sequence of the current run's latest record.
 	Cursor uint64      `json:"cursor,omitempty"`
 	Op     operational `json:"op"`
-	// Frontier is the turn id of the latest retryable failure not yet
-	// retried; History is the reason reported when there is none
-	// (exhausted | success | consumed).
+	// Frontier is the turn id of the failed execution the run holds on
+	// (what retry targets), until it is retried; History is the reason
+	// retry reports when there is none (exhausted | success | consumed).
 	Frontier string `json:"frontier,omitempty"`
 	History  string `json:"history,omitempty"`
 	// PendingRetry is the retry turn reserved by retry and not yet
@@ -38,7 +38,8 @@ type state struct {
 	// the two never collide).
 	RetrySeq uint64 `json:"retrySeq,omitempty"`
 	// CleanupHeld makes delete hold the deleting phase until runtime
-	// cleanup is confirmed.
+	// cleanup is confirmed. Only tests set it: the backend has no runtime
+	// cleanup to wait for.
 	CleanupHeld bool `json:"cleanupHeld,omitempty"`
 	// Runs are every run admitted since the cluster was last empty; delete
 	// tombstones them all.
@@ -55,6 +56,34 @@ type state struct {
 	Grants   []uint64                 `json:"grants,omitempty"`
 	Held     uint64                   `json:"held,omitempty"`
 	Terminal *protocol.TerminalResult `json:"terminal,omitempty"`
+}
+
+// execRecord is one execution of the current run, as the engine's ledger
+// recorded it.
+type execRecord struct {
+	Exec     uint64          `json:"x"`
+	Instance uint64          `json:"i"`
+	Node     string          `json:"n"`
+	Map      []uint64        `json:"m,omitempty"`
+	Attempt  uint64          `json:"a"`
+	Input    json.RawMessage `json:"in"`
+	Ref      string          `json:"r"`
+	// Begin and End are the cursors of the execution's node_begin and of
+	// the record that ended it (0 while it is open).
+	Begin   uint64          `json:"d"`
+	End     uint64          `json:"e,omitempty"`
+	Outcome json.RawMessage `json:"o,omitempty"`
+	Void    string          `json:"v,omitempty"`
+}
+
+// exec finds execution id.
+func (st *state) exec(id uint64) (int, bool) {
+	for i := range st.Execs {
+		if st.Execs[i].Exec == id {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 type operational struct {

@@ -12,7 +12,7 @@ import (
 // errStreamEnded ends a watch silently (its run was tombstoned).
 var errStreamEnded = errors.New("cluster: watch ended")
 
-// Watch establishes a durable watch (§8.2). Resolution, the tail snapshot
+// Watch establishes a durable watch of a run. Resolution, the tail snapshot
 // and the parking high-water mark are read in one store snapshot; the
 // stream then reads the store strictly after its own position, so replay
 // and live delivery are the same read and can neither gap nor duplicate.
