@@ -3,7 +3,6 @@ package verifier
 import (
 	"encoding/json"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/oecp/oecp/graph"
@@ -78,10 +77,17 @@ func (a *analyzer) emit(code graph.DiagnosticCode, p graph.Path, related []strin
 func (a *analyzer) check(ws []*world, p graph.Path, n graph.Node) []*world {
 	ws = mergeWorlds(ws)
 	if len(ws) > graph.MaxFiniteCheckAssignments {
-		panic(errCeiling{diag(graph.CodeCeilingExceeded, p, []string{n.NodeName()},
-			"finite check exceeds the ceiling of %d control assignments", graph.MaxFiniteCheckAssignments)})
+		panic(assignmentCeiling(p, n.NodeName()))
 	}
 	return ws
+}
+
+// assignmentCeiling is the abort of a finite check at node name (path p)
+// that would enumerate more than graph.MaxFiniteCheckAssignments control
+// assignments.
+func assignmentCeiling(p graph.Path, name string) errCeiling {
+	return errCeiling{diag(graph.CodeCeilingExceeded, p, []string{name},
+		"finite check exceeds the ceiling of %d control assignments", graph.MaxFiniteCheckAssignments)}
 }
 
 // analyze runs the flow analysis; it expects a structurally sound graph.
@@ -89,79 +95,12 @@ func analyze(g *graph.GraphSpec) (diags []graph.Diagnostic) {
 	a := &analyzer{g: g, nodes: map[string]graph.Node{}, parent: map[string]graph.Node{}, maps: map[string][]string{},
 		relevant: map[string]bool{}, lastUse: map[string]int{}, end: map[string]int{}, chanRead: map[string]bool{}, clip: 1, seen: map[string]bool{}, aggCache: map[string][]aggEntry{},
 		m: &meter{}, aggLastM: map[string]int{}, aggRdrM: map[string]bool{}}
-	var index func(n graph.Node, maps []string)
-	index = func(n graph.Node, maps []string) {
-		a.nodes[n.NodeName()] = n
-		a.maps[n.NodeName()] = maps
-		inner := maps
-		if _, ok := n.(*graph.Map); ok {
-			inner = append(slices.Clone(maps), n.NodeName())
-		}
-		for _, c := range graph.Children(n) {
-			a.parent[c.NodeName()] = n
-			index(c, inner)
-		}
-	}
-	index(g.Root, nil)
+	a.index(g.Root, nil)
 	pre := map[string]int{}
-	var loops []string // enclosing loops of the node being numbered
-	var number func(n graph.Node)
-	number = func(n graph.Node) {
-		pre[n.NodeName()] = len(pre)
-		if _, ok := n.(*graph.Loop); ok {
-			loops = append(loops, n.NodeName())
-		}
-		for _, c := range graph.Children(n) {
-			number(c)
-		}
-		if _, ok := n.(*graph.Loop); ok {
-			loops = loops[:len(loops)-1]
-		}
-		a.end[n.NodeName()] = len(pre) - 1
-	}
-	number(g.Root)
-	outerLoop := map[string]string{}
+	a.number(g.Root, pre)
+	outerLoop := outermostLoops(g)
 	graph.Walk(g, func(n graph.Node, _ graph.Path, _ int) bool {
-		if l, ok := n.(*graph.Loop); ok {
-			for _, c := range graph.Children(l) {
-				graph.Walk(&graph.GraphSpec{Root: c}, func(m graph.Node, _ graph.Path, _ int) bool {
-					if _, set := outerLoop[m.NodeName()]; !set {
-						outerLoop[m.NodeName()] = l.Name
-					}
-					return true
-				})
-			}
-		}
-		return true
-	})
-	graph.Walk(g, func(n graph.Node, _ graph.Path, _ int) bool {
-		use := pre[n.NodeName()]
-		switch n.(type) {
-		case *graph.Loop, *graph.Par:
-			use = a.end[n.NodeName()] // guards run after the body/branches
-		}
-		if l, ok := outerLoop[n.NodeName()]; ok {
-			use = max(use, a.end[l])
-		}
-		for _, gd := range graph.Guards(n) {
-			for _, s := range gd.Selectors() {
-				a.relevant[ctlKey(s)] = true
-				a.lastUse[ctlKey(s)] = max(a.lastUse[ctlKey(s)], use)
-			}
-			a.scanCounts(gd)
-		}
-		var wbs []graph.WriteBinding
-		switch t := n.(type) {
-		case *graph.Step:
-			wbs = t.WriteBindings
-		case *graph.Verifier:
-			wbs = t.WriteBindings
-		}
-		for _, b := range wbs {
-			if b.Value.Node != n.NodeName() {
-				a.chanRead[b.Value.Node] = true
-			}
-		}
+		a.scanReads(n, pre, outerLoop)
 		return true
 	})
 	defer func() {
@@ -185,6 +124,92 @@ func analyze(g *graph.GraphSpec) (diags []graph.Diagnostic) {
 		debugOps(a.m.ops, a.work)
 	}
 	return a.diags
+}
+
+// index records every node of the subtree n by name, with its parent and
+// its enclosing maps (outer first).
+func (a *analyzer) index(n graph.Node, maps []string) {
+	a.nodes[n.NodeName()] = n
+	a.maps[n.NodeName()] = maps
+	inner := maps
+	if _, ok := n.(*graph.Map); ok {
+		inner = append(slices.Clone(maps), n.NodeName())
+	}
+	for _, c := range graph.Children(n) {
+		a.parent[c.NodeName()] = n
+		a.index(c, inner)
+	}
+}
+
+// number gives every node of the subtree n its pre-order index in pre and
+// records in a.end the index of the last node of its subtree.
+func (a *analyzer) number(n graph.Node, pre map[string]int) {
+	pre[n.NodeName()] = len(pre)
+	for _, c := range graph.Children(n) {
+		a.number(c, pre)
+	}
+	a.end[n.NodeName()] = len(pre) - 1
+}
+
+// outermostLoops maps every node inside a loop to the outermost loop
+// enclosing it.
+func outermostLoops(g *graph.GraphSpec) map[string]string {
+	outerLoop := map[string]string{}
+	graph.Walk(g, func(n graph.Node, _ graph.Path, _ int) bool {
+		if l, ok := n.(*graph.Loop); ok {
+			for _, c := range graph.Children(l) {
+				graph.Walk(&graph.GraphSpec{Root: c}, func(m graph.Node, _ graph.Path, _ int) bool {
+					if _, set := outerLoop[m.NodeName()]; !set {
+						outerLoop[m.NodeName()] = l.Name
+					}
+					return true
+				})
+			}
+		}
+		return true
+	})
+	return outerLoop
+}
+
+// scanReads records what node n reads: the controls its guards select
+// (relevant, and the last pre-order index at which they are read: a loop or
+// par guard runs after its body or branches, and anything inside a loop may
+// run again until the outermost loop ends), the largest guard count, and
+// the nodes whose output channels its write bindings read.
+func (a *analyzer) scanReads(n graph.Node, pre map[string]int, outerLoop map[string]string) {
+	use := pre[n.NodeName()]
+	switch n.(type) {
+	case *graph.Loop, *graph.Par:
+		use = a.end[n.NodeName()]
+	}
+	if l, ok := outerLoop[n.NodeName()]; ok {
+		use = max(use, a.end[l])
+	}
+	for _, gd := range graph.Guards(n) {
+		for _, s := range gd.Selectors() {
+			a.relevant[ctlKey(s)] = true
+			a.lastUse[ctlKey(s)] = max(a.lastUse[ctlKey(s)], use)
+		}
+		a.scanCounts(gd)
+	}
+	wbs, _ := writeBindings(n)
+	for _, b := range wbs {
+		if b.Value.Node != n.NodeName() {
+			a.chanRead[b.Value.Node] = true
+		}
+	}
+}
+
+// writeBindings returns the write bindings of an executable node; ok is
+// false for any other node.
+func writeBindings(n graph.Node) (wbs []graph.WriteBinding, ok bool) {
+	switch t := n.(type) {
+	case *graph.Step:
+		return t.WriteBindings, true
+	case *graph.Verifier:
+		return t.WriteBindings, true
+	}
+	return nil, false
 }
 
 var debugOps func(ops, visits int)
@@ -262,9 +287,9 @@ func (a *analyzer) node(n graph.Node, p graph.Path, ws []*world, sc scope) ([]*w
 	a.spend(len(ws)+1, p, n)
 	switch t := n.(type) {
 	case *graph.Step:
-		return a.executable(n, p, ws, sc, t.Input, t.Output, t.InputBindings, t.WriteBindings, nil, graph.PayloadType{}), false
+		return a.executable(n, p, ws, sc, t.Input, t.InputBindings, t.WriteBindings, nil), false
 	case *graph.Verifier:
-		return a.executable(n, p, ws, sc, t.Input, t.Output, t.InputBindings, t.WriteBindings, t.Signals, t.Diagnostic), false
+		return a.executable(n, p, ws, sc, t.Input, t.InputBindings, t.WriteBindings, t.Signals), false
 	case *graph.Succeed:
 		a.construct(p, ws, sc, t.Output, t.Bindings, "output", "bindings")
 		return nil, true
@@ -392,19 +417,26 @@ func (a *analyzer) exitGroup(n graph.Node, p graph.Path, state graph.PayloadType
 }
 
 func (a *analyzer) checkPromotedTypes(pth graph.Path, state graph.PayloadType, pp graph.FieldPath, sc scope) {
-	inner, ok, _ := typeAt(state, pp)
-	if !ok {
-		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted path is not declared in the group state")
-		return
-	}
-	outer, ok := a.targetType(sc, pp)
-	if !ok {
-		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted path is not declared in the enclosing state")
-		return
-	}
-	if !graph.IsSubtype(inner, outer) {
+	inner, outer, ok := a.promotionTypes(pth, state, pp, sc)
+	if ok && !graph.IsSubtype(inner, outer) {
 		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted value is not a subtype of its enclosing state target")
 	}
+}
+
+// promotionTypes returns the type of promoted path pp (at pth) in the group
+// state and in the enclosing scope sc; ok is false, and the missing
+// declaration reported, when either does not declare it.
+func (a *analyzer) promotionTypes(pth graph.Path, state graph.PayloadType, pp graph.FieldPath, sc scope) (inner, outer graph.PayloadType, ok bool) {
+	inner, ok, _ = typeAt(state, pp)
+	if !ok {
+		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted path is not declared in the group state")
+		return inner, outer, false
+	}
+	outer, ok = a.targetType(sc, pp)
+	if !ok {
+		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted path is not declared in the enclosing state")
+	}
+	return inner, outer, ok
 }
 
 // targetType is the type a write to path holds in scope sc: the declared
@@ -458,7 +490,8 @@ func (a *analyzer) selectType(p graph.Path, ws []*world, sc scope, s graph.DataS
 }
 
 // construct checks an executable input or succeed output built from field
-// bindings (§2.5): null with no bindings, or a record.
+// bindings: a null payload takes no bindings; any other payload must be a
+// record whose required fields the bindings construct.
 func (a *analyzer) construct(p graph.Path, ws []*world, sc scope, typ graph.PayloadType, bs []graph.InputBinding, typeField, bindField string) {
 	switch typ.Kind {
 	case graph.PayloadNull:
@@ -504,135 +537,4 @@ func coveredField(targets map[string]bool, f string) bool {
 		}
 	}
 	return false
-}
-
-func (a *analyzer) channelType(w graph.NodeOutputSelector) (graph.PayloadType, bool) {
-	src := a.nodes[w.Node]
-	var out graph.PayloadType
-	var signals map[string][]string
-	var dia *graph.PayloadType
-	switch t := src.(type) {
-	case *graph.Step:
-		out = t.Output
-	case *graph.Verifier:
-		out, signals, dia = t.Output, t.Signals, &t.Diagnostic
-	default:
-		return out, false
-	}
-	switch w.Channel {
-	case graph.ChannelOut:
-		t, ok, _ := typeAt(out, w.Path)
-		return t, ok
-	case graph.ChannelDiagnostic:
-		if dia == nil {
-			return out, false
-		}
-		t, ok, _ := typeAt(*dia, w.Path)
-		return t, ok
-	case graph.ChannelSignal:
-		labels, ok := signals[w.Path[0]]
-		if !ok || len(w.Path) != 1 {
-			return out, false
-		}
-		return graph.PayloadType{Kind: graph.PayloadEnum, Values: labels}, true
-	}
-	return out, false
-}
-
-func (a *analyzer) executable(n graph.Node, p graph.Path, ws []*world, sc scope, in, out graph.PayloadType,
-	ibs []graph.InputBinding, wbs []graph.WriteBinding, signals map[string][]string, _ graph.PayloadType) []*world {
-	name := n.NodeName()
-	a.construct(p, ws, sc, in, ibs, "input", "inputBindings")
-	for i, b := range wbs {
-		bp := p.With(graph.FieldSeg("writeBindings"), graph.IndexSeg(i))
-		related := []string{name}
-		if b.Value.Node != name {
-			related = append(related, b.Value.Node)
-			sort.Strings(related)
-		}
-		vt, ok := a.channelType(b.Value)
-		if !ok {
-			a.emit(graph.CodeSchemaSafety, bp.With(graph.FieldSeg("value")), related, "write value selects an undeclared channel path")
-		} else if tt, tok := a.targetType(sc, b.Target); !tok {
-			a.emit(graph.CodeSchemaSafety, bp, related, "write target is not declared by the state type")
-		} else if !graph.IsSubtype(vt, tt) {
-			a.emit(graph.CodeSchemaSafety, bp, related, "write value is not a subtype of its state target")
-		}
-		if b.Value.Node == name {
-			continue
-		}
-		notRan, errPath := false, false
-		for _, w := range ws {
-			a.m.charge(1)
-			if !w.ran[b.Value.Node] {
-				notRan = true
-			} else if !w.ok[b.Value.Node] {
-				errPath = true
-			}
-		}
-		if notRan {
-			a.emit(graph.CodeUndefinedRead, bp.With(graph.FieldSeg("value")), related, "node output %s does not dominate this read", b.Value.Node)
-		} else if errPath {
-			a.emit(graph.CodeUndefinedRead, bp.With(graph.FieldSeg("value")), related, "node output %s is unavailable on its error path", b.Value.Node)
-		}
-	}
-	// Outcomes: success (one world per relevant signal combination) or one
-	// of the four errors.
-	errKey := name + "|e"
-	var fields []string
-	for _, f := range sortedKeys(signals) {
-		if a.relevant[name+"|s|"+f] {
-			fields = append(fields, f)
-		}
-	}
-	combos := [][]string{{}}
-	for _, f := range fields {
-		var next [][]string
-		for _, c := range combos {
-			for _, l := range signals[f] {
-				next = append(next, append(slices.Clone(c), l))
-			}
-		}
-		combos = next
-		if len(combos) > graph.MaxFiniteCheckAssignments {
-			panic(errCeiling{diag(graph.CodeCeilingExceeded, p, []string{name},
-				"finite check exceeds the ceiling of %d control assignments", graph.MaxFiniteCheckAssignments)})
-		}
-	}
-	track := a.chanRead[name]
-	var outWs []*world
-	for _, w := range ws {
-		for _, c := range combos {
-			s := w.clone()
-			for i, f := range fields {
-				s.set(name+"|s|"+f, c[i])
-			}
-			s.set(errKey, "")
-			a.m.charge(len(fields) + len(wbs))
-			for _, b := range wbs {
-				s.top()[pathString(b.Target)] = true
-			}
-			if track {
-				s.ran[name], s.ok[name] = true, true
-			}
-			outWs = append(outWs, s)
-		}
-		codes := []string{""}
-		if a.relevant[errKey] {
-			codes = errorCodes
-		}
-		for _, code := range codes {
-			e := w.clone()
-			for _, f := range fields {
-				e.set(name+"|s|"+f, "")
-			}
-			e.set(errKey, code)
-			if track {
-				e.ran[name] = true
-				delete(e.ok, name)
-			}
-			outWs = append(outWs, e)
-		}
-	}
-	return a.check(outWs, p, n)
 }

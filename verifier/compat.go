@@ -9,10 +9,11 @@ import (
 )
 
 // CheckCompatibility resolves every step and verifier worker of g through
-// reg, in pre-order, and checks each descriptor against its node (§7,
-// REGISTRY.md §4). Look-up, descriptor, identity, profile and
-// step/verifier-kind failures are invalid_graph_shape; type failures are
-// schema_safety. The result is sorted (§5.8).
+// reg, in pre-order, by exact reference (no latest-version or name-only
+// fallback), and checks each descriptor against its node. Look-up,
+// descriptor, identity, profile and step/verifier-kind failures are
+// invalid_graph_shape; type failures are schema_safety. The result is in
+// diagnostic order.
 func CheckCompatibility(g *graph.GraphSpec, reg Registry) []graph.Diagnostic {
 	diags := []graph.Diagnostic{}
 	if g == nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/oecp/oecp/graph"
 )
 
-// Binding protocols, versions and profiles allowed by §7.
+// Binding protocols, versions and profiles a worker may declare.
 const (
 	ProtocolACP     = "acp"
 	ProtocolA2A     = "a2a"
@@ -24,7 +24,8 @@ const (
 	LegacyWorker = "legacy.zeroshot.ship@1"
 )
 
-// allowedBindings is the closed (protocol, version, profile) table of §7.
+// allowedBindings is the closed table of (protocol, version, profile)
+// triples; every other binding is unsupported.
 var allowedBindings = []Binding{
 	{ProtocolACP, "1", "openengine.worker.acp/v1"},
 	{ProtocolA2A, "1.0", "openengine.worker.a2a/1.0"},
@@ -72,7 +73,7 @@ type ArtifactProfile struct {
 	MinimumRedaction  string
 }
 
-// Descriptor is a WorkerDescriptor (§7, worker.schema.json). ParseDescriptor
+// Descriptor is a WorkerDescriptor. ParseDescriptor
 // checks only its JSON shape; Validate applies the descriptor rules, so a
 // registry can hand over a stored descriptor that breaks them and the
 // compatibility pass can reject it.
@@ -126,7 +127,7 @@ func derr(code DescriptorErrorCode, format string, args ...any) *DescriptorError
 // --- shape decoding ----------------------------------------------------------
 
 func decodeObject(raw json.RawMessage, what string, allowed ...string) (map[string]json.RawMessage, error) {
-	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if isNull(raw) {
 		return nil, derr(CodeMalformedDescriptor, "%s must be an object", what)
 	}
 	var obj map[string]json.RawMessage
@@ -151,120 +152,115 @@ func decodeObject(raw json.RawMessage, what string, allowed ...string) (map[stri
 	return obj, nil
 }
 
-func decodeStr(raw json.RawMessage, what string) (string, error) {
+// decoder decodes the members of descriptor objects, keeping the first
+// error: once one member is malformed, later calls decode nothing.
+type decoder struct{ err error }
+
+func (dc *decoder) object(raw json.RawMessage, what string, allowed ...string) map[string]json.RawMessage {
+	if dc.err != nil {
+		return nil
+	}
+	obj, err := decodeObject(raw, what, allowed...)
+	dc.err = err
+	return obj
+}
+
+func (dc *decoder) str(raw json.RawMessage, what string) string {
+	if dc.err != nil {
+		return ""
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", derr(CodeMalformedDescriptor, "%s must be a string", what)
+		dc.err = derr(CodeMalformedDescriptor, "%s must be a string", what)
 	}
-	return s, nil
+	return s
 }
 
-func decodeStrs(raw json.RawMessage, what string) ([]string, error) {
+func (dc *decoder) strs(raw json.RawMessage, what string) []string {
+	if dc.err != nil {
+		return nil
+	}
 	var ss []string
 	if err := json.Unmarshal(raw, &ss); err != nil || ss == nil {
-		return nil, derr(CodeMalformedDescriptor, "%s must be an array of strings", what)
+		dc.err = derr(CodeMalformedDescriptor, "%s must be an array of strings", what)
 	}
-	return ss, nil
+	return ss
 }
 
-func decodeType(raw json.RawMessage, what string) (graph.PayloadType, error) {
+func (dc *decoder) payloadType(raw json.RawMessage, what string) graph.PayloadType {
+	if dc.err != nil {
+		return graph.PayloadType{}
+	}
 	p, err := graph.DecodePayloadType(raw)
 	if err != nil {
-		return p, derr(CodeMalformedDescriptor, "%s is not a payload type: %v", what, err)
+		dc.err = derr(CodeMalformedDescriptor, "%s is not a payload type: %v", what, err)
 	}
-	return p, nil
+	return p
 }
 
-// ParseDescriptor decodes a WorkerDescriptor in the worker.schema.json wire
-// shape. Objects are closed: any other field (a command, endpoint, secret,
-// path, inline bytes, ...) is a CodeForbiddenField error. Value rules are
-// left to Validate.
+// contract decodes the contract object, whose verifier member may be absent
+// or null (a step worker).
+func (dc *decoder) contract(raw json.RawMessage) (c Contract) {
+	if dc.err != nil {
+		return c
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		dc.err = derr(CodeMalformedDescriptor, "contract must be an object")
+		return c
+	}
+	if _, ok := obj["verifier"]; !ok {
+		obj["verifier"] = json.RawMessage("null")
+	}
+	craw, _ := json.Marshal(obj)
+	obj = dc.object(craw, "contract", "input", "output", "verifier", "errors")
+	c.Input = dc.payloadType(obj["input"], "contract.input")
+	c.Output = dc.payloadType(obj["output"], "contract.output")
+	c.Errors = dc.strs(obj["errors"], "contract.errors")
+	if dc.err != nil || isNull(obj["verifier"]) {
+		return c
+	}
+	v := dc.object(obj["verifier"], "contract.verifier", "signals", "diagnostic")
+	if dc.err != nil {
+		return c
+	}
+	vc := &VerifierContract{}
+	if err := json.Unmarshal(v["signals"], &vc.Signals); err != nil || vc.Signals == nil {
+		dc.err = derr(CodeMalformedDescriptor, "contract.verifier.signals must map fields to label arrays")
+		return c
+	}
+	vc.Diagnostic = dc.payloadType(v["diagnostic"], "contract.verifier.diagnostic")
+	c.Verifier = vc
+	return c
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// ParseDescriptor decodes a WorkerDescriptor in its wire shape. Objects are
+// closed: any other field (a command, endpoint, secret, path, inline bytes,
+// ...) is a CodeForbiddenField error. Value rules are left to Validate.
 func ParseDescriptor(data []byte) (*Descriptor, error) {
-	top, err := decodeObject(data, "descriptor", "worker", "graphProfiles", "binding", "contract",
+	dc := &decoder{}
+	top := dc.object(data, "descriptor", "worker", "graphProfiles", "binding", "contract",
 		"capabilityPolicy", "artifactProfile", "credentialRequirements")
-	if err != nil {
-		return nil, err
-	}
 	d := &Descriptor{}
-	if d.Worker, err = decodeStr(top["worker"], "worker"); err != nil {
-		return nil, err
-	}
-	if d.GraphProfiles, err = decodeStrs(top["graphProfiles"], "graphProfiles"); err != nil {
-		return nil, err
-	}
-	b, err := decodeObject(top["binding"], "binding", "protocol", "version", "profile")
-	if err != nil {
-		return nil, err
-	}
-	if d.Binding.Protocol, err = decodeStr(b["protocol"], "binding.protocol"); err != nil {
-		return nil, err
-	}
-	if d.Binding.Version, err = decodeStr(b["version"], "binding.version"); err != nil {
-		return nil, err
-	}
-	if d.Binding.Profile, err = decodeStr(b["profile"], "binding.profile"); err != nil {
-		return nil, err
-	}
-	// contract.verifier may be absent (schema: not required) or null.
-	var c map[string]json.RawMessage
-	if err := json.Unmarshal(top["contract"], &c); err != nil || c == nil {
-		return nil, derr(CodeMalformedDescriptor, "contract must be an object")
-	}
-	if _, ok := c["verifier"]; !ok {
-		c["verifier"] = json.RawMessage("null")
-	}
-	craw, _ := json.Marshal(c)
-	if c, err = decodeObject(craw, "contract", "input", "output", "verifier", "errors"); err != nil {
-		return nil, err
-	}
-	if d.Contract.Input, err = decodeType(c["input"], "contract.input"); err != nil {
-		return nil, err
-	}
-	if d.Contract.Output, err = decodeType(c["output"], "contract.output"); err != nil {
-		return nil, err
-	}
-	if d.Contract.Errors, err = decodeStrs(c["errors"], "contract.errors"); err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(bytes.TrimSpace(c["verifier"]), []byte("null")) {
-		v, err := decodeObject(c["verifier"], "contract.verifier", "signals", "diagnostic")
-		if err != nil {
-			return nil, err
-		}
-		vc := &VerifierContract{}
-		if err := json.Unmarshal(v["signals"], &vc.Signals); err != nil || vc.Signals == nil {
-			return nil, derr(CodeMalformedDescriptor, "contract.verifier.signals must map fields to label arrays")
-		}
-		if vc.Diagnostic, err = decodeType(v["diagnostic"], "contract.verifier.diagnostic"); err != nil {
-			return nil, err
-		}
-		d.Contract.Verifier = vc
-	}
-	cp, err := decodeObject(top["capabilityPolicy"], "capabilityPolicy", "autonomy", "permissionPolicy")
-	if err != nil {
-		return nil, err
-	}
-	if d.CapabilityPolicy.Autonomy, err = decodeStr(cp["autonomy"], "capabilityPolicy.autonomy"); err != nil {
-		return nil, err
-	}
-	if d.CapabilityPolicy.PermissionPolicy, err = decodeStr(cp["permissionPolicy"], "capabilityPolicy.permissionPolicy"); err != nil {
-		return nil, err
-	}
-	ap, err := decodeObject(top["artifactProfile"], "artifactProfile", "allowedTypeIds", "allowedMediaTypes", "minimumRedaction")
-	if err != nil {
-		return nil, err
-	}
-	if d.ArtifactProfile.AllowedTypeIds, err = decodeStrs(ap["allowedTypeIds"], "artifactProfile.allowedTypeIds"); err != nil {
-		return nil, err
-	}
-	if d.ArtifactProfile.AllowedMediaTypes, err = decodeStrs(ap["allowedMediaTypes"], "artifactProfile.allowedMediaTypes"); err != nil {
-		return nil, err
-	}
-	if d.ArtifactProfile.MinimumRedaction, err = decodeStr(ap["minimumRedaction"], "artifactProfile.minimumRedaction"); err != nil {
-		return nil, err
-	}
-	if d.CredentialRequirements, err = decodeStrs(top["credentialRequirements"], "credentialRequirements"); err != nil {
-		return nil, err
+	d.Worker = dc.str(top["worker"], "worker")
+	d.GraphProfiles = dc.strs(top["graphProfiles"], "graphProfiles")
+	b := dc.object(top["binding"], "binding", "protocol", "version", "profile")
+	d.Binding.Protocol = dc.str(b["protocol"], "binding.protocol")
+	d.Binding.Version = dc.str(b["version"], "binding.version")
+	d.Binding.Profile = dc.str(b["profile"], "binding.profile")
+	d.Contract = dc.contract(top["contract"])
+	cp := dc.object(top["capabilityPolicy"], "capabilityPolicy", "autonomy", "permissionPolicy")
+	d.CapabilityPolicy.Autonomy = dc.str(cp["autonomy"], "capabilityPolicy.autonomy")
+	d.CapabilityPolicy.PermissionPolicy = dc.str(cp["permissionPolicy"], "capabilityPolicy.permissionPolicy")
+	ap := dc.object(top["artifactProfile"], "artifactProfile", "allowedTypeIds", "allowedMediaTypes", "minimumRedaction")
+	d.ArtifactProfile.AllowedTypeIds = dc.strs(ap["allowedTypeIds"], "artifactProfile.allowedTypeIds")
+	d.ArtifactProfile.AllowedMediaTypes = dc.strs(ap["allowedMediaTypes"], "artifactProfile.allowedMediaTypes")
+	d.ArtifactProfile.MinimumRedaction = dc.str(ap["minimumRedaction"], "artifactProfile.minimumRedaction")
+	d.CredentialRequirements = dc.strs(top["credentialRequirements"], "credentialRequirements")
+	if dc.err != nil {
+		return nil, dc.err
 	}
 	return d, nil
 }
@@ -280,12 +276,26 @@ func hasDuplicate(ss []string) bool {
 	return false
 }
 
-// Validate applies the descriptor rules of §7 and worker.schema.json and
-// returns the first violation as a *DescriptorError.
+// Validate applies the descriptor rules and returns the first violation as a
+// *DescriptorError, checking in turn: identity and graph profiles, binding,
+// legacy facade, errors, verifier signals, capability policy, artifact
+// profile and credential requirements.
 func (d *Descriptor) Validate() error {
 	if d == nil {
 		return derr(CodeMalformedDescriptor, "descriptor is missing")
 	}
+	for _, check := range []func() error{d.validateIdentity, d.validateBinding, d.validateLegacy, d.validateErrors,
+		d.validateSignals, d.validatePolicy, d.validateArtifactProfile, d.validateCredentials} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateIdentity: the worker is name@version and its graph profiles are a
+// non-empty set of known profiles.
+func (d *Descriptor) validateIdentity() error {
 	if !graph.IsStableRef(d.Worker) {
 		return derr(CodeInvalidWorkerRef, "worker reference %q is not name@version", d.Worker)
 	}
@@ -300,15 +310,23 @@ func (d *Descriptor) Validate() error {
 			return derr(CodeUnknownGraphProfile, "unknown graph profile %q", p)
 		}
 	}
+	return nil
+}
+
+// validateBinding: the binding is one of the allowed triples, and a builtin
+// worker requires no credentials.
+func (d *Descriptor) validateBinding() error {
 	if !slices.Contains(allowedBindings, d.Binding) {
 		return derr(CodeUnsupportedBinding, "unsupported worker binding %s %s %s", d.Binding.Protocol, d.Binding.Version, d.Binding.Profile)
 	}
 	if d.Binding.Protocol == ProtocolBuiltin && len(d.CredentialRequirements) > 0 {
 		return derr(CodeInvalidBuiltinBinding, "builtin workers must not require credentials")
 	}
-	if err := d.validateLegacy(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateErrors: the contract declares exactly the four runtime errors.
+func (d *Descriptor) validateErrors() error {
 	for _, e := range d.Contract.Errors {
 		if !slices.Contains(RuntimeErrors, e) {
 			return derr(CodeUnknownWorkerError, "unknown worker error %q", e)
@@ -317,28 +335,48 @@ func (d *Descriptor) Validate() error {
 	if len(d.Contract.Errors) != len(RuntimeErrors) || hasDuplicate(d.Contract.Errors) {
 		return derr(CodeIncompleteWorkerErrors, "worker errors must contain timeout, crash, malformed, and refusal")
 	}
-	if v := d.Contract.Verifier; v != nil {
-		for _, f := range sortedKeys(v.Signals) {
-			labels := v.Signals[f]
-			if !graph.IsIdentifier(f) {
-				return derr(CodeInvalidVerifierContract, "verifier signal field %q is not an identifier", f)
-			}
-			if len(labels) == 0 || len(labels) > graph.MaxLabelSetLen || hasDuplicate(labels) {
-				return derr(CodeInvalidVerifierContract, "verifier signal %s needs 1..%d unique labels", f, graph.MaxLabelSetLen)
-			}
-			for _, l := range labels {
-				if !graph.IsIdentifier(l) {
-					return derr(CodeInvalidVerifierContract, "verifier signal %s label %q is not an identifier", f, l)
-				}
+	return nil
+}
+
+// validateSignals: every verifier signal is an identifier with 1 to
+// graph.MaxLabelSetLen unique identifier labels.
+func (d *Descriptor) validateSignals() error {
+	v := d.Contract.Verifier
+	if v == nil {
+		return nil
+	}
+	for _, f := range sortedKeys(v.Signals) {
+		labels := v.Signals[f]
+		if !graph.IsIdentifier(f) {
+			return derr(CodeInvalidVerifierContract, "verifier signal field %q is not an identifier", f)
+		}
+		if len(labels) == 0 || len(labels) > graph.MaxLabelSetLen || hasDuplicate(labels) {
+			return derr(CodeInvalidVerifierContract, "verifier signal %s needs 1..%d unique labels", f, graph.MaxLabelSetLen)
+		}
+		for _, l := range labels {
+			if !graph.IsIdentifier(l) {
+				return derr(CodeInvalidVerifierContract, "verifier signal %s label %q is not an identifier", f, l)
 			}
 		}
 	}
+	return nil
+}
+
+// validatePolicy: autonomy is strict and the permission policy is
+// name@version.
+func (d *Descriptor) validatePolicy() error {
 	if d.CapabilityPolicy.Autonomy != "strict" {
 		return derr(CodeInvalidCapabilityPolicy, "capability autonomy must be strict")
 	}
 	if !graph.IsStableRef(d.CapabilityPolicy.PermissionPolicy) {
 		return derr(CodeInvalidCapabilityPolicy, "permission policy %q is not name@version", d.CapabilityPolicy.PermissionPolicy)
 	}
+	return nil
+}
+
+// validateArtifactProfile: a non-empty set of name@version type ids, a
+// non-empty set of bounded media types and a known minimum redaction class.
+func (d *Descriptor) validateArtifactProfile() error {
 	ap := d.ArtifactProfile
 	if len(ap.AllowedTypeIds) == 0 {
 		return derr(CodeEmptyArtifactTypes, "allowed artifact type ids must not be empty")
@@ -362,6 +400,12 @@ func (d *Descriptor) Validate() error {
 	if !slices.Contains(redactionClasses, ap.MinimumRedaction) {
 		return derr(CodeInvalidArtifactProfile, "unknown minimum redaction %q", ap.MinimumRedaction)
 	}
+	return nil
+}
+
+// validateCredentials: credential requirements are unique name@version
+// handles.
+func (d *Descriptor) validateCredentials() error {
 	if hasDuplicate(d.CredentialRequirements) {
 		return derr(CodeDuplicateCredentials, "credential requirements must be unique")
 	}

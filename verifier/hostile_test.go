@@ -11,7 +11,7 @@ import (
 
 // Hostile graphs: small or mid-sized decodable graphs whose flow analysis
 // used to take seconds (map10x2: a 5 KB graph, 2.2 s; guardLoop: 24 s;
-// loops: 50 s). The work meter (meter.go) bounds them; these tests pin the
+// loops: 50 s). The analysis work meter bounds them; these tests pin the
 // verdicts, BenchmarkVerifyHostile times them, and FuzzVerify seeds them.
 
 func writerStep(name string, paths int, prefix string) obj {
@@ -28,19 +28,30 @@ func succeedN(n string) obj {
 	return obj{"kind": "succeed", "name": n, "output": tNull, "bindings": []any{}}
 }
 
-// advWide: a step writing many paths, then k binary verifiers all read by a final guard.
-func hostileWide(k, paths int) obj {
-	children := []any{writerStep("w", paths, "p")}
-	var gs []any
+// approvals returns k binary verifiers v0..v(k-1) and, for each, the guard
+// that it approved.
+func approvals(k int) (nodes, guards []any) {
 	for i := 0; i < k; i++ {
 		v := fmt.Sprintf("v%d", i)
-		children = append(children, verifierNode(v, 1))
-		gs = append(gs, in(sel(v, "signal", "verdict"), "approved"))
+		nodes = append(nodes, verifierNode(v, 1))
+		guards = append(guards, in(sel(v, "signal", "verdict"), "approved"))
 	}
-	children = append(children, obj{"kind": "choice", "name": "c", "state": tS, "promotedStatePaths": []any{},
+	return nodes, guards
+}
+
+// allChoice is a choice that succeeds as "yes" when every guard of gs holds
+// and as "no" otherwise.
+func allChoice(gs []any) obj {
+	return obj{"kind": "choice", "name": "c", "state": tS, "promotedStatePaths": []any{},
 		"branches":  []any{obj{"when": obj{"kind": "all", "guards": gs}, "node": succeedN("yes")}},
-		"otherwise": succeedN("no")})
-	return seq("root", children...)
+		"otherwise": succeedN("no")}
+}
+
+// advWide: a step writing many paths, then k binary verifiers all read by a final guard.
+func hostileWide(k, paths int) obj {
+	vs, gs := approvals(k)
+	children := append([]any{writerStep("w", paths, "p")}, vs...)
+	return seq("root", append(children, allChoice(gs))...)
 }
 
 // advLoopCtl: many loops (each sets a relevant |g control) then verifiers.
@@ -52,15 +63,9 @@ func hostileLoops(loops, k int) obj {
 		children = append(children, obj{"kind": "loop", "name": l, "state": tS, "body": step(fmt.Sprintf("ls%d", i)), "maxIterations": 1, "promotedStatePaths": []any{}})
 		gs = append(gs, in(sel(l, "group", "terminated"), "exhausted"))
 	}
-	for i := 0; i < k; i++ {
-		v := fmt.Sprintf("v%d", i)
-		children = append(children, verifierNode(v, 1))
-		gs = append(gs, in(sel(v, "signal", "verdict"), "approved"))
-	}
-	children = append(children, obj{"kind": "choice", "name": "c", "state": tS, "promotedStatePaths": []any{},
-		"branches":  []any{obj{"when": obj{"kind": "all", "guards": gs}, "node": succeedN("yes")}},
-		"otherwise": succeedN("no")})
-	return seq("root", children...)
+	vs, vgs := approvals(k)
+	children = append(children, vs...)
+	return seq("root", append(children, allChoice(append(gs, vgs...)))...)
 }
 
 // advGuardLoop: a loop (100 iterations) whose body holds k verifiers and a choice with a big guard.
@@ -87,13 +92,7 @@ func hostileGuardLoop(k, guardNodes int) obj {
 
 // advMap: incoming worlds x a map whose body verifier has a many-label signal read by k_of_map with a big count.
 func hostileMap(k, labels, count int) obj {
-	var children []any
-	var gs []any
-	for i := 0; i < k; i++ {
-		v := fmt.Sprintf("v%d", i)
-		children = append(children, verifierNode(v, 1))
-		gs = append(gs, in(sel(v, "signal", "verdict"), "approved"))
-	}
+	children, gs := approvals(k)
 	body := verifierNode("mv", 1)
 	var ls []any
 	for i := 0; i < labels; i++ {
@@ -103,10 +102,7 @@ func hostileMap(k, labels, count int) obj {
 	children = append(children, obj{"kind": "map", "name": "m", "state": tS, "body": body,
 		"over": obj{"source": "state", "path": []any{"items"}}, "maxItems": 1024, "promotedStatePaths": []any{}})
 	gs = append(gs, obj{"kind": "k_of_map", "count": count, "value": sel("mv", "signal", "verdict"), "labels": []any{"l0"}})
-	children = append(children, obj{"kind": "choice", "name": "c", "state": tS, "promotedStatePaths": []any{},
-		"branches":  []any{obj{"when": obj{"kind": "all", "guards": gs}, "node": succeedN("yes")}},
-		"otherwise": succeedN("no")})
-	return seq("root", children...)
+	return seq("root", append(children, allChoice(gs))...)
 }
 
 type hostileCase struct {

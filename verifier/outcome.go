@@ -10,7 +10,7 @@ import (
 	"github.com/oecp/oecp/graph"
 )
 
-// Outcome statuses (§7 WorkerOutcome).
+// WorkerOutcome statuses.
 const (
 	OutcomeVerified = "verified"
 	OutcomeVerifier = "verifier"
@@ -27,7 +27,7 @@ const (
 )
 
 // ErrInvalidFailurePair is an error outcome whose (code, reason) pair is not
-// one of the legal pairs of §7.
+// one LegalFailurePair accepts.
 var ErrInvalidFailurePair = errors.New("verifier: illegal worker error code/reason pair")
 
 // ErrMalformedOutcome is an outcome that does not have the WorkerOutcome shape.
@@ -112,11 +112,10 @@ func ParseOutcome(data []byte) (Outcome, error) {
 	}
 	o.Status = head.Status
 	if head.Status == OutcomeError {
-		if o.Code, err = decodeStr(obj["code"], "code"); err != nil {
-			return o, fmt.Errorf("%w: %v", ErrMalformedOutcome, err)
-		}
-		if o.Reason, err = decodeStr(obj["reason"], "reason"); err != nil {
-			return o, fmt.Errorf("%w: %v", ErrMalformedOutcome, err)
+		dc := &decoder{}
+		o.Code, o.Reason = dc.str(obj["code"], "code"), dc.str(obj["reason"], "reason")
+		if dc.err != nil {
+			return o, fmt.Errorf("%w: %v", ErrMalformedOutcome, dc.err)
 		}
 		if !LegalFailurePair(o.Code, o.Reason) {
 			return o, fmt.Errorf("%w: %s with %s", ErrInvalidFailurePair, o.Code, o.Reason)

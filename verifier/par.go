@@ -1,8 +1,6 @@
 package verifier
 
 import (
-	"sort"
-
 	"github.com/oecp/oecp/graph"
 )
 
@@ -11,33 +9,30 @@ import (
 // branch that something inside it writes.
 func branchWrites(n graph.Node) []string {
 	var out []string
-	switch t := n.(type) {
-	case *graph.Step:
-		for _, b := range t.WriteBindings {
+	if wbs, ok := writeBindings(n); ok {
+		for _, b := range wbs {
 			out = append(out, pathString(b.Target))
 		}
-	case *graph.Verifier:
-		for _, b := range t.WriteBindings {
-			out = append(out, pathString(b.Target))
-		}
-	default:
-		var inner []string
-		for _, c := range graph.Children(n) {
-			inner = append(inner, branchWrites(c)...)
-		}
-		for _, pp := range groupPromoted(n) {
-			ps := pathString(pp)
-			for _, w := range inner {
-				if prefixRelated(ps, w) {
-					out = append(out, ps)
-					break
-				}
+		return out
+	}
+	var inner []string
+	for _, c := range graph.Children(n) {
+		inner = append(inner, branchWrites(c)...)
+	}
+	for _, pp := range groupPromoted(n) {
+		ps := pathString(pp)
+		for _, w := range inner {
+			if prefixRelated(ps, w) {
+				out = append(out, ps)
+				break
 			}
 		}
 	}
 	return out
 }
 
+// prefixRelated reports whether one dotted path equals the other or is a
+// prefix of it.
 func prefixRelated(a, b string) bool {
 	if len(a) > len(b) {
 		a, b = b, a
@@ -45,144 +40,37 @@ func prefixRelated(a, b string) bool {
 	return a == b || (len(b) > len(a) && b[:len(a)] == a && b[len(a)] == '.')
 }
 
+// parJoin is what the join of one par needs once its branches ran.
+type parJoin struct {
+	t        *graph.Par
+	p        graph.Path
+	done     []map[int][]*world // branch -> incoming world tag -> completing worlds
+	mayFail  []bool             // branch may end without completing (or, for first, satisfying the guard)
+	required int                // completing branches the join waits for
+	reached  string             // the join control's label when they complete
+	missed   string             // and when they cannot
+}
+
+// par analyses a parallel node: write conflicts of an all join, every
+// branch from every incoming world, then the join's outcomes from each
+// incoming world, promoting the par scope only where the join was reached.
 func (a *analyzer) par(t *graph.Par, p graph.Path, ws []*world, sc scope) ([]*world, bool) {
 	inner := a.enterGroup(t, p, t.State, sc)
-	readerMaps := a.maps[t.Name]
 	legal := true
 	if t.Join.Kind == graph.JoinFirst && t.Join.When != nil {
 		legal = a.checkSelectors(t.Join.When, p.With(graph.FieldSeg("join"), graph.FieldSeg("when")), graph.CodeChoiceExhaustiveness)
 	}
 	if t.Join.Kind == graph.JoinAll {
-		writes := make([][]string, len(t.Branches))
-		for i, b := range t.Branches {
-			writes[i] = branchWrites(b)
-		}
-		conflict := map[string]bool{}
-		for i := range writes {
-			for j := i + 1; j < len(writes); j++ {
-				for _, x := range writes[i] {
-					for _, y := range writes[j] {
-						if prefixRelated(x, y) {
-							conflict[t.Branches[i].NodeName()] = true
-							conflict[t.Branches[j].NodeName()] = true
-						}
-					}
-				}
-			}
-		}
-		if len(conflict) > 0 {
-			names := sortedKeys(conflict)
-			a.emit(graph.CodeWriteConflict, p.With(graph.FieldSeg("branches")), names, "parallel all branches have overlapping writes")
-		}
+		a.checkWriteConflicts(t, p)
 	}
-	// Tag every incoming world so branch results pair up with their origin.
-	tags := make([]int, len(ws))
-	cur := make([]*world, len(ws))
-	for i, w := range ws {
-		a.nextTag++
-		tags[i] = a.nextTag
-		c := w.clone()
-		c.tag = a.nextTag
-		c.push()
-		cur[i] = c
-	}
-	nb := len(t.Branches)
-	done := make([]map[int][]*world, nb) // branch -> tag -> completing worlds
-	mayFail := make([]bool, nb)
-	term := false
-	for i, b := range t.Branches {
-		bp := p.With(graph.FieldSeg("branches"), graph.IndexSeg(i), graph.NodeSeg(b.NodeName()))
-		c, tm := a.node(b, bp, cloneAll(cur), inner)
-		term = term || tm
-		mayFail[i] = tm
-		done[i] = map[int][]*world{}
-		for _, w := range c {
-			if t.Join.Kind == graph.JoinFirst {
-				if !legal || t.Join.When == nil || !a.eval(t.Join.When, w, readerMaps) {
-					mayFail[i] = true
-					continue
-				}
-			}
-			done[i][w.tag] = append(done[i][w.tag], w)
-		}
-	}
-	required := nb
-	field, reached, unreachable := "joined", "reached", "quorum_unreachable"
-	switch t.Join.Kind {
-	case graph.JoinAny:
-		required = 1
-	case graph.JoinFirst:
-		required = 1
-		field, reached, unreachable = "raced", "satisfied", "no_satisfier"
-	case graph.JoinQuorum:
-		required = int(min(t.Join.Count, uint64(nb)))
-	}
-	_ = field
-	gKey := t.Name + "|g"
+	tags, cur := a.tagWorlds(ws)
+	j, term := a.runBranches(t, p, cur, inner, legal)
 	var out []*world
 	for i, w := range ws {
-		tag := tags[i]
-		must := 0
-		can := 0
-		for b := 0; b < nb; b++ {
-			if len(done[b][tag]) > 0 {
-				can++
-				if !mayFail[b] {
-					must++
-				}
-			}
-		}
-		if must < required {
-			u := w.clone()
-			if a.relevant[gKey] {
-				u.set(gKey, unreachable)
-			}
-			out = append(out, u)
-		}
-		if can < required {
-			continue
-		}
-		// Every choice of `required` completing branches can win.
-		var subsets [][]int
-		var pick func(start int, chosen []int)
-		pick = func(start int, chosen []int) {
-			a.spend(1, p, t)
-			if len(chosen) == required {
-				subsets = append(subsets, append([]int(nil), chosen...))
-				return
-			}
-			for b := start; b < nb; b++ {
-				if len(done[b][tag]) > 0 {
-					pick(b+1, append(chosen, b))
-				}
-				if len(subsets) > maxAssignments {
-					return
-				}
-			}
-		}
-		pick(0, nil)
-		for _, sub := range subsets {
-			combos := []*world{nil}
-			for _, b := range sub {
-				var next []*world
-				for _, acc := range combos {
-					for _, bw := range done[b][tag] {
-						a.spend(1, p, t)
-						next = append(next, joinWorld(w, acc, bw))
-					}
-				}
-				combos = a.check(next, p, t)
-			}
-			for _, c := range combos {
-				if a.relevant[gKey] {
-					c.set(gKey, reached)
-				}
-				out = append(out, c)
-			}
-		}
+		out = a.joinOutcomes(j, w, tags[i], out)
 	}
 	out = a.check(out, p, t)
-	// Promotion: only reached worlds carry the joined par scope.
+	// Only reached worlds carry the joined par scope, and only they promote.
 	var joined, other []*world
 	for _, w := range out {
 		if len(w.scopes) > len(ws0scopes(ws)) {
@@ -192,17 +80,142 @@ func (a *analyzer) par(t *graph.Par, p graph.Path, ws []*world, sc scope) ([]*wo
 		}
 	}
 	joined = a.exitGroup(t, p, t.State, t.PromotedStatePaths, joined, sc)
-	for i, pp := range t.PromotedStatePaths {
-		_ = i
-		_ = pp
+	return a.check(append(joined, other...), p, t), term
+}
+
+// checkWriteConflicts reports the branches of an all join whose writes into
+// the par scope overlap (one path equal to or a prefix of another).
+func (a *analyzer) checkWriteConflicts(t *graph.Par, p graph.Path) {
+	writes := make([][]string, len(t.Branches))
+	for i, b := range t.Branches {
+		writes[i] = branchWrites(b)
 	}
-	res := append(joined, other...)
-	sort.SliceStable(res, func(i, j int) bool { return false })
-	return a.check(res, p, t), term
+	conflict := map[string]bool{}
+	for i := range writes {
+		for j := i + 1; j < len(writes); j++ {
+			for _, x := range writes[i] {
+				for _, y := range writes[j] {
+					if prefixRelated(x, y) {
+						conflict[t.Branches[i].NodeName()] = true
+						conflict[t.Branches[j].NodeName()] = true
+					}
+				}
+			}
+		}
+	}
+	if len(conflict) > 0 {
+		a.emit(graph.CodeWriteConflict, p.With(graph.FieldSeg("branches")), sortedKeys(conflict), "parallel all branches have overlapping writes")
+	}
+}
+
+// runBranches analyses every branch from the tagged worlds cur and returns
+// the join's inputs, and whether some branch reached a terminal.
+func (a *analyzer) runBranches(t *graph.Par, p graph.Path, cur []*world, inner scope, legal bool) (*parJoin, bool) {
+	nb := len(t.Branches)
+	j := &parJoin{t: t, p: p, done: make([]map[int][]*world, nb), mayFail: make([]bool, nb),
+		required: nb, reached: "reached", missed: "quorum_unreachable"}
+	switch t.Join.Kind {
+	case graph.JoinAny:
+		j.required = 1
+	case graph.JoinFirst:
+		j.required, j.reached, j.missed = 1, "satisfied", "no_satisfier"
+	case graph.JoinQuorum:
+		j.required = int(min(t.Join.Count, uint64(nb)))
+	}
+	readerMaps := a.maps[t.Name]
+	term := false
+	for i, b := range t.Branches {
+		bp := p.With(graph.FieldSeg("branches"), graph.IndexSeg(i), graph.NodeSeg(b.NodeName()))
+		c, tm := a.node(b, bp, cloneAll(cur), inner)
+		term = term || tm
+		j.mayFail[i] = tm
+		j.done[i] = map[int][]*world{}
+		for _, w := range c {
+			if t.Join.Kind == graph.JoinFirst {
+				if !legal || t.Join.When == nil || !a.eval(t.Join.When, w, readerMaps) {
+					j.mayFail[i] = true
+					continue
+				}
+			}
+			j.done[i][w.tag] = append(j.done[i][w.tag], w)
+		}
+	}
+	return j, term
+}
+
+// joinOutcomes appends the join's outcomes from incoming world w (tag):
+// unreachable when fewer than the required branches surely complete, and a
+// joined world for every choice of required winners that can complete.
+func (a *analyzer) joinOutcomes(j *parJoin, w *world, tag int, out []*world) []*world {
+	gKey := j.t.Name + "|g"
+	must, can := 0, 0
+	for b := range j.done {
+		if len(j.done[b][tag]) > 0 {
+			can++
+			if !j.mayFail[b] {
+				must++
+			}
+		}
+	}
+	if must < j.required {
+		u := w.clone()
+		if a.relevant[gKey] {
+			u.set(gKey, j.missed)
+		}
+		out = append(out, u)
+	}
+	if can < j.required {
+		return out
+	}
+	for _, sub := range a.winnerSets(j, tag) {
+		combos := []*world{nil}
+		for _, b := range sub {
+			var next []*world
+			for _, acc := range combos {
+				for _, bw := range j.done[b][tag] {
+					a.spend(1, j.p, j.t)
+					next = append(next, joinWorld(w, acc, bw))
+				}
+			}
+			combos = a.check(next, j.p, j.t)
+		}
+		for _, c := range combos {
+			if a.relevant[gKey] {
+				c.set(gKey, j.reached)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// winnerSets lists every set of j.required branches that complete from the
+// incoming world tag (stopping past maxAssignments sets).
+func (a *analyzer) winnerSets(j *parJoin, tag int) [][]int {
+	var subsets [][]int
+	var pick func(start int, chosen []int)
+	pick = func(start int, chosen []int) {
+		a.spend(1, j.p, j.t)
+		if len(chosen) == j.required {
+			subsets = append(subsets, append([]int(nil), chosen...))
+			return
+		}
+		for b := start; b < len(j.done); b++ {
+			if len(j.done[b][tag]) > 0 {
+				pick(b+1, append(chosen, b))
+			}
+			if len(subsets) > maxAssignments {
+				return
+			}
+		}
+	}
+	pick(0, nil)
+	return subsets
 }
 
 const maxAssignments = graph.MaxFiniteCheckAssignments
 
+// ws0scopes is the scope stack of the incoming worlds (all alike in depth).
 func ws0scopes(ws []*world) []map[string]bool {
 	if len(ws) == 0 {
 		return nil

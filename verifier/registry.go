@@ -27,7 +27,7 @@ type Registry interface {
 	Resolve(ref string, node graph.Node) (*Descriptor, error)
 }
 
-// StaticRegistry is an explicit exact-match table (REGISTRY.md §1):
+// StaticRegistry is an explicit exact-match table:
 // descriptors are returned as stored, never validated or derived.
 type StaticRegistry struct {
 	descriptors map[string]*Descriptor
@@ -47,7 +47,7 @@ func NewStaticRegistry(descriptors map[string]*Descriptor, unavailable []string)
 	return r
 }
 
-// LoadStaticRegistry reads the registry.json layout: a flat object whose
+// LoadStaticRegistry reads a registry table: a flat JSON object whose
 // keys containing '@' are worker references mapped to a descriptor (wire
 // shape, kept even when it breaks the descriptor rules) or to
 // {"unavailable":"version_unavailable"|"not_found"}; other keys (such as

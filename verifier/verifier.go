@@ -14,9 +14,10 @@ const (
 	StatusRejected = "rejected"
 )
 
-// Result is the verifier's answer. Diagnostics are sorted per §5.8 and
-// never nil. Bounds and CompiledIR are set only when Status is verified;
-// CompiledIR is the decoded graph plus bounds in reference field order.
+// Result is the verifier's answer. Diagnostics are never nil and in
+// diagnostic order (by path, code rank, message, related nodes). Bounds and
+// CompiledIR are set only when Status is verified; CompiledIR is the decoded
+// graph plus bounds in canonical field order.
 type Result struct {
 	Status      string
 	Diagnostics []graph.Diagnostic
@@ -27,7 +28,7 @@ type Result struct {
 // OK reports whether the graph was verified.
 func (r Result) OK() bool { return r.Status == StatusVerified }
 
-// MarshalJSON writes the verifier fixtures' `expected` shape:
+// MarshalJSON writes the verifier's answer as JSON:
 // {"status","diagnostics"} plus "compiledIr" when verified.
 func (r Result) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer

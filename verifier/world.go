@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -138,7 +139,7 @@ func (w *world) key() string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString(itoa(w.tag))
+	b.WriteString(strconv.Itoa(w.tag))
 	for _, k := range keys {
 		b.WriteByte(0)
 		b.WriteString(k)
@@ -237,26 +238,4 @@ func sameWorlds(a, b []*world) bool {
 		}
 	}
 	return true
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var buf [20]byte
-	p := len(buf)
-	for i > 0 {
-		p--
-		buf[p] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		p--
-		buf[p] = '-'
-	}
-	return string(buf[p:])
 }
