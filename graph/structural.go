@@ -91,7 +91,7 @@ func structuralDiagnostics(g *GraphSpec) []Diagnostic {
 			}
 		case *Par:
 			if t.Join.Kind == JoinQuorum && t.Join.Count > uint64(len(t.Branches)) {
-				diags = append(diags, errorDiag(CodeInvalidGraphShape, p.With(FieldSeg("join")), []string{name},
+				diags = append(diags, errorDiag(CodeInvalidGraphShape, p.With(FieldSeg("join"), FieldSeg("count")), []string{name},
 					"quorum count %d exceeds the %d parallel branches", t.Join.Count, len(t.Branches)))
 			}
 		}
