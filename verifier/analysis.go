@@ -397,7 +397,9 @@ func (a *analyzer) enterGroup(n graph.Node, p graph.Path, state graph.PayloadTyp
 func (a *analyzer) exitGroup(n graph.Node, p graph.Path, state graph.PayloadType, promoted []graph.FieldPath, ws []*world, sc scope) []*world {
 	for i, pp := range promoted {
 		pth := p.With(graph.FieldSeg("promotedStatePaths"), graph.IndexSeg(i))
-		a.checkPromotedTypes(pth, state, pp, sc)
+		if !a.checkPromotedTypes(pth, state, pp, sc) {
+			continue // undeclared in the group state: whether it is defined is moot
+		}
 		for _, w := range ws {
 			a.m.charge(1 + len(pp))
 			if !defined(w.top(), state, pp) {
@@ -416,11 +418,16 @@ func (a *analyzer) exitGroup(n graph.Node, p graph.Path, state graph.PayloadType
 	return ws
 }
 
-func (a *analyzer) checkPromotedTypes(pth graph.Path, state graph.PayloadType, pp graph.FieldPath, sc scope) {
+// checkPromotedTypes checks that the group state's type at promoted path pp
+// (at pth) is a subtype of the enclosing state's, and returns whether the
+// group state declares pp.
+func (a *analyzer) checkPromotedTypes(pth graph.Path, state graph.PayloadType, pp graph.FieldPath, sc scope) bool {
 	inner, outer, ok := a.promotionTypes(pth, state, pp, sc)
 	if ok && !graph.IsSubtype(inner, outer) {
 		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted value is not a subtype of its enclosing state target")
 	}
+	_, declared, _ := typeAt(state, pp)
+	return declared
 }
 
 // promotionTypes returns the type of promoted path pp (at pth) in the group
@@ -432,8 +439,8 @@ func (a *analyzer) promotionTypes(pth graph.Path, state graph.PayloadType, pp gr
 		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted path is not declared in the group state")
 		return inner, outer, false
 	}
-	outer, ok = a.targetType(sc, pp)
-	if !ok {
+	outer, ok, mapFault := a.targetType(sc, pp)
+	if !ok && !mapFault {
 		a.emit(graph.CodeSchemaSafety, pth, nil, "promoted path is not declared in the enclosing state")
 	}
 	return inner, outer, ok
@@ -441,20 +448,23 @@ func (a *analyzer) promotionTypes(pth graph.Path, state graph.PayloadType, pp gr
 
 // targetType is the type a write to path holds in scope sc: the declared
 // type, or one element when path is a promoted path of the enclosing map.
-func (a *analyzer) targetType(sc scope, path graph.FieldPath) (graph.PayloadType, bool) {
-	t, ok, _ := typeAt(sc.typ, path)
+// ok is false when sc does not declare path (or declares a promoted path
+// of the enclosing map with a non-array type); mapFault tells that second
+// case, which the map reports, so the write itself is not reported.
+func (a *analyzer) targetType(sc scope, path graph.FieldPath) (t graph.PayloadType, ok, mapFault bool) {
+	t, ok, _ = typeAt(sc.typ, path)
 	if !ok {
-		return t, false
+		return t, false, false
 	}
 	for _, mp := range sc.mapPromote {
 		if slices.Equal(mp, path) {
 			if t.Kind != graph.PayloadArray || t.Items == nil {
-				return t, false
+				return t, false, true
 			}
-			return *t.Items, true
+			return *t.Items, true, false
 		}
 	}
-	return t, true
+	return t, true, false
 }
 
 // selectType types a data selector and checks it is defined in every world.
@@ -462,6 +472,9 @@ func (a *analyzer) selectType(p graph.Path, ws []*world, sc scope, s graph.DataS
 	if s.Source == graph.SourceItem {
 		if sc.item == nil {
 			a.emit(graph.CodeInvalidGraphShape, p, nil, "item selector is used outside a map body")
+			return graph.PayloadType{}, false
+		}
+		if sc.item == unknownItem {
 			return graph.PayloadType{}, false
 		}
 		t, ok, req := typeAt(*sc.item, s.Path)

@@ -13,7 +13,7 @@ func (a *analyzer) choice(t *graph.Choice, p graph.Path, ws []*world, sc scope) 
 	legal := true
 	for i := range t.Branches {
 		wp := p.With(graph.FieldSeg("branches"), graph.IndexSeg(i), graph.FieldSeg("when"))
-		if !a.checkSelectors(&t.Branches[i].When, wp, graph.CodeChoiceExhaustiveness) {
+		if !a.checkGuard(&t.Branches[i].When, wp, graph.CodeChoiceExhaustiveness) {
 			legal = false
 		}
 	}
@@ -49,7 +49,7 @@ func (a *analyzer) choice(t *graph.Choice, p graph.Path, ws []*world, sc scope) 
 	if t.Otherwise != nil {
 		op := p.With(graph.FieldSeg("otherwise"), graph.NodeSeg(t.Otherwise.NodeName()))
 		if legal && len(remaining) == 0 && len(cur) > 0 {
-			a.emit(graph.CodeChoiceExhaustiveness, p.With(graph.FieldSeg("otherwise")), []string{t.Name},
+			a.emit(graph.CodeChoiceExhaustiveness, op, []string{t.Name},
 				"choice otherwise is unreachable after excluding every branch")
 		}
 		c, tm := a.node(t.Otherwise, op, remaining, inner)

@@ -66,8 +66,10 @@ func (a *analyzer) checkWriteBinding(name string, bp graph.Path, ws []*world, sc
 	vt, ok := a.channelType(b.Value)
 	if !ok {
 		a.emit(graph.CodeSchemaSafety, bp.With(graph.FieldSeg("value")), related, "write value selects an undeclared channel path")
-	} else if tt, tok := a.targetType(sc, b.Target); !tok {
-		a.emit(graph.CodeSchemaSafety, bp, related, "write target is not declared by the state type")
+	} else if tt, tok, mapFault := a.targetType(sc, b.Target); !tok {
+		if !mapFault {
+			a.emit(graph.CodeSchemaSafety, bp, related, "write target is not declared by the state type")
+		}
 	} else if !graph.IsSubtype(vt, tt) {
 		a.emit(graph.CodeSchemaSafety, bp, related, "write value is not a subtype of its state target")
 	}

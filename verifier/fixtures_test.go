@@ -40,9 +40,13 @@ func jsonValue(t testing.TB, b []byte) any {
 	return v
 }
 
+// ownVectors holds this package's own verifier vectors, in the pack's
+// format and over the pack's registry, beside the pack's.
+var ownVectors = filepath.Join("testdata", "vectors")
+
 func vectorFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(fixtureRoot, dir, "*", "*.json"))
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no vectors under %s: %v", dir, err)
 	}
@@ -51,8 +55,12 @@ func vectorFiles(t testing.TB, dir string) []string {
 
 func TestVerifierVectors(t *testing.T) {
 	v := verifier.New(loadRegistry(t))
-	for _, f := range vectorFiles(t, "verifier") {
+	files := append(vectorFiles(t, filepath.Join(fixtureRoot, "verifier")), vectorFiles(t, ownVectors)...)
+	for _, f := range files {
 		name := filepath.Base(filepath.Dir(f)) + "/" + strings.TrimSuffix(filepath.Base(f), ".json")
+		if strings.HasPrefix(f, ownVectors) {
+			name = "own/" + name
+		}
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -124,7 +132,7 @@ func fixtureKind(doc map[string]json.RawMessage) string {
 }
 
 func TestWorkerVectors(t *testing.T) {
-	for _, f := range vectorFiles(t, "workers") {
+	for _, f := range vectorFiles(t, filepath.Join(fixtureRoot, "workers")) {
 		negative := filepath.Base(filepath.Dir(f)) == "negative"
 		name := filepath.Base(filepath.Dir(f)) + "/" + strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {

@@ -3,60 +3,114 @@ package verifier
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/oecp/oecp/graph"
 )
 
-// legalSelector reports whether s names a control the node really has: a
-// declared signal field of a verifier, the error of a step or verifier, or
-// the group control of a loop (terminated), map (overflow), or par (raced
-// for a first join, joined for the others).
-func (a *analyzer) legalSelector(s graph.ControlSelector) bool {
-	n, ok := a.nodes[s.Name]
-	if !ok {
-		return false
+// selectorDomain returns the closed label set of the control s selects; ok
+// is false when s names no control the node really has. The controls are: a
+// declared signal field of a verifier (its labels), the error of a step or
+// verifier (the four runtime errors), and the group control of a loop
+// (terminated: converged or exhausted), a map (overflow: ok or overflow) and
+// a par (raced: satisfied or no_satisfier for a first join; joined: reached
+// or quorum_unreachable for the others).
+func (a *analyzer) selectorDomain(s graph.ControlSelector) (domain []string, ok bool) {
+	n, found := a.nodes[s.Name]
+	if !found {
+		return nil, false
 	}
 	switch s.Source {
 	case graph.ControlSignal:
-		v, ok := n.(*graph.Verifier)
-		if !ok || s.Field == nil {
-			return false
+		v, isVerifier := n.(*graph.Verifier)
+		if !isVerifier || s.Field == nil {
+			return nil, false
 		}
-		_, ok = v.Signals[*s.Field]
-		return ok
+		domain, ok = v.Signals[*s.Field]
+		return domain, ok
 	case graph.ControlError:
 		switch n.(type) {
 		case *graph.Step, *graph.Verifier:
-			return s.Field == nil
+			return RuntimeErrors, s.Field == nil
 		}
-		return false
+		return nil, false
 	case graph.ControlGroup:
 		if s.Field == nil {
-			return false
+			return nil, false
 		}
-		switch t := n.(type) {
-		case *graph.Loop:
-			return *s.Field == "terminated"
-		case *graph.Map:
-			return *s.Field == "overflow"
-		case *graph.Par:
-			if t.Join.Kind == graph.JoinFirst {
-				return *s.Field == "raced"
-			}
-			return *s.Field == "joined"
-		}
+		field, domain := groupControl(n)
+		return domain, field != "" && *s.Field == field
 	}
-	return false
+	return nil, false
 }
 
-// checkSelectors reports illegal selectors of guard g (at path p) and
-// returns whether all are legal.
-func (a *analyzer) checkSelectors(g *graph.Guard, p graph.Path, code graph.DiagnosticCode) bool {
+// groupControl is the group control field of node n and its labels ("" for
+// a node without one).
+func groupControl(n graph.Node) (string, []string) {
+	switch t := n.(type) {
+	case *graph.Loop:
+		return "terminated", []string{"converged", "exhausted"}
+	case *graph.Map:
+		return "overflow", []string{"ok", "overflow"}
+	case *graph.Par:
+		if t.Join.Kind == graph.JoinFirst {
+			return "raced", []string{"satisfied", "no_satisfier"}
+		}
+		return "joined", []string{"reached", "quorum_unreachable"}
+	}
+	return "", nil
+}
+
+// checkGuard reports the faults of guard g (at path p) under code and
+// returns whether it has none: each selector must name a control its node
+// has (reported at p, related to that node); then each label of a k_of_n
+// guard must lie in the domain of at least one of its selectors (reported
+// once per guard at its labels, related to the nodes its selectors read).
+func (a *analyzer) checkGuard(g *graph.Guard, p graph.Path, code graph.DiagnosticCode) bool {
 	ok := true
 	for _, s := range g.Selectors() {
-		if !a.legalSelector(s) {
+		if _, legal := a.selectorDomain(s); !legal {
 			ok = false
 			a.emit(code, p, []string{s.Name}, "illegal control selector for node %s", s.Name)
+		}
+	}
+	return ok && a.checkLabelDomains(g, p, code)
+}
+
+// checkLabelDomains reports every k_of_n guard within g (at path p) that
+// lists a label none of its selectors can produce, and returns whether
+// there is none.
+func (a *analyzer) checkLabelDomains(g *graph.Guard, p graph.Path, code graph.DiagnosticCode) bool {
+	ok := true
+	switch g.Kind {
+	case graph.GuardAll, graph.GuardAny:
+		for i := range g.Guards {
+			ok = a.checkLabelDomains(&g.Guards[i], p.With(graph.FieldSeg("guards"), graph.IndexSeg(i)), code) && ok
+		}
+	case graph.GuardNot:
+		if g.Inner != nil {
+			ok = a.checkLabelDomains(g.Inner, p.With(graph.FieldSeg("guard")), code)
+		}
+	case graph.GuardKOfN:
+		producible := map[string]bool{}
+		read := map[string]bool{}
+		for _, s := range g.Values {
+			domain, _ := a.selectorDomain(s)
+			for _, l := range domain {
+				producible[l] = true
+			}
+			read[s.Name] = true
+		}
+		var stray []string
+		for _, l := range g.Labels {
+			if !producible[l] {
+				stray = append(stray, l)
+			}
+		}
+		if len(stray) > 0 {
+			ok = false
+			a.emit(code, p.With(graph.FieldSeg("labels")), sortedKeys(read),
+				"k_of_n labels %s are produced by none of its selectors", strings.Join(stray, ", "))
 		}
 	}
 	return ok

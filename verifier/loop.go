@@ -11,7 +11,7 @@ func (a *analyzer) loop(t *graph.Loop, p graph.Path, ws []*world, sc scope) ([]*
 	up := p.With(graph.FieldSeg("until"))
 	legal := true
 	if t.Until != nil {
-		legal = a.checkSelectors(t.Until, up, graph.CodeLoopExitSatisfiability)
+		legal = a.checkGuard(t.Until, up, graph.CodeLoopExitSatisfiability)
 	}
 	readerMaps := a.maps[t.Name]
 	bp := p.With(graph.FieldSeg("body"), graph.NodeSeg(t.Body.NodeName()))

@@ -63,8 +63,13 @@ func (a *analyzer) tagWorlds(ws []*world) ([]int, []*world) {
 	return tags, out
 }
 
+// unknownItem is the item type of a map whose over selector selects no
+// declared array: the map reports that, and its body's item selectors are
+// not checked against it.
+var unknownItem = &graph.PayloadType{Kind: graph.PayloadNull}
+
 // mapItemType types the map's over selector and returns the type of one
-// item: the selected array's items, or null when over selects no array.
+// item: the selected array's items, or unknownItem.
 func (a *analyzer) mapItemType(t *graph.Map, p graph.Path, ws []*world, sc scope) *graph.PayloadType {
 	op := p.With(graph.FieldSeg("over"))
 	overT, ok := a.selectType(op, ws, sc, t.Over)
@@ -75,16 +80,21 @@ func (a *analyzer) mapItemType(t *graph.Map, p graph.Path, ws []*world, sc scope
 		}
 		a.emit(graph.CodeSchemaSafety, op, []string{t.Name}, "map over selector does not select an array")
 	}
-	return &graph.PayloadType{Kind: graph.PayloadNull}
+	return unknownItem
 }
 
 // checkMapPromotion checks one promoted path pp of a map (at pth): the body
-// writes it once per item, and the array of the values the body writes
-// there is a subtype of the enclosing state's type at pp.
+// writes it once per item, the map state declares it as an array (the body
+// writes one element of it per item), and the array of the values the body
+// writes there is a subtype of the enclosing state's type at pp.
 func (a *analyzer) checkMapPromotion(t *graph.Map, pth graph.Path, pp graph.FieldPath, sc scope) {
 	elems, written := a.bodyElements(t.Body, pp)
 	if !written {
 		a.emit(graph.CodeUndefinedRead, pth, nil, "map promoted path has no indexed body write")
+		return
+	}
+	if own, declared, _ := typeAt(t.State, pp); declared && (own.Kind != graph.PayloadArray || own.Items == nil) {
+		a.emit(graph.CodeSchemaSafety, pth, []string{t.Name}, "map promoted path is not an array in the map state")
 		return
 	}
 	_, outer, ok := a.promotionTypes(pth, t.State, pp, sc)

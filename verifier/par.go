@@ -58,7 +58,7 @@ func (a *analyzer) par(t *graph.Par, p graph.Path, ws []*world, sc scope) ([]*wo
 	inner := a.enterGroup(t, p, t.State, sc)
 	legal := true
 	if t.Join.Kind == graph.JoinFirst && t.Join.When != nil {
-		legal = a.checkSelectors(t.Join.When, p.With(graph.FieldSeg("join"), graph.FieldSeg("when")), graph.CodeChoiceExhaustiveness)
+		legal = a.checkGuard(t.Join.When, p.With(graph.FieldSeg("join"), graph.FieldSeg("when")), graph.CodeChoiceExhaustiveness)
 	}
 	if t.Join.Kind == graph.JoinAll {
 		a.checkWriteConflicts(t, p)
