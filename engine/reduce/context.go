@@ -1,6 +1,7 @@
 package reduce
 
 import (
+	"encoding/json"
 	"maps"
 
 	"github.com/oecp/oecp/graph"
@@ -210,17 +211,9 @@ func (c *ctx) buildInput(bs []graph.InputBinding) (any, error) {
 	}
 	var out any = map[string]any{}
 	for _, b := range bs {
-		var src any
-		switch b.Value.Source {
-		case graph.SourceState:
-			src = c.state
-		case graph.SourceItem:
-			if !c.hasItem {
-				return nil, errf(ErrMissingSelectedValue, "item selector outside a map")
-			}
-			src = c.item
-		default:
-			return nil, errf(ErrInvalidGraph, "unknown data source %q", b.Value.Source)
+		src, err := c.dataSource(b.Value.Source, "")
+		if err != nil {
+			return nil, err
 		}
 		v, err := selectPath(src, b.Value.Path)
 		if err != nil {
@@ -231,4 +224,28 @@ func (c *ctx) buildInput(bs []graph.InputBinding) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// dataSource returns the value a data selector with source s reads: the
+// state, or the current map item. prefix names the reader in an error.
+func (c *ctx) dataSource(s graph.DataSource, prefix string) (any, error) {
+	switch s {
+	case graph.SourceState:
+		return c.state, nil
+	case graph.SourceItem:
+		if !c.hasItem {
+			return nil, errf(ErrMissingSelectedValue, "%sitem selector outside a map", prefix)
+		}
+		return c.item, nil
+	}
+	return nil, errf(ErrInvalidGraph, "%sunknown data source %q", prefix, s)
+}
+
+// canonicalInput is buildInput as canonical JSON.
+func (c *ctx) canonicalInput(bs []graph.InputBinding) (json.RawMessage, error) {
+	v, err := c.buildInput(bs)
+	if err != nil {
+		return nil, err
+	}
+	return canonical(v)
 }

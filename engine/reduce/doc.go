@@ -22,7 +22,4 @@
 // with UseNumber and emitted as canonical JSON (sorted keys), so decisions
 // are deterministic bytes. Deliberate departures from the reference reducer
 // (the [NOTE]s of spec/05) are listed in NOTES.md.
-//
-// Simulate and SimulateFrom drive a run to its end with a fake worker, the
-// way the supervisor does, for tests.
 package reduce

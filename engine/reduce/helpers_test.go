@@ -28,27 +28,25 @@ const anyT = `{"kind":"null"}`
 
 // step writes a step node JSON. in: input bindings JSON array, wb: write bindings.
 func step(name, in, wb string, attempts int) string {
-	if in == "" {
-		in = "[]"
-	}
-	if wb == "" {
-		wb = "[]"
-	}
-	return `{"kind":"step","name":"` + name + `","worker":"w.` + name + `@1","input":` + anyT +
-		`,"output":` + anyT + `,"inputBindings":` + in + `,"writeBindings":` + wb +
-		`,"timeoutMs":1000,"attempts":` + itoa(attempts) + `}`
+	return executable("step", name, in, wb, attempts) + `}`
 }
 
 func verifier(name, in, wb, signals string, attempts int) string {
+	return executable("verifier", name, in, wb, attempts) + `,"signals":` + signals + `,"diagnostic":` + anyT + `}`
+}
+
+// executable writes the fields a step and a verifier share, without the
+// closing brace; empty bindings default to [].
+func executable(kind, name, in, wb string, attempts int) string {
 	if in == "" {
 		in = "[]"
 	}
 	if wb == "" {
 		wb = "[]"
 	}
-	return `{"kind":"verifier","name":"` + name + `","worker":"w.` + name + `@1","input":` + anyT +
+	return `{"kind":"` + kind + `","name":"` + name + `","worker":"w.` + name + `@1","input":` + anyT +
 		`,"output":` + anyT + `,"inputBindings":` + in + `,"writeBindings":` + wb +
-		`,"timeoutMs":1000,"attempts":` + itoa(attempts) + `,"signals":` + signals + `,"diagnostic":` + anyT + `}`
+		`,"timeoutMs":1000,"attempts":` + itoa(attempts)
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
@@ -144,6 +142,14 @@ func decisionsJSON(t testing.TB, ds []Decision) string {
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+// inputOr is the initial input in, or {} when in is empty.
+func inputOr(in string) json.RawMessage {
+	if in == "" {
+		return raw(`{}`)
+	}
+	return raw(in)
+}
 
 func verified(out string) *Outcome { return &Outcome{Status: OutcomeVerified, Output: raw(out)} }
 

@@ -131,8 +131,8 @@ func hasPrefix(idx, prefix []uint64) bool {
 
 var errorCodes = map[string]bool{"timeout": true, "crash": true, "malformed": true, "refusal": true}
 
-// indexHistory runs the §7.3 checks that need no evaluation and groups each
-// occurrence's executions into visits (a new visit starts at attempt 1).
+// indexHistory runs the history checks that need no evaluation and groups
+// each occurrence's executions into visits (a new visit starts at attempt 1).
 func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
 	hi := &historyIndex{
 		byOcc: map[string][]*visit{},
@@ -144,46 +144,8 @@ func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
 	var maxNI, maxEx uint64
 	for i := range h.Executions {
 		x := h.Executions[i]
-		if x.Execution == 0 || x.NodeInstance == 0 || x.Execution > MaxIdentity || x.NodeInstance > MaxIdentity {
-			return nil, errf(ErrIdentityOutOfRange, "execution %d / node instance %d out of range", x.Execution, x.NodeInstance)
-		}
-		if _, dup := hi.byID[x.Execution]; dup {
-			return nil, errf(ErrInconsistentHistory, "duplicate execution id %d", x.Execution)
-		}
-		if x.DispatchPosition == 0 || x.DispatchPosition > MaxPosition || x.Position > MaxPosition {
-			return nil, errf(ErrIdentityOutOfRange, "execution %d: position out of range", x.Execution)
-		}
-		n, ok := ix.nodes[x.Occurrence.Node]
-		if !ok || (n.NodeKind() != graph.KindStep && n.NodeKind() != graph.KindVerifier) {
-			return nil, errf(ErrInconsistentHistory, "execution %d: %q is not an executable of the graph", x.Execution, x.Occurrence.Node)
-		}
-		if len(x.Occurrence.MapIndices) != ix.depth[x.Occurrence.Node] {
-			return nil, errf(ErrInconsistentHistory, "execution %d: %d map indices for %q at map depth %d", x.Execution, len(x.Occurrence.MapIndices), x.Occurrence.Node, ix.depth[x.Occurrence.Node])
-		}
-		if x.Attempt == 0 {
-			return nil, errf(ErrInconsistentHistory, "execution %d: attempt 0", x.Execution)
-		}
-		switch x.State {
-		case StateActive:
-		case StateSettled:
-			if x.Outcome == nil || x.Position <= x.DispatchPosition {
-				return nil, errf(ErrInconsistentHistory, "execution %d: settled without an outcome after its dispatch", x.Execution)
-			}
-			switch x.Outcome.Status {
-			case OutcomeVerified, OutcomeVerifier:
-			case OutcomeError:
-				if !errorCodes[x.Outcome.Code] {
-					return nil, errf(ErrInconsistentHistory, "execution %d: unknown error code %q", x.Execution, x.Outcome.Code)
-				}
-			default:
-				return nil, errf(ErrInconsistentHistory, "execution %d: unknown outcome status %q", x.Execution, x.Outcome.Status)
-			}
-		case StateVoided:
-			if (x.VoidReason != VoidParallelJoin && x.VoidReason != VoidMapTerminal) || x.Position <= x.DispatchPosition {
-				return nil, errf(ErrInconsistentHistory, "execution %d: bad void", x.Execution)
-			}
-		default:
-			return nil, errf(ErrInconsistentHistory, "execution %d: unknown state %q", x.Execution, x.State)
+		if err := checkExecution(ix, hi, x); err != nil {
+			return nil, err
 		}
 		in, err := parseValue(x.Input)
 		if err != nil {
@@ -210,37 +172,11 @@ func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
 	}
 	hi.nextNI, hi.nextEx = maxNI+1, maxEx+1
 
-	grantOf := map[uint64]*visit{}
+	visitOf := map[uint64]*visit{}
 	for ok, es := range byOcc {
-		slices.SortFunc(es, func(a, b *entry) int {
-			return cmp.Or(cmp.Compare(a.DispatchPosition, b.DispatchPosition), cmp.Compare(a.Execution.Execution, b.Execution.Execution))
-		})
-		var vs []*visit
-		for i, e := range es {
-			if i > 0 && es[i-1].DispatchPosition == e.DispatchPosition {
-				return nil, errf(ErrInconsistentHistory, "occurrence %s dispatched twice at position %d", e.Occurrence.Node, e.DispatchPosition)
-			}
-			if e.Attempt == 1 {
-				vs = append(vs, &visit{})
-			} else {
-				if len(vs) == 0 {
-					return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d without attempt 1", e.Execution.Execution, e.Attempt)
-				}
-				cur := vs[len(vs)-1]
-				prev := cur.entries[len(cur.entries)-1]
-				if e.Attempt != prev.Attempt+1 {
-					return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d follows attempt %d", e.Execution.Execution, e.Attempt, prev.Attempt)
-				}
-			}
-			cur := vs[len(vs)-1]
-			if n := len(cur.entries); n > 0 {
-				prev := cur.entries[n-1]
-				if prev.State != StateSettled || prev.Outcome.Status != OutcomeError || prev.Position >= e.DispatchPosition {
-					return nil, errf(ErrInconsistentHistory, "execution %d: re-dispatched although attempt %d did not fail first", e.Execution.Execution, prev.Attempt)
-				}
-			}
-			cur.entries = append(cur.entries, e)
-			grantOf[e.Execution.Execution] = cur
+		vs, err := groupVisits(es, visitOf)
+		if err != nil {
+			return nil, err
 		}
 		hi.byOcc[ok] = vs
 	}
@@ -252,8 +188,94 @@ func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
 		}
 		if !granted[g.Execution] {
 			granted[g.Execution] = true
-			grantOf[g.Execution].grants++
+			visitOf[g.Execution].grants++
 		}
 	}
 	return hi, nil
+}
+
+// checkExecution checks one recorded execution on its own: ids and
+// positions in range, an id not seen before in hi, an executable of the
+// graph at its map depth, an attempt from 1, and a well-formed state.
+func checkExecution(ix *graphIndex, hi *historyIndex, x Execution) error {
+	if x.Execution == 0 || x.NodeInstance == 0 || x.Execution > MaxIdentity || x.NodeInstance > MaxIdentity {
+		return errf(ErrIdentityOutOfRange, "execution %d / node instance %d out of range", x.Execution, x.NodeInstance)
+	}
+	if _, dup := hi.byID[x.Execution]; dup {
+		return errf(ErrInconsistentHistory, "duplicate execution id %d", x.Execution)
+	}
+	if x.DispatchPosition == 0 || x.DispatchPosition > MaxPosition || x.Position > MaxPosition {
+		return errf(ErrIdentityOutOfRange, "execution %d: position out of range", x.Execution)
+	}
+	n, ok := ix.nodes[x.Occurrence.Node]
+	if !ok || (n.NodeKind() != graph.KindStep && n.NodeKind() != graph.KindVerifier) {
+		return errf(ErrInconsistentHistory, "execution %d: %q is not an executable of the graph", x.Execution, x.Occurrence.Node)
+	}
+	if len(x.Occurrence.MapIndices) != ix.depth[x.Occurrence.Node] {
+		return errf(ErrInconsistentHistory, "execution %d: %d map indices for %q at map depth %d", x.Execution, len(x.Occurrence.MapIndices), x.Occurrence.Node, ix.depth[x.Occurrence.Node])
+	}
+	if x.Attempt == 0 {
+		return errf(ErrInconsistentHistory, "execution %d: attempt 0", x.Execution)
+	}
+	switch x.State {
+	case StateActive:
+	case StateSettled:
+		if x.Outcome == nil || x.Position <= x.DispatchPosition {
+			return errf(ErrInconsistentHistory, "execution %d: settled without an outcome after its dispatch", x.Execution)
+		}
+		switch x.Outcome.Status {
+		case OutcomeVerified, OutcomeVerifier:
+		case OutcomeError:
+			if !errorCodes[x.Outcome.Code] {
+				return errf(ErrInconsistentHistory, "execution %d: unknown error code %q", x.Execution, x.Outcome.Code)
+			}
+		default:
+			return errf(ErrInconsistentHistory, "execution %d: unknown outcome status %q", x.Execution, x.Outcome.Status)
+		}
+	case StateVoided:
+		if (x.VoidReason != VoidParallelJoin && x.VoidReason != VoidMapTerminal) || x.Position <= x.DispatchPosition {
+			return errf(ErrInconsistentHistory, "execution %d: bad void", x.Execution)
+		}
+	default:
+		return errf(ErrInconsistentHistory, "execution %d: unknown state %q", x.Execution, x.State)
+	}
+	return nil
+}
+
+// groupVisits sorts one occurrence's executions by dispatch and cuts them
+// into visits: each visit is a chain of attempts 1, 2, … where every
+// non-final attempt failed before the next was dispatched. visitOf records
+// each execution's visit.
+func groupVisits(es []*entry, visitOf map[uint64]*visit) ([]*visit, error) {
+	slices.SortFunc(es, func(a, b *entry) int {
+		return cmp.Or(cmp.Compare(a.DispatchPosition, b.DispatchPosition), cmp.Compare(a.Execution.Execution, b.Execution.Execution))
+	})
+	var vs []*visit
+	for i, e := range es {
+		if i > 0 && es[i-1].DispatchPosition == e.DispatchPosition {
+			return nil, errf(ErrInconsistentHistory, "occurrence %s dispatched twice at position %d", e.Occurrence.Node, e.DispatchPosition)
+		}
+		if e.Attempt == 1 {
+			vs = append(vs, &visit{})
+		} else {
+			if len(vs) == 0 {
+				return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d without attempt 1", e.Execution.Execution, e.Attempt)
+			}
+			cur := vs[len(vs)-1]
+			prev := cur.entries[len(cur.entries)-1]
+			if e.Attempt != prev.Attempt+1 {
+				return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d follows attempt %d", e.Execution.Execution, e.Attempt, prev.Attempt)
+			}
+		}
+		cur := vs[len(vs)-1]
+		if n := len(cur.entries); n > 0 {
+			prev := cur.entries[n-1]
+			if prev.State != StateSettled || prev.Outcome.Status != OutcomeError || prev.Position >= e.DispatchPosition {
+				return nil, errf(ErrInconsistentHistory, "execution %d: re-dispatched although attempt %d did not fail first", e.Execution.Execution, prev.Attempt)
+			}
+		}
+		cur.entries = append(cur.entries, e)
+		visitOf[e.Execution.Execution] = cur
+	}
+	return vs, nil
 }

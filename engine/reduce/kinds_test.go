@@ -206,11 +206,8 @@ func TestSimulatedRuns(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := mustGraph(t, c.graph)
-			in := c.input
-			if in == "" {
-				in = `{}`
-			}
-			term, h, err := Simulate(g, raw(in), scripted(g, c.script))
+			in := inputOr(c.input)
+			term, h, err := Simulate(g, in, scripted(g, c.script))
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) {
 					t.Fatalf("err = %v, want %v", err, c.wantErr)
@@ -349,11 +346,8 @@ func TestVoidLosers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := mustGraph(t, c.graph)
-			in := c.input
-			if in == "" {
-				in = `{}`
-			}
-			r, err := Reduce(g, raw(in), History{Executions: c.h})
+			in := inputOr(c.input)
+			r, err := Reduce(g, in, History{Executions: c.h})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,7 +363,7 @@ func TestVoidLosers(t *testing.T) {
 			if c.then == nil {
 				return
 			}
-			r, err = Reduce(g, raw(in), History{Executions: c.then})
+			r, err = Reduce(g, in, History{Executions: c.then})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -387,7 +381,7 @@ func TestVoidLosers(t *testing.T) {
 					bad[i].VoidReason = map[VoidReason]VoidReason{VoidParallelJoin: VoidMapTerminal, VoidMapTerminal: VoidParallelJoin}[bad[i].VoidReason]
 				}
 			}
-			if _, err := Reduce(g, raw(in), History{Executions: bad}); !errors.Is(err, ErrInconsistentHistory) {
+			if _, err := Reduce(g, in, History{Executions: bad}); !errors.Is(err, ErrInconsistentHistory) {
 				t.Errorf("wrong-reason void: err = %v", err)
 			}
 		})

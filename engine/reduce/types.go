@@ -203,32 +203,25 @@ type Result struct {
 
 // Dispatches returns the dispatch decisions in order.
 func (r Result) Dispatches() []Dispatch {
-	var out []Dispatch
-	for _, d := range r.Decisions {
-		if d.Kind == DecisionDispatch {
-			out = append(out, *d.Dispatch)
-		}
-	}
-	return out
+	return decisionsOf(r, DecisionDispatch, func(d Decision) *Dispatch { return d.Dispatch })
 }
 
 // Voids returns the void_loser decisions in order.
 func (r Result) Voids() []VoidLoser {
-	var out []VoidLoser
-	for _, d := range r.Decisions {
-		if d.Kind == DecisionVoidLoser {
-			out = append(out, *d.VoidLoser)
-		}
-	}
-	return out
+	return decisionsOf(r, DecisionVoidLoser, func(d Decision) *VoidLoser { return d.VoidLoser })
 }
 
 // Holds returns the hold decisions in order.
 func (r Result) Holds() []Hold {
-	var out []Hold
+	return decisionsOf(r, DecisionHold, func(d Decision) *Hold { return d.Hold })
+}
+
+// decisionsOf returns the payloads of r's decisions of one kind, in order.
+func decisionsOf[T any](r Result, kind DecisionKind, payload func(Decision) *T) []T {
+	var out []T
 	for _, d := range r.Decisions {
-		if d.Kind == DecisionHold {
-			out = append(out, *d.Hold)
+		if d.Kind == kind {
+			out = append(out, *payload(d))
 		}
 	}
 	return out
@@ -249,6 +242,14 @@ func rawOrNull(r json.RawMessage) json.RawMessage {
 	return r
 }
 
+// setExecution sets the fields naming one execution of a dispatch or hold.
+func setExecution(m map[string]any, execution, nodeInstance uint64, o Occurrence, attempt uint64) {
+	m["execution"] = execution
+	m["node_instance"] = nodeInstance
+	m["occurrence"] = occJSON(o)
+	m["attempt"] = attempt
+}
+
 // MarshalJSON writes the decision as canonical JSON (keys sorted) in the
 // spec/05 §1.3 shape: snake_case fields, `occurrence` as {node, mapIndices}.
 func (d Decision) MarshalJSON() ([]byte, error) {
@@ -256,10 +257,7 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 	switch d.Kind {
 	case DecisionDispatch:
 		x := d.Dispatch
-		m["node_instance"] = x.NodeInstance
-		m["execution"] = x.Execution
-		m["occurrence"] = occJSON(x.Occurrence)
-		m["attempt"] = x.Attempt
+		setExecution(m, x.Execution, x.NodeInstance, x.Occurrence, x.Attempt)
 		m["worker"] = x.Worker
 		m["input"] = rawOrNull(x.Input)
 		m["timeout_ms"] = x.TimeoutMs
@@ -268,10 +266,7 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		m["reason"] = string(d.VoidLoser.Reason)
 	case DecisionHold:
 		x := d.Hold
-		m["execution"] = x.Execution
-		m["node_instance"] = x.NodeInstance
-		m["occurrence"] = occJSON(x.Occurrence)
-		m["attempt"] = x.Attempt
+		setExecution(m, x.Execution, x.NodeInstance, x.Occurrence, x.Attempt)
 		m["code"] = x.Code
 	case DecisionContinue:
 		m["node"] = d.Continue

@@ -27,10 +27,9 @@ const maxSimulationTurns = 4 * graph.MaxExecutionsPerRun
 // worker runtime).
 type Worker func(Dispatch) Outcome
 
-// Simulate drives a run to its end the way the supervisor does (spec/05
-// §1.1): void losers first, then the terminal, then dispatch everything
-// ready (write-ahead), else settle the oldest in-flight execution with
-// worker. Positions are 1, 2, … in that order (the run's start is
+// Simulate drives a run to its end the way the supervisor does: void
+// losers first, then the terminal, then dispatch everything ready
+// (write-ahead), else settle the oldest in-flight execution with worker. Positions are 1, 2, … in that order (the run's start is
 // position 0). It returns the terminal and the full history; when the run
 // holds it returns ErrHeld with the history so far (add a RetryGrant and
 // call SimulateFrom to continue).
@@ -105,9 +104,10 @@ func drive(g *graph.GraphSpec, input json.RawMessage, h History, worker Worker, 
 		if ok {
 			kind = n.NodeKind()
 		}
+		w, timeout := execFields(n)
 		o := worker(Dispatch{
 			NodeInstance: x.NodeInstance, Execution: x.Execution, Occurrence: x.Occurrence,
-			Attempt: x.Attempt, Kind: kind, Worker: workerOf(n), Input: x.Input, TimeoutMs: timeoutOf(n),
+			Attempt: x.Attempt, Kind: kind, Worker: w, Input: x.Input, TimeoutMs: timeout,
 		})
 		pos++
 		x.State, x.Position, x.Outcome = StateSettled, pos, &o
@@ -126,22 +126,14 @@ func findNode(g *graph.GraphSpec, name string) (graph.Node, bool) {
 	return found, found != nil
 }
 
-func workerOf(n graph.Node) string {
+// execFields returns the worker and timeout of an executable node (zero
+// values for other nodes).
+func execFields(n graph.Node) (worker string, timeoutMs uint64) {
 	switch t := n.(type) {
 	case *graph.Step:
-		return t.Worker
+		return t.Worker, t.TimeoutMs
 	case *graph.Verifier:
-		return t.Worker
+		return t.Worker, t.TimeoutMs
 	}
-	return ""
-}
-
-func timeoutOf(n graph.Node) uint64 {
-	switch t := n.(type) {
-	case *graph.Step:
-		return t.TimeoutMs
-	case *graph.Verifier:
-		return t.TimeoutMs
-	}
-	return 0
+	return "", 0
 }
