@@ -7,7 +7,7 @@ import (
 	"github.com/oecp/oecp/graph"
 )
 
-// ctrlKey addresses one control (§5): node, source, field, map indices.
+// ctrlKey addresses one control: node, source, field, map indices.
 type ctrlKey struct {
 	node     string
 	source   graph.ControlSource
@@ -16,8 +16,9 @@ type ctrlKey struct {
 	idx      string
 }
 
-// ctrlVal is a control label; an empty label is a cleared control (see
-// NOTES.md, N4), kept as an entry so that clearing survives fact merges.
+// ctrlVal is a control label; an empty label is a cleared control (a new
+// outcome replaces a node's earlier controls), kept as an entry so that
+// clearing survives fact merges.
 type ctrlVal struct {
 	label   string
 	indices []uint64
@@ -35,7 +36,7 @@ type channel struct {
 	diag    any
 }
 
-// ctx is the evaluation context of one scope (§2.1). Each ctx owns its maps;
+// ctx is the evaluation context of one scope. Each ctx owns its maps;
 // values are immutable (copy-on-write), so clone is shallow.
 type ctx struct {
 	state    any
@@ -44,7 +45,7 @@ type ctx struct {
 	scope    []uint64
 	controls map[ctrlKey]ctrlVal
 	channels map[chanKey]*channel
-	// visits counts the matched visits per occurrence key (§4.1).
+	// visits counts the matched visits per occurrence key.
 	visits  map[string]int
 	written []graph.FieldPath
 }
@@ -109,7 +110,7 @@ func (c *ctx) setControl(node string, source graph.ControlSource, field *string,
 
 func strp(s string) *string { return &s }
 
-// resolve reads a control selector as a list of labels (§5.3): exact when
+// resolve reads a control selector as a list of labels: exact when
 // the node sits at or above the current scope, aggregate over items when it
 // sits inside a map the current scope is outside of.
 func (c *ctx) resolve(ix *graphIndex, sel graph.ControlSelector) []string {
@@ -153,7 +154,7 @@ func anyIn(labels, set []string) bool {
 	return false
 }
 
-// evalGuard evaluates a guard on c (§5.3). Guards never fail.
+// evalGuard evaluates a guard on c. Guards never fail.
 func (c *ctx) evalGuard(ix *graphIndex, g *graph.Guard) bool {
 	if g == nil {
 		return false
@@ -203,7 +204,7 @@ func (c *ctx) evalGuard(ix *graphIndex, g *graph.Guard) bool {
 	return false
 }
 
-// buildInput is the §2.5 construction: null without bindings, else an
+// buildInput builds an executable's input: null without bindings, else an
 // object built binding by binding in authored order.
 func (c *ctx) buildInput(bs []graph.InputBinding) (any, error) {
 	if len(bs) == 0 {

@@ -5,12 +5,11 @@ import (
 	"fmt"
 )
 
-// Reducer errors (spec/05 §1.5). Every error Reduce returns wraps exactly one
-// of these sentinels; its Error text is the snake_case failure reason the
-// supervisor should record when it terminalises the run (see FailureReason
-// and NOTES.md, N13).
+// Reducer errors. Every error Reduce returns wraps exactly one of these
+// sentinels; its Error text is the snake_case failure reason the supervisor
+// should record when it terminalises the run (see FailureReason).
 var (
-	// ErrInconsistentHistory: the history contradicts the graph (§7.3):
+	// ErrInconsistentHistory: the history contradicts the graph:
 	// duplicate ids, an unknown occurrence, a recorded input that differs from
 	// the recomputed one, an outcome of the wrong kind, an execution the
 	// evaluation never visits, an unclaimed void, a malformed attempt chain.
@@ -25,7 +24,7 @@ var (
 	// through a non-object.
 	ErrInvalidDurableValue = errors.New("invalid_durable_value")
 	// ErrMissingChoiceRoute: no choice branch matched and there is no
-	// `otherwise` (N10).
+	// `otherwise`.
 	ErrMissingChoiceRoute = errors.New("missing_choice_route")
 	// ErrEncoding: a recorded value (input, output, diagnostic) is not JSON.
 	ErrEncoding = errors.New("encoding")
@@ -33,7 +32,7 @@ var (
 	// duplicate names, unknown kinds). Verified graphs never hit it.
 	ErrInvalidGraph = errors.New("invalid_graph")
 	// ErrRootCompleted: the root finished normally without reaching a
-	// succeed or fail node (§8.1); the verifier rejects such graphs.
+	// succeed or fail node; the verifier rejects such graphs.
 	ErrRootCompleted = errors.New("root_completed_without_terminal")
 )
 
@@ -44,7 +43,7 @@ var sentinels = []error{
 }
 
 // FailureReason maps an error returned by Reduce to the reason of the failed
-// run the supervisor should write (N13: a reducer error terminalises the run
+// run the supervisor should write (a reducer error terminalises the run
 // explicitly instead of leaving it non-terminal). Unknown errors give
 // "reducer_error".
 func FailureReason(err error) string {

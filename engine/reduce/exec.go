@@ -18,7 +18,9 @@ type execNode struct {
 	signals   map[string][]string
 }
 
-// evalExec visits a step or verifier (§4.1 with per-visit attempts).
+// evalExec visits a step or verifier: the k-th visit of an occurrence in
+// this evaluation matches its k-th recorded visit, whose attempts are a
+// budget of their own.
 func (e *evaluator) evalExec(n execNode, c *ctx, p pass) (res, error) {
 	occ := occKey(n.name, c.scope)
 	in, err := c.canonicalInput(n.inputs)
@@ -113,7 +115,8 @@ func (e *evaluator) dispatch(n execNode, scope []uint64, occ string, attempt uin
 }
 
 // clearControls clears n's signal and error controls at the current scope:
-// an executable's latest outcome replaces its earlier ones (N4).
+// an executable's latest outcome replaces its earlier ones, so one node
+// never holds both an error and a signal.
 func (e *evaluator) clearControls(n execNode, c *ctx) {
 	for f := range n.signals {
 		k := ctrlKey{node: n.name, source: graph.ControlSignal, field: f, hasField: true, idx: idxKey(c.scope)}
@@ -132,7 +135,7 @@ func (e *evaluator) applyError(n execNode, c *ctx, code string) {
 	c.setControl(n.name, graph.ControlError, nil, c.scope, code)
 }
 
-// applySuccess records a successful outcome (§2.6): signal controls, the
+// applySuccess records a successful outcome: signal controls, the
 // channel, then the write bindings in authored order.
 func (e *evaluator) applySuccess(n execNode, c *ctx, o *Outcome, p pass) error {
 	e.clearControls(n, c)
@@ -179,7 +182,7 @@ func (e *evaluator) applySuccess(n execNode, c *ctx, o *Outcome, p pass) error {
 
 // readChannel resolves a write binding's value. The source's channel is
 // looked up at the source's own map depth (a prefix of the writer's scope),
-// which fixes N9.
+// so a writer inside a map may read a node outside it.
 func (e *evaluator) readChannel(c *ctx, sel graph.NodeOutputSelector) (any, error) {
 	d := e.ix.depth[sel.Node]
 	if d > len(c.scope) {

@@ -136,7 +136,7 @@ func TestSimulatedRuns(t *testing.T) {
 			want:  `{"output":{"out":[{"v":1},{"v":2},{"v":3}]},"status":"succeeded"}`,
 		},
 		{
-			// N9 fixed: a write binding may read a dominating node outside the map.
+			// A write binding may read a dominating node outside the map.
 			name: "write from a node outside the map",
 			graph: wrap(seq("root", "", step("a", `[`+bind("k", "state", "k")+`]`, "", 1),
 				mapNode("m", `[["x"]]`, step("w", "", `[`+write("a", "out", "echo", "x")+`]`, 1), `{"source":"state","path":["items"]}`, 4),
@@ -145,7 +145,7 @@ func TestSimulatedRuns(t *testing.T) {
 			want:  `{"output":{"x":[{"k":7},{"k":7}]},"status":"succeeded"}`,
 		},
 		{
-			// N6 fixed: a par loser inside a loop gets a fresh visit next iteration.
+			// A par loser inside a loop gets a fresh visit next iteration.
 			name: "par any inside a loop",
 			graph: wrap(seq("root", "",
 				loop("l", "", par("p", "", `{"kind":"any"}`, step("a", "", "", 1), step("b", "", "", 1)), "", 3),
@@ -187,7 +187,7 @@ func TestSimulatedRuns(t *testing.T) {
 			want:  `{"output":{"a":null,"b":null},"status":"succeeded"}`,
 		},
 		{
-			name: "par all with a failing branch is unreachable (N5)",
+			name: "par all with a failing branch is unreachable",
 			graph: wrap(seq("root", "",
 				par("p", "", `{"kind":"all"}`, step("sa", "", "", 1), seq("sb", "", step("sb1", "", "", 1), fail("inner", "inner_fail"))),
 				choice("route", "", succeed("done", ""), branch(inG("p", "group", "joined", "quorum_unreachable"), fail("x", "unreachable"))))),

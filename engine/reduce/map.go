@@ -27,8 +27,8 @@ func (e *evaluator) evalMap(n *graph.Map, c *ctx, p pass) (res, error) {
 		return res{st: stContinue, pos: 0}, nil
 	}
 	m := &mapRun{n: n, c: c, base: c.clone(), body: e.ix.subtree[n.Body.NodeName()], items: items}
-	// N4: per-item controls of an earlier run of this map (a map inside a
-	// loop) do not leak into this run.
+	// Per-item controls of an earlier run of this map (a map inside a loop)
+	// do not leak into this run.
 	for k, cv := range m.base.controls {
 		if cv.label != "" && len(cv.indices) > len(c.scope) && hasPrefix(cv.indices, c.scope) && m.body[k.node] {
 			m.base.controls[k] = ctrlVal{indices: cv.indices}
@@ -143,7 +143,7 @@ func (e *evaluator) mapPromote(m *mapRun, ctxs []*ctx, p pass) error {
 	for _, P := range m.n.PromotedStatePaths {
 		arr := make([]any, len(m.items))
 		for i, ic := range ctxs {
-			if isWritten(ic.written, P) { // N8: an item that did not write P contributes null
+			if isWritten(ic.written, P) { // an item that did not write P contributes null
 				var err error
 				if arr[i], err = selectPath(ic.state, P); err != nil {
 					return err

@@ -68,7 +68,7 @@ func (e *evaluator) evalPar(n *graph.Par, c *ctx, p pass) (res, error) {
 	}
 	for _, b := range probes {
 		if !isWinner[b.idx] {
-			c.mergeVisits(b.ctx) // N6: losers' visits count too
+			c.mergeVisits(b.ctx) // a loser's visits count too: the next loop iteration must not re-match them
 		}
 	}
 	if err := e.joinWinners(n, c, in, winners, pass{decide: p.decide, cutoff: min(join, p.cutoff)}); err != nil {
@@ -118,7 +118,7 @@ func (e *evaluator) probePar(n *graph.Par, in *ctx, p pass) (probes, completed [
 
 // parShort handles a par with fewer completed branches than its join needs:
 // pending while some branch is (deciding every branch in decide mode), else
-// unreachable, where only the par's own control and (N6) the branches' visit
+// unreachable, where only the par's own control and the branches' visit
 // counters reach the parent.
 func (e *evaluator) parShort(n *graph.Par, c, in *ctx, p pass, probes []parBranch, anyPending bool, j parJoin) (res, error) {
 	if anyPending {

@@ -11,12 +11,11 @@ import (
 )
 
 // Reduce folds the recorded history of a run over its verified graph and
-// returns what should happen next (spec/05 with the attempts/hold policy
-// of NOTES.md). It is pure and deterministic: no I/O, no clock, and the
-// order of h's slices does not matter.
+// returns what should happen next. It is pure and deterministic: no I/O, no
+// clock, and the order of h's slices does not matter.
 //
 // A returned error wraps one of the Err* sentinels; the supervisor should
-// terminalise the run as failed with FailureReason(err) (N13).
+// terminalise the run as failed with FailureReason(err).
 func Reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History) (Result, error) {
 	ix, err := indexGraph(g)
 	if err != nil {
@@ -65,7 +64,8 @@ type pass struct {
 }
 
 // dispatches reports whether this pass may start work: decide mode with no
-// cutoff (§1.4).
+// cutoff (a pass replaying history up to a join or terminal position only
+// re-derives what happened then).
 func (p pass) dispatches() bool { return p.decide && p.cutoff == inf }
 
 type status int
@@ -106,7 +106,7 @@ func (e *evaluator) emitContinue(p pass, node string) {
 }
 
 // sortVoids deduplicates void_loser decisions by execution and sorts them
-// among their own slots by (dispatch position, execution id) (§1.3).
+// among their own slots by (dispatch position, execution id).
 func (e *evaluator) sortVoids() []Decision {
 	seen := map[uint64]bool{}
 	var out []Decision

@@ -11,12 +11,12 @@ import (
 // exact in every JSON reader).
 const MaxIdentity = graph.MaxSafeInteger
 
-// MaxPosition bounds history positions (ledger sequence numbers, §1.2).
+// MaxPosition bounds history positions (ledger sequence numbers).
 const MaxPosition = math.MaxInt64
 
 // Occurrence is the structural identity of an executable visit site: the
-// node name plus the index of every enclosing map item, outermost first
-// (§7.1). Loop iterations of one occurrence are distinct visits of it.
+// node name plus the index of every enclosing map item, outermost first.
+// Loop iterations of one occurrence are distinct visits of it.
 type Occurrence struct {
 	Node       string   `json:"node"`
 	MapIndices []uint64 `json:"mapIndices"`
@@ -25,7 +25,7 @@ type Occurrence struct {
 // ExecutionState is the lifecycle state of a recorded execution.
 type ExecutionState string
 
-// Execution states (§1.2).
+// Execution states.
 const (
 	StateActive  ExecutionState = "active"
 	StateSettled ExecutionState = "settled"
@@ -35,13 +35,13 @@ const (
 // VoidReason says why an execution was voided.
 type VoidReason string
 
-// Void reasons (§1.2).
+// Void reasons.
 const (
 	VoidParallelJoin VoidReason = "parallel_join"
 	VoidMapTerminal  VoidReason = "map_terminal"
 )
 
-// OutcomeStatus tags a WorkerOutcome (01-protocol §7).
+// OutcomeStatus tags a WorkerOutcome.
 type OutcomeStatus string
 
 // Outcome statuses.
@@ -51,7 +51,7 @@ const (
 	OutcomeError    OutcomeStatus = "error"    // failed execution
 )
 
-// Outcome is a settled WorkerOutcome (01-protocol §7). Which fields matter
+// Outcome is a settled WorkerOutcome. Which fields matter
 // depends on Status: verified → Output, Artifacts; verifier → Output,
 // Signals, Diagnostic, Artifacts; error → Code (timeout|crash|malformed|
 // refusal) and Reason. Artifacts never influence the reducer.
@@ -66,7 +66,7 @@ type Outcome struct {
 }
 
 // Execution is one recorded dispatch (a `node_started` event) and what became
-// of it (§1.2).
+// of it.
 type Execution struct {
 	// DispatchPosition is the ledger position of node_started (≥ 1).
 	DispatchPosition uint64
@@ -108,8 +108,8 @@ type History struct {
 type DecisionKind string
 
 // Decision kinds. The supervisor acts on void_loser (first), terminal,
-// dispatch and hold; continue and promote only document the evaluation
-// (the §9 trace) and may be ignored.
+// dispatch and hold; continue and promote only trace the evaluation and
+// may be ignored.
 const (
 	DecisionDispatch  DecisionKind = "dispatch"
 	DecisionVoidLoser DecisionKind = "void_loser"
@@ -250,8 +250,8 @@ func setExecution(m map[string]any, execution, nodeInstance uint64, o Occurrence
 	m["attempt"] = attempt
 }
 
-// MarshalJSON writes the decision as canonical JSON (keys sorted) in the
-// spec/05 §1.3 shape: snake_case fields, `occurrence` as {node, mapIndices}.
+// MarshalJSON writes the decision as canonical JSON (keys sorted), with
+// snake_case fields and `occurrence` as {node, mapIndices}.
 func (d Decision) MarshalJSON() ([]byte, error) {
 	m := map[string]any{"kind": string(d.Kind)}
 	switch d.Kind {

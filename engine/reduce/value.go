@@ -43,7 +43,7 @@ func canonical(v any) (json.RawMessage, error) {
 
 func pathString(p graph.FieldPath) string { return strings.Join(p, ".") }
 
-// selectPath reads path from v: every segment must hit an object key (§2.4).
+// selectPath reads path from v: every segment must hit an object key.
 func selectPath(v any, path graph.FieldPath) (any, error) {
 	cur := v
 	for i, seg := range path {
@@ -62,7 +62,7 @@ func selectPath(v any, path graph.FieldPath) (any, error) {
 
 // setPath returns a copy of root with path set to x. Missing intermediate
 // keys are created as objects; a non-object on the way (or at the root) is
-// ErrInvalidDurableValue (§2.4).
+// ErrInvalidDurableValue.
 func setPath(root any, path graph.FieldPath, x any) (any, error) {
 	if len(path) == 0 {
 		return x, nil
@@ -99,7 +99,7 @@ func isPrefix(p, q graph.FieldPath) bool {
 
 func equalPath(p, q graph.FieldPath) bool { return len(p) == len(q) && isPrefix(p, q) }
 
-// writtenUnder is the §3.1 prefix rule: the parts of written that a
+// writtenUnder is the prefix rule of copy-out: the parts of written that a
 // promotion of promoted really carries, with ancestors absorbing
 // descendants. The result keeps first-seen order.
 func writtenUnder(promoted, written []graph.FieldPath) []graph.FieldPath {

@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// workedExample is the spec/05 §9 graph.
+// workedExample writes a draft, has it reviewed and routes on the
+// verdict; with routeErrors a guard also reads the review's error.
 func workedExample(routeErrors bool) string {
 	branches := []string{branch(inG("review", "signal", "verdict", "accepted"),
 		succeed("done", `[`+bind("draft", "state", "draft")+`]`))}
@@ -94,11 +95,11 @@ func TestWorkedExampleVariants(t *testing.T) {
 			want: `[{"kind":"promote","map_indices":[],"node":"write","values":[{"path":["draft"],"value":"Soft rain on tin"}]},{"kind":"continue","node":"write"},` +
 				`{"kind":"promote","map_indices":[],"node":"review","values":[{"path":["feedback"],"value":"Flat."}]},{"kind":"continue","node":"review"},` +
 				`{"kind":"terminal","projection":{"reason":"review_rejected","status":"failed"}}]`},
-		// Issue 6 override: an unrouted exhausted failure holds the run.
+		// An unrouted exhausted failure holds the run.
 		{name: "verifier errors, unrouted: hold", h: History{Executions: []Execution{e1s, e2.settle(5, failed("timeout"))}},
 			want: `[{"kind":"promote","map_indices":[],"node":"write","values":[{"path":["draft"],"value":"Soft rain on tin"}]},{"kind":"continue","node":"write"},` +
 				`{"attempt":1,"code":"timeout","execution":2,"kind":"hold","node_instance":2,"occurrence":{"mapIndices":[],"node":"review"}}]`},
-		// A guard reads review.error: the error is routed (§9.3 behaviour).
+		// A guard reads review.error: the error is routed.
 		{name: "verifier errors, routed", routeErrors: true, h: History{Executions: []Execution{e1s, e2.settle(5, failed("timeout"))}},
 			want: `[{"kind":"promote","map_indices":[],"node":"write","values":[{"path":["draft"],"value":"Soft rain on tin"}]},{"kind":"continue","node":"write"},` +
 				`{"kind":"continue","node":"review"},{"kind":"terminal","projection":{"reason":"review_failed","status":"failed"}}]`},
