@@ -45,6 +45,14 @@ type Snapshot struct {
 	Dispatch string
 	// Held names the execution the run holds on (0: not held).
 	Held uint64
+	// Native selects the reducer's native mode (reduce.ReduceNative):
+	// attempt 1 only, no holds, unrouted errors set the error control.
+	Native bool
+	// Worker, when set, resolves the worker of each of the run's
+	// dispatches (a native run binds its nodes in its runtime plan);
+	// otherwise the supervisor's registry resolves the dispatch's worker
+	// reference.
+	Worker func(d reduce.Dispatch) (worker.Worker, bool)
 }
 
 // Ledger is the durable side of the engine. Every method is one
@@ -141,6 +149,9 @@ type Supervisor struct {
 	kick    chan struct{}
 	claimed map[RunRef]bool // runs whose lease this supervisor holds
 	wg      sync.WaitGroup
+	// maxActive bounds the executions this supervisor runs at once (0:
+	// unbounded); see share for how waiting runs are served.
+	maxActive int
 }
 
 type runExec struct {
@@ -160,6 +171,12 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
 		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}}
 }
+
+// SetMaxActive bounds the executions running at once across every run
+// (n <= 0: unbounded). Dispatches beyond the bound wait, and free slots go
+// fairly to the waiting runs: across tenants first, then across runs. Call
+// it before Run.
+func (s *Supervisor) SetMaxActive(n int) { s.maxActive = max(n, 0) }
 
 // Run reconciles until ctx is done, then cancels its workers and waits for
 // them. Executions it leaves active are settled as crash by the next
@@ -207,6 +224,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 		return
 	}
 	live := map[RunRef]bool{}
+	var wants []want
 	for _, ref := range runs {
 		live[ref] = true
 		if !s.claimed[ref] {
@@ -218,8 +236,20 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 			}
 			s.claimed[ref] = true
 		}
-		if err := s.reconcile(ctx, ref); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
+		w, err := s.reconcile(ctx, ref)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
 			s.log.Error("engine: reconcile", "run", ref.RunID, "err", err)
+		}
+		if w != nil {
+			wants = append(wants, *w)
+		}
+	}
+	for i, n := range s.share(wants) {
+		if n == 0 {
+			continue
+		}
+		if err := s.dispatch(ctx, wants[i].snap, wants[i].ds[:n]); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
+			s.log.Error("engine: dispatch", "run", wants[i].snap.Ref.RunID, "err", err)
 		}
 	}
 	// Workers of runs that are no longer running (finished, superseded,
@@ -238,11 +268,28 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 	}
 }
 
-// reconcile brings one run one step forward.
-func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) error {
+// want is a run's next dispatch batch, waiting for its share of the
+// execution slots.
+type want struct {
+	snap *Snapshot
+	ds   []reduce.Dispatch
+}
+
+// reduceSnapshot folds a snapshot in its run's reducer mode.
+func reduceSnapshot(snap *Snapshot) (reduce.Result, error) {
+	if snap.Native {
+		return reduce.ReduceNative(snap.Spec, snap.Seed, snap.History)
+	}
+	return reduce.Reduce(snap.Spec, snap.Seed, snap.History)
+}
+
+// reconcile brings one run one step forward. A run that wants to
+// dispatch is returned as a want; reconcileAll starts what the execution
+// slots allow.
+func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 	snap, err := s.ledger.Snapshot(ctx, ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Executions the ledger thinks active: ours keep running; others were
 	// orphaned by a previous process and end as crash.
@@ -266,16 +313,16 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) error {
 	}
 	s.mu.Unlock()
 	if len(orphans) > 0 {
-		return s.ledger.Crash(ctx, ref, orphans)
+		return nil, s.ledger.Crash(ctx, ref, orphans)
 	}
 
-	res, err := reduce.Reduce(snap.Spec, snap.Seed, snap.History)
+	res, err := reduceSnapshot(snap)
 	if err != nil {
 		if len(active) > 0 {
-			return nil // settle what runs first
+			return nil, nil // settle what runs first
 		}
 		s.log.Warn("engine: reducer error ends the run", "run", ref.RunID, "err", err)
-		return s.ledger.Finish(ctx, ref, reduce.Terminal{Status: reduce.TerminalFailed, Reason: reduce.FailureReason(err)})
+		return nil, s.ledger.Finish(ctx, ref, reduce.Terminal{Status: reduce.TerminalFailed, Reason: reduce.FailureReason(err)})
 	}
 	if vs := res.Voids(); len(vs) > 0 {
 		s.mu.Lock()
@@ -285,24 +332,24 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) error {
 			}
 		}
 		s.mu.Unlock()
-		return s.ledger.Void(ctx, ref, vs)
+		return nil, s.ledger.Void(ctx, ref, vs)
 	}
 	if res.Terminal != nil {
 		if len(active) > 0 {
-			return nil
+			return nil, nil
 		}
-		return s.ledger.Finish(ctx, ref, *res.Terminal)
+		return nil, s.ledger.Finish(ctx, ref, *res.Terminal)
 	}
 	if ds := res.Dispatches(); len(ds) > 0 {
 		if snap.Dispatch != protocol.DispatchActive {
-			return nil // suspended or stopping: the gate holds new work
+			return nil, nil // suspended or stopping: the gate holds new work
 		}
-		return s.dispatch(ctx, snap, ds)
+		return &want{snap: snap, ds: ds}, nil
 	}
 	if hs := res.Holds(); len(hs) > 0 && len(active) == 0 && snap.Held != hs[0].Execution {
-		return s.ledger.Hold(ctx, ref, hs[0])
+		return nil, s.ledger.Hold(ctx, ref, hs[0])
 	}
-	return nil
+	return nil, nil
 }
 
 // dispatch records the batch, then starts a worker per execution.
@@ -344,7 +391,7 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 		defer s.wg.Done()
 		defer cancel()
 		s.ledger.ExecutionStarted(ref, d.Ref)
-		outcome := s.execute(wctx, ref, d, node, timeout)
+		outcome := s.execute(wctx, snap, d, node, timeout)
 		s.ledger.ExecutionEnded(ref, d.Ref)
 		cancelled := wctx.Err() != nil && ctx.Err() == nil && !outcome.timedOut
 		if ctx.Err() != nil || cancelled {
@@ -395,8 +442,13 @@ type result struct {
 
 // execute runs the worker under the node's timeout and checks its outcome
 // against the node's declared contract.
-func (s *Supervisor) execute(ctx context.Context, ref RunRef, d Dispatch, node graph.Node, timeout time.Duration) result {
-	w, ok := s.workers.Lookup(d.Worker)
+func (s *Supervisor) execute(ctx context.Context, snap *Snapshot, d Dispatch, node graph.Node, timeout time.Duration) result {
+	ref := snap.Ref
+	lookup := func() (worker.Worker, bool) { return s.workers.Lookup(d.Worker) }
+	if snap.Worker != nil {
+		lookup = func() (worker.Worker, bool) { return snap.Worker(d.Dispatch) }
+	}
+	w, ok := lookup()
 	if !ok {
 		s.ledger.Log(ref, d.Ref, "error", "no worker is registered as "+d.Worker)
 		return result{Outcome: worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)}

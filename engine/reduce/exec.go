@@ -45,7 +45,7 @@ func (e *evaluator) evalExec(n execNode, c *ctx, p pass) (res, error) {
 			return res{}, errf(ErrInconsistentHistory, "execution %d of %q: recorded input %s differs from %s", x.Execution.Execution, n.name, x.input, in)
 		}
 	}
-	budget := max(n.attempts, 1) + v.grants
+	budget := e.budget(n, v)
 	for i, x := range v.entries {
 		if x.Attempt > budget {
 			return res{}, errf(ErrInconsistentHistory, "execution %d of %q: attempt %d beyond its budget %d", x.Execution.Execution, n.name, x.Attempt, budget)
@@ -75,7 +75,7 @@ func (e *evaluator) evalExec(n execNode, c *ctx, p pass) (res, error) {
 			}
 			return pending, nil
 		}
-		if e.ix.errorRouted[n.name] {
+		if e.native || e.ix.errorRouted[n.name] {
 			e.applyError(n, c, o.Code)
 			e.emitContinue(p, n.name)
 			return res{st: stContinue, pos: x.Position}, nil

@@ -17,6 +17,10 @@ import (
 // A returned error wraps one of the Err* sentinels; the supervisor should
 // terminalise the run as failed with FailureReason(err).
 func Reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History) (Result, error) {
+	return reduce(g, initialInput, h, false)
+}
+
+func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native bool) (Result, error) {
 	ix, err := indexGraph(g)
 	if err != nil {
 		return Result{}, err
@@ -29,7 +33,7 @@ func Reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	e := &evaluator{ix: ix, h: hi, consumed: map[uint64]bool{}, claims: map[uint64]claim{}}
+	e := &evaluator{ix: ix, h: hi, consumed: map[uint64]bool{}, claims: map[uint64]claim{}, native: native}
 	r, err := e.eval(g.Root, newCtx(state), pass{decide: true, cutoff: inf})
 	if err != nil {
 		return Result{}, err
@@ -95,6 +99,7 @@ type evaluator struct {
 	decisions []Decision
 	consumed  map[uint64]bool
 	claims    map[uint64]claim
+	native    bool // ReduceNative
 }
 
 func (e *evaluator) emit(d Decision) { e.decisions = append(e.decisions, d) }
