@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -12,22 +11,11 @@ import (
 	"github.com/oecp/oecp/protocol"
 )
 
-func init() {
-	register("plan", "verify a graph without admitting it: diagnostics and bounds", runPlan)
-	register("apply", "admit a graph and start a run (--watch follows it to its end)", runApply)
-	register("get", "show the cluster: phase, generation, run, operational status, result", runGet)
-	register("update", "change the current run's labels, log level or suspension", runUpdate)
-	register("stop", "stop the current run (drain, or --force)", runStop)
-	register("retry", "retry the latest failed step of the current run", runRetry)
-	register("resubmit", "start a new run of the finished graph", runResubmit)
-	register("delete", "delete the finished cluster and its run history", runDelete)
-}
-
-func runPlan(args []string, stdout, stderr io.Writer) int {
+func runPlan(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("plan", "plan -f GRAPH [flags]", "Verifies a graph on the server without admitting it and prints its diagnostics\nand structural bounds. Exits 1 when the graph is rejected.", stdout, stderr, false, false)
 	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
-	if code, ok := c.parse(args, 0, 0); !ok {
-		return code
+	if err := c.parse(args, 0, 0); err != nil {
+		return err
 	}
 	if *file == "" {
 		return c.usageErr("give the graph file with -f GRAPH")
@@ -36,9 +24,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	s, code, ok := c.open()
-	if !ok {
-		return code
+	s, err := c.open()
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	var r protocol.PlanResult
@@ -65,11 +53,11 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	}
 	if !r.OK {
 		if !c.jsonOut {
-			fmt.Fprintln(stderr, "oecp plan: the graph was rejected; fix the diagnostics above and plan again.")
+			return c.failf(exitError, "the graph was rejected; fix the diagnostics above and plan again.")
 		}
-		return exitError
+		return exitWith(exitError)
 	}
-	return exitOK
+	return nil
 }
 
 func printBounds(w io.Writer, raw json.RawMessage) {
@@ -109,19 +97,19 @@ func printBounds(w io.Writer, raw json.RawMessage) {
 	}
 }
 
-func runApply(args []string, stdout, stderr io.Writer) int {
+func runApply(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("apply", "apply -f GRAPH [--input JSON] [--dry-run] [--watch] [flags]",
-		"Admits a graph. A changed graph starts a new run with --input as its root input\n"+
-			"(a JSON value, or @FILE); an unchanged graph is a no-op. --dry-run only shows the\n"+
-			"node diff. --watch follows the new run's events to its end and exits 1 if it fails.\n"+
-			"apply sends --if-generation only when given: without it the apply is an upsert.",
+		`Admits a graph. A changed graph starts a new run with --input as its root input
+(a JSON value, or @FILE); an unchanged graph is a no-op. --dry-run only shows the
+node diff. --watch follows the new run's events to its end and exits 1 if it fails.
+apply sends --if-generation only when given: without it the apply is an upsert.`,
 		stdout, stderr, true, false)
 	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
 	input := c.fs.String("input", "", "root input of the new run: JSON value, or @FILE")
 	dry := c.fs.Bool("dry-run", false, "show the diff against the current graph; change nothing")
 	watch := c.fs.Bool("watch", false, "follow the new run until it finishes")
-	if code, ok := c.parse(args, 0, 0); !ok {
-		return code
+	if err := c.parse(args, 0, 0); err != nil {
+		return err
 	}
 	if *file == "" {
 		return c.usageErr("give the graph file with -f GRAPH")
@@ -134,9 +122,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		return c.usageErr("%v", err)
 	}
 	p := client.ApplyParams{Graph: graph, DryRun: *dry, IdempotencyKey: c.idemKey}
-	inputSet := false
-	c.fs.Visit(func(f *flagT) { inputSet = inputSet || f.Name == "input" })
-	if inputSet {
+	if flagGiven(c.fs, "input") {
 		if *dry {
 			return c.usageErr("--dry-run does not take --input")
 		}
@@ -151,9 +137,9 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if !p.DryRun && p.IdempotencyKey == "" {
 		p.IdempotencyKey = client.NewIdempotencyKey()
 	}
-	s, code, ok := c.open()
-	if !ok {
-		return code
+	s, err := c.open()
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	var r protocol.ApplyResult
@@ -170,17 +156,13 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "applied: run %s, generation %s, phase %s%s\n", strOr(r.RunID, "none"), intOr(r.Generation, "none"), r.Phase, dedupNote(r.Deduped))
 	}
 	if !*watch {
-		return exitOK
+		return nil
 	}
 	if r.RunID == nil {
-		c.errorf("the apply started no run, so there is nothing to watch")
-		return exitError
+		return c.failf(exitError, "the apply started no run, so there is nothing to watch")
 	}
 	return c.followRun(s.ctx, s.conn, s.dial, *r.RunID, "", false)
 }
-
-// flagT keeps the flag package's type name short in Visit callbacks.
-type flagT = flag.Flag
 
 func list(s []string) string {
 	if len(s) == 0 {
@@ -189,17 +171,17 @@ func list(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-func runGet(args []string, stdout, stderr io.Writer) int {
+func runGet(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("get", "get [flags]", "Shows the cluster: phase, generation, current run, operational status and,\nonce the run has ended, its result.", stdout, stderr, false, false)
 	showSpec := c.fs.Bool("spec", false, "also print the admitted graph")
-	s, code, ok := c.start(args)
-	if !ok {
-		return code
+	s, err := c.start(args)
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	var g protocol.GetResult
-	if code, done := s.result(protocol.MethodGet, struct{}{}, &g); done {
-		return code
+	if done, err := s.result(protocol.MethodGet, struct{}{}, &g); done {
+		return err
 	}
 	st := g.Status
 	fmt.Fprintf(stdout, "phase:       %s\n", st.Phase)
@@ -232,7 +214,7 @@ func runGet(args []string, stdout, stderr io.Writer) int {
 	if *showSpec && len(g.Spec) > 0 && string(g.Spec) != "null" {
 		fmt.Fprintf(stdout, "spec:        %s\n", g.Spec)
 	}
-	return exitOK
+	return nil
 }
 
 // labelEdits parses --label k=v (set) and --label k- (remove).
@@ -261,11 +243,11 @@ func (l *labelEdits) Set(v string) error {
 	return fmt.Errorf("want key=value to set a label or key- to remove it, got %q", v)
 }
 
-func runUpdate(args []string, stdout, stderr io.Writer) int {
+func runUpdate(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("update", "update [--label k=v]… [--label k-]… [--replace-labels] [--log-level L] [--suspend | --resume] [flags]",
-		"Changes the current run's operational settings. Labels merge into the current ones\n"+
-			"(read with get first, since the wire replaces the whole map): k=v sets, k- removes.\n"+
-			"--replace-labels sends exactly the given labels instead (none: clear them all).",
+		`Changes the current run's operational settings. Labels merge into the current ones
+(read with get first, since the wire replaces the whole map): k=v sets, k- removes.
+--replace-labels sends exactly the given labels instead (none: clear them all).`,
 		stdout, stderr, true, false)
 	var labels labelEdits
 	c.fs.Var(&labels, "label", "set a label (key=value) or remove one (key-); repeatable")
@@ -273,8 +255,8 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 	logLevel := c.fs.String("log-level", "", "log level: trace, debug, info, warn or error")
 	suspend := c.fs.Bool("suspend", false, "stop dispatching new steps (running ones continue)")
 	resume := c.fs.Bool("resume", false, "resume dispatching")
-	if code, ok := c.parse(args, 0, 0); !ok {
-		return code
+	if err := c.parse(args, 0, 0); err != nil {
+		return err
 	}
 	if *suspend && *resume {
 		return c.usageErr("--suspend and --resume exclude each other")
@@ -290,9 +272,9 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		return c.usageErr("nothing to update: give --label, --replace-labels, --log-level, --suspend or --resume")
 	}
 	mergeNeeded := labelsChange && !*replace
-	s, st, code, ok := c.openCAS(mergeNeeded)
-	if !ok {
-		return code
+	s, st, err := c.openCAS(mergeNeeded)
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	p := client.UpdateParams{LogLevel: *logLevel, IfGeneration: st.generation, IdempotencyKey: c.idemKey}
@@ -318,11 +300,11 @@ func runUpdate(args []string, stdout, stderr io.Writer) int {
 		p.IdempotencyKey = client.NewIdempotencyKey()
 	}
 	var r protocol.UpdateResult
-	if code, done := s.result(protocol.MethodUpdate, p, &r); done {
-		return code
+	if done, err := s.result(protocol.MethodUpdate, p, &r); done {
+		return err
 	}
 	fmt.Fprintf(stdout, "updated run %s: dispatch %s, log level %s, labels %s%s\n", r.RunID, r.Operational.DispatchState, r.Operational.LogLevel, formatLabels(r.Operational.Labels), dedupNote(r.Deduped))
-	return exitOK
+	return nil
 }
 
 func isLogLevel(l string) bool {
@@ -334,28 +316,24 @@ func isLogLevel(l string) bool {
 	return false
 }
 
-func runStop(args []string, stdout, stderr io.Writer) int {
+func runStop(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("stop", "stop [--force] [flags]", "Stops the current run. By default it drains: no new steps start and the run\nfinishes when running ones settle. --force cancels running steps at once.", stdout, stderr, true, false)
 	force := c.fs.Bool("force", false, "cancel running steps instead of draining")
-	s, st, code, ok := c.startCAS(args)
-	if !ok {
-		return code
-	}
-	defer s.close()
-	mode := "drain"
-	if *force {
-		mode = "force"
-	}
-	p := client.StopParams{Mode: mode, IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
 	var r protocol.StopResult
-	if code, done := s.result(protocol.MethodStop, p, &r); done {
-		return code
+	if done, err := c.mutate(args, protocol.MethodStop, func(st casState) any {
+		mode := "drain"
+		if *force {
+			mode = "force"
+		}
+		return client.StopParams{Mode: mode, IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
+	}, &r); done {
+		return err
 	}
 	fmt.Fprintf(stdout, "stop (%s) accepted for run %s: phase %s, dispatch %s%s\n", r.EffectiveMode, r.RunID, r.Phase, r.Operational.DispatchState, dedupNote(r.Deduped))
 	if r.Phase != protocol.PhaseFinished {
 		fmt.Fprintln(stdout, "the run finishes when its running steps settle; follow it with `oecp watch`")
 	}
-	return exitOK
+	return nil
 }
 
 func orKey(k string) string {
@@ -365,52 +343,46 @@ func orKey(k string) string {
 	return k
 }
 
-func runRetry(args []string, stdout, stderr io.Writer) int {
+func runRetry(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("retry", "retry [flags]", "Reserves a retry of the current run's latest failed step.", stdout, stderr, true, false)
-	s, st, code, ok := c.startCAS(args)
-	if !ok {
-		return code
-	}
-	defer s.close()
 	var r protocol.RetryResult
-	if code, done := s.result(protocol.MethodRetry, client.RetryParams{IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}, &r); done {
-		return code
+	if done, err := c.mutate(args, protocol.MethodRetry, func(st casState) any {
+		return client.RetryParams{IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
+	}, &r); done {
+		return err
 	}
 	fmt.Fprintf(stdout, "retry reserved in run %s: turn %s retries %s%s\n", r.RunID, r.RetryTurnID, r.RetriedTurnID, dedupNote(r.Deduped))
-	return exitOK
+	return nil
 }
 
-func runResubmit(args []string, stdout, stderr io.Writer) int {
+func runResubmit(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("resubmit", "resubmit [--input JSON] [flags]", "Starts a new run of the finished graph, with the prior run's input or --input.", stdout, stderr, true, true)
 	input := c.fs.String("input", "", "replacement root input: JSON value, or @FILE (default: the prior run's input)")
-	if code, ok := c.parse(args, 0, 0); !ok {
-		return code
+	if err := c.parse(args, 0, 0); err != nil {
+		return err
 	}
 	var repl json.RawMessage
-	inputSet := false
-	c.fs.Visit(func(f *flagT) { inputSet = inputSet || f.Name == "input" })
-	if inputSet {
+	if flagGiven(c.fs, "input") {
 		var err error
 		if repl, err = parseJSONArg("--input", *input); err != nil {
 			return c.usageErr("%v", err)
 		}
 	}
-	s, st, code, ok := c.openCAS(false)
-	if !ok {
-		return code
+	s, st, err := c.openCAS(false)
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	if st.runID == "" {
-		c.errorf("there is no run to resubmit (the cluster is %s); start one with `oecp apply`", orPhase(st.status.Phase))
-		return exitError
+		return c.failf(exitError, "there is no run to resubmit (the cluster is %s); start one with `oecp apply`", orPhase(st.status.Phase))
 	}
 	p := client.ResubmitParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey), ReplacementInput: repl}
 	var r protocol.ResubmitResult
-	if code, done := s.result(protocol.MethodResubmit, p, &r); done {
-		return code
+	if done, err := s.result(protocol.MethodResubmit, p, &r); done {
+		return err
 	}
 	fmt.Fprintf(stdout, "resubmitted: run %s replaces %s (generation %d, phase %s)%s\n", r.RunID, r.PriorRunID, r.Generation, r.Phase, dedupNote(r.Deduped))
-	return exitOK
+	return nil
 }
 
 func orPhase(p string) string {
@@ -420,17 +392,13 @@ func orPhase(p string) string {
 	return p
 }
 
-func runDelete(args []string, stdout, stderr io.Writer) int {
+func runDelete(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("delete", "delete [flags]", "Deletes the finished cluster: the graph, the generation and the run history.", stdout, stderr, true, true)
-	s, st, code, ok := c.startCAS(args)
-	if !ok {
-		return code
-	}
-	defer s.close()
-	p := client.DeleteParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey)}
 	var r protocol.DeleteResult
-	if code, done := s.result(protocol.MethodDelete, p, &r); done {
-		return code
+	if done, err := c.mutate(args, protocol.MethodDelete, func(st casState) any {
+		return client.DeleteParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey)}
+	}, &r); done {
+		return err
 	}
 	switch {
 	case r.Deleted:
@@ -440,5 +408,5 @@ func runDelete(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stdout, "nothing to delete: the cluster is %s%s\n", r.Phase, dedupNote(r.Deduped))
 	}
-	return exitOK
+	return nil
 }

@@ -14,34 +14,28 @@ import (
 	"github.com/oecp/oecp/protocol"
 )
 
-func init() {
-	register("watch", "follow a run's events until it finishes (or forever with --follow)", runWatch)
-	register("logs", "stream the cluster's live log records", runLogs)
-	register("attach", "stream the live output of one execution", runAttach)
-}
-
-func runWatch(args []string, stdout, stderr io.Writer) int {
+func runWatch(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("watch", "watch [--run ID] [--from CURSOR] [--follow] [flags]",
-		"Prints a run's events as they arrive (the current run by default, or the next one\n"+
-			"to start if there is none), replaying its history after --from, and ends with the\n"+
-			"run's result: exit 0 if it succeeded, 1 if it failed or was stopped. The watch\n"+
-			"survives dropped connections, resuming after the last event it printed.\n"+
-			"--json prints one event notification object per line.",
+		`Prints a run's events as they arrive (the current run by default, or the next one
+to start if there is none), replaying its history after --from, and ends with the
+run's result: exit 0 if it succeeded, 1 if it failed or was stopped. The watch
+survives dropped connections, resuming after the last event it printed.
+--json prints one event notification object per line.`,
 		stdout, stderr, false, false)
 	run := c.fs.String("run", "", "run id to watch (default: the current run)")
 	from := c.fs.String("from", "", "print only events after this cursor")
 	forever := c.fs.Bool("follow", false, "keep watching after the run finishes (until interrupted)")
-	s, code, ok := c.start(args)
-	if !ok {
-		return code
+	s, err := c.start(args)
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	return c.followRun(s.ctx, s.conn, s.dial, *run, *from, *forever)
 }
 
 // followRun prints a run's events until it finishes and reports how it
-// ended. The exit code reflects the run's result.
-func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dialer, runID, from string, forever bool) int {
+// ended. The exit status reflects the run's result.
+func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dialer, runID, from string, forever bool) error {
 	w, err := client.FollowWatch(ctx, client.FollowOptions{
 		RunID: runID, FromCursor: from, Forever: forever, Conn: conn, Dial: dial,
 		OnReconnect: func(cause error, after string) {
@@ -59,7 +53,7 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 		fmt.Fprintf(c.stderr, "oecp %s: no run yet; waiting for the next run to start (Ctrl-C to stop)…\n", c.name)
 	}
 	p := &eventPrinter{w: c.stdout, json: c.jsonOut}
-	code := exitOK
+	var end error
 	sawEnd := false
 	for ev := range w.Events() {
 		p.print(ev)
@@ -68,26 +62,25 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 		}
 		if ev.Event.Type == protocol.EventFinished {
 			sawEnd = true
-			code = c.reportEnd(ctx, conn, dial, ev)
+			end = c.reportEnd(ctx, conn, dial, ev)
 		}
 	}
 	if err := w.Err(); err != nil {
 		return c.fail(err)
 	}
 	if !sawEnd && ctx.Err() == nil {
-		c.errorf("the watch ended before the run finished")
-		return exitError
+		return c.failf(exitError, "the watch ended before the run finished")
 	}
 	if !sawEnd || forever {
-		return exitOK // interrupted while following
+		return nil // interrupted while following
 	}
-	return code
+	return end
 }
 
-// reportEnd prints how the run of a finished event ended and returns the
-// exit code: the finished event says whether a stop ended it; the result
-// comes from get's terminalResult.
-func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dialer, ev client.WatchEvent) int {
+// reportEnd prints how the run of a finished event ended and returns nil
+// when it succeeded: the finished event says whether a stop ended it; the
+// result comes from get's terminalResult.
+func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dialer, ev client.WatchEvent) error {
 	out := c.stdout
 	if c.jsonOut {
 		out = c.stderr
@@ -111,10 +104,10 @@ func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dial
 			if tr.Output != nil && !tr.Output.IsNull() && !c.jsonOut {
 				fmt.Fprintf(out, "output: %s\n", *tr.Output)
 			}
-			return exitOK
+			return nil
 		case "failed":
 			fmt.Fprintf(out, "run %s failed: %s\n", ev.RunID, tr.Reason)
-			return exitError
+			return exitWith(exitError)
 		}
 	}
 	mode := ev.Event.StopMode
@@ -123,14 +116,14 @@ func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dial
 	}
 	if mode != "" {
 		fmt.Fprintf(out, "run %s stopped (%s)\n", ev.RunID, mode)
-		return exitError
+		return exitWith(exitError)
 	}
 	if !current {
 		fmt.Fprintf(out, "run %s finished (it is no longer the current run, so its result is not available)\n", ev.RunID)
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(out, "run %s finished (the server reported no result)\n", ev.RunID)
-	return exitOK
+	return nil
 }
 
 // eventPrinter renders watch events for people, or as JSON lines.
@@ -220,11 +213,11 @@ func outcomeSummary(raw json.RawMessage) string {
 	return o.Status
 }
 
-func runLogs(args []string, stdout, stderr io.Writer) int {
+func runLogs(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("logs", "logs [flags]", "Streams the cluster's log records as they are written (no history), until\ninterrupted. --json prints one notification object per line.", stdout, stderr, false, false)
-	s, code, ok := c.start(args)
-	if !ok {
-		return code
+	s, err := c.start(args)
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	sub, err := s.conn.Logs(s.ctx)
@@ -244,7 +237,7 @@ func runLogs(args []string, stdout, stderr io.Writer) int {
 // pump hands each event of a live stream to show until show says the
 // stream is done, the stream ends (see streamEnded) or the command is
 // interrupted. It closes sub.
-func pump[E any](s *session, sub *client.Subscription[E], again string, show func(E) (done bool)) int {
+func pump[E any](s *session, sub *client.Subscription[E], again string, show func(E) (done bool)) error {
 	defer sub.Close()
 	for {
 		select {
@@ -253,39 +246,38 @@ func pump[E any](s *session, sub *client.Subscription[E], again string, show fun
 				return s.streamEnded(sub.Err(), again)
 			}
 			if show(ev) {
-				return exitOK
+				return nil
 			}
 		case <-s.ctx.Done():
-			return exitOK
+			return nil
 		}
 	}
 }
 
 // streamEnded reports the end of a live stream.
-func (c *cli) streamEnded(err error, again string) int {
+func (c *cli) streamEnded(err error, again string) error {
 	var ce *client.ClosedError
 	switch {
 	case err == nil:
-		return exitOK
+		return nil
 	case errors.As(err, &ce) && ce.Reason == "done":
-		return exitOK
+		return nil
 	case errors.As(err, &ce):
-		c.errorf("the server closed the stream (%s): this client fell behind; run `%s` again", ce.Reason, again)
-		return exitError
+		return c.failf(exitError, "the server closed the stream (%s): this client fell behind; run `%s` again", ce.Reason, again)
 	}
 	return c.fail(err)
 }
 
-func runAttach(args []string, stdout, stderr io.Writer) int {
+func runAttach(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("attach", "attach (EXECUTION | --node NAME [--attempt N]) [flags]",
-		"Streams the live output of one execution of the current run until it settles.\n"+
-			"--node finds the execution of that node (its latest attempt unless --attempt)\n"+
-			"in the current run's events.",
+		`Streams the live output of one execution of the current run until it settles.
+--node finds the execution of that node (its latest attempt unless --attempt)
+in the current run's events.`,
 		stdout, stderr, false, false)
 	node := c.fs.String("node", "", "node whose execution to attach to")
 	attempt := c.fs.Int64("attempt", 0, "attempt of --node (default: the latest)")
-	if code, ok := c.parse(args, 0, 1); !ok {
-		return code
+	if err := c.parse(args, 0, 1); err != nil {
+		return err
 	}
 	if (len(c.args) == 1) == (*node != "") {
 		return c.usageErr("give either an EXECUTION ref or --node NAME")
@@ -296,9 +288,9 @@ func runAttach(args []string, stdout, stderr io.Writer) int {
 	if *attempt < 0 {
 		return c.usageErr("--attempt must be 1 or more")
 	}
-	s, code, ok := c.open()
-	if !ok {
-		return code
+	s, err := c.open()
+	if err != nil {
+		return err
 	}
 	defer s.close()
 	execution := ""
@@ -310,9 +302,7 @@ func runAttach(args []string, stdout, stderr io.Writer) int {
 			if client.ErrorCode(err) != "" {
 				return c.fail(err)
 			}
-			c.errorf("%v", err)
-			fmt.Fprintln(stderr, "  Pass the execution ref directly: oecp attach EXECUTION")
-			return exitError
+			return c.failf(exitError, "%v", err).hint("Pass the execution ref directly: oecp attach EXECUTION")
 		}
 		fmt.Fprintf(stderr, "oecp attach: attaching to execution %s\n", execution)
 	}

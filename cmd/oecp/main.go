@@ -17,17 +17,29 @@ const (
 	exitUsage = 2 // bad usage, unreadable input, connection refused
 )
 
-// command is one subcommand. run returns the process exit code.
+// command is one subcommand. run returns nil on success, else the error
+// that ends it (see exitCode).
 type command struct {
 	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+	run     func(args []string, stdout, stderr io.Writer) error
 }
 
-// commands is filled by each subcommand's file in init.
-var commands = map[string]command{}
-
-func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
-	commands[name] = command{summary: summary, run: run}
+// commands are the subcommands by name.
+var commands = map[string]command{
+	"serve":    {"run a capsule: serve one cluster over WebSocket or NDJSON on stdio", runServe},
+	"plan":     {"verify a graph without admitting it: diagnostics and bounds", runPlan},
+	"apply":    {"admit a graph and start a run (--watch follows it to its end)", runApply},
+	"get":      {"show the cluster: phase, generation, run, operational status, result", runGet},
+	"update":   {"change the current run's labels, log level or suspension", runUpdate},
+	"stop":     {"stop the current run (drain, or --force)", runStop},
+	"retry":    {"retry the latest failed step of the current run", runRetry},
+	"resubmit": {"start a new run of the finished graph", runResubmit},
+	"delete":   {"delete the finished cluster and its run history", runDelete},
+	"watch":    {"follow a run's events until it finishes (or forever with --follow)", runWatch},
+	"logs":     {"stream the cluster's live log records", runLogs},
+	"attach":   {"stream the live output of one execution", runAttach},
+	"verify":   {"verify a graph or a worker descriptor offline", runVerify},
+	"version":  {"print the oecp version and protocol version", runVersion},
 }
 
 func usage(w io.Writer) {
@@ -64,5 +76,5 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
-	return cmd.run(args[1:], stdout, stderr)
+	return exitCode(cmd.run(args[1:], stdout, stderr), stderr)
 }

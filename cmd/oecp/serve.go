@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,10 +22,6 @@ import (
 	"github.com/oecp/oecp/transport/ndjson"
 	"github.com/oecp/oecp/transport/websocket"
 )
-
-func init() {
-	register("serve", "run a capsule: serve one cluster over WebSocket or NDJSON on stdio", runServe)
-}
 
 // multiFlag collects a repeatable string flag.
 type multiFlag []string
@@ -49,7 +44,7 @@ type serveConfig struct {
 	backend           backendConfig
 }
 
-func runServe(args []string, stdout, stderr io.Writer) int {
+func runServe(args []string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -65,46 +60,36 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to FILE until the server stops (diagnostics)")
 	cfg.backend.addFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "oecp serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return failf("serve", exitUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	log, err := newLogger(stderr, cfg.logLevel)
 	if err != nil {
-		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
-		return exitUsage
+		return failf("serve", exitUsage, "%v", err)
 	}
 	delays, err := parseFaultDelays(cfg.faultDelays)
 	if err != nil {
-		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
-		return exitUsage
+		return failf("serve", exitUsage, "%v", err)
 	}
 	if err := cfg.backend.validate(); err != nil {
-		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
-		return exitUsage
+		return failf("serve", exitUsage, "%v", err)
 	}
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
 		if err != nil {
-			fmt.Fprintf(stderr, "oecp serve: --cpuprofile: %v\n", err)
-			return exitUsage
+			return failf("serve", exitUsage, "--cpuprofile: %v", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "oecp serve: --cpuprofile: %v\n", err)
-			return exitUsage
+			return failf("serve", exitUsage, "--cpuprofile: %v", err)
 		}
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
 	backend, closeBackend, err := newBackend(cfg.backend, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
-		return exitError
+		return failf("serve", exitError, "%v", err)
 	}
 	defer closeBackend()
 
@@ -118,12 +103,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 	if cfg.stdio {
 		if err := ndjson.Serve(ctx, disp, os.Stdin, stdout, stderr, identity.Local(), opts); err != nil {
-			fmt.Fprintf(stderr, "oecp serve: %v\n", err)
-			return exitError
+			return failf("serve", exitError, "%v", err)
 		}
-		return exitOK
+		return nil
 	}
-	return serveWebSocket(ctx, cfg, disp, opts, log, stderr)
+	return serveWebSocket(ctx, cfg, disp, opts, log)
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
@@ -166,42 +150,48 @@ func isLoopbackListen(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatcher, opts server.Options, log *slog.Logger, stderr io.Writer) int {
+// wsSecurity checks the WebSocket listener's security flags and loads the
+// token resolver and TLS configuration (nil for plaintext). A non-loopback
+// listen needs tokens, and TLS or an explicit --insecure-plaintext.
+func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
 	useTLS := cfg.tlsCert != "" || cfg.tlsKey != ""
 	if useTLS && (cfg.tlsCert == "" || cfg.tlsKey == "") {
-		fmt.Fprintln(stderr, "oecp serve: --tls-cert and --tls-key go together")
-		return exitUsage
+		return nil, nil, failf("serve", exitUsage, "--tls-cert and --tls-key go together")
 	}
-	loopback := isLoopbackListen(cfg.listen)
-	if !loopback {
+	if !isLoopbackListen(cfg.listen) {
 		if cfg.authTokens == "" {
-			fmt.Fprintf(stderr, "oecp serve: %s is not a loopback address: give --auth-tokens FILE so that connections are authenticated\n", cfg.listen)
-			return exitUsage
+			return nil, nil, failf("serve", exitUsage, "%s is not a loopback address: give --auth-tokens FILE so that connections are authenticated", cfg.listen)
 		}
 		if !useTLS && !cfg.insecurePlaintext {
-			fmt.Fprintf(stderr, "oecp serve: %s is not a loopback address: serve TLS with --tls-cert/--tls-key, or accept plaintext with --insecure-plaintext\n", cfg.listen)
-			return exitUsage
+			return nil, nil, failf("serve", exitUsage, "%s is not a loopback address: serve TLS with --tls-cert/--tls-key, or accept plaintext with --insecure-plaintext", cfg.listen)
 		}
 	}
 	var resolver identity.Resolver = identity.Static(identity.Local())
 	if cfg.authTokens != "" {
 		toks, err := identity.LoadTokens(cfg.authTokens)
 		if err != nil {
-			fmt.Fprintf(stderr, "oecp serve: %v\n", err)
-			return exitUsage
+			return nil, nil, failf("serve", exitUsage, "%v", err)
 		}
 		resolver = toks
 	}
-	var tlsConfig *tls.Config
-	if useTLS {
-		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
-		if err != nil {
-			fmt.Fprintf(stderr, "oecp serve: load TLS key pair: %v\n", err)
-			return exitUsage
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if !useTLS {
+		return resolver, nil, nil
 	}
+	cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+	if err != nil {
+		return nil, nil, failf("serve", exitUsage, "load TLS key pair: %v", err)
+	}
+	return resolver, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
 
+// serveWebSocket serves the dispatcher on cfg.listen until ctx ends, then
+// shuts down: new connections are refused, open ones get the shutdown
+// grace (plus a margin) to close.
+func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatcher, opts server.Options, log *slog.Logger) error {
+	resolver, tlsConfig, err := wsSecurity(cfg)
+	if err != nil {
+		return err
+	}
 	shutdown, beginShutdown := context.WithCancel(context.Background())
 	defer beginShutdown()
 	h := &websocket.Handler{
@@ -220,24 +210,20 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	})
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "oecp serve: listen on %s: %v\n", cfg.listen, err)
-		return exitError
+		return failf("serve", exitError, "listen on %s: %v", cfg.listen, err)
 	}
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 32 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	scheme := "ws"
 	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 		scheme = "wss"
 	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 32 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	log.Info("serving", "url", fmt.Sprintf("%s://%s/oecp", scheme, ln.Addr()))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		fmt.Fprintf(stderr, "oecp serve: %v\n", err)
-		return exitError
+		return failf("serve", exitError, "%v", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
@@ -252,5 +238,5 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	case <-sctx.Done():
 		log.Warn("connections still open at shutdown deadline")
 	}
-	return exitOK
+	return nil
 }

@@ -13,11 +13,7 @@ import (
 	"github.com/oecp/oecp/verifier"
 )
 
-func init() {
-	register("verify", "verify a graph or a worker descriptor offline", runVerify)
-}
-
-func runVerify(args []string, stdout, stderr io.Writer) int {
+func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	graphFile := fs.String("graph", "", "GraphSpec JSON file to verify")
@@ -30,44 +26,29 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "exit status: 0 verified/valid, 1 rejected/invalid, 2 unreadable input or bad usage")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 || (*graphFile == "") == (*workerFile == "") || (*workerFile != "" && *registryFile != "") {
 		fs.Usage()
-		return exitUsage
+		return exitWith(exitUsage)
 	}
 	if *workerFile != "" {
-		return verifyWorker(*workerFile, *asJSON, stdout, stderr)
+		return verifyWorker(*workerFile, *asJSON, stdout)
 	}
-	return verifyGraph(*graphFile, *registryFile, *asJSON, stdout, stderr)
+	return verifyGraph(*graphFile, *registryFile, *asJSON, stdout)
 }
 
-func verifyGraph(graphFile, registryFile string, asJSON bool, stdout, stderr io.Writer) int {
-	data, err := os.ReadFile(graphFile)
+func verifyGraph(graphFile, registryFile string, asJSON bool, stdout io.Writer) error {
+	g, err := readDecoded(graphFile, "graph", "a valid GraphSpec", graph.Decode)
 	if err != nil {
-		fmt.Fprintf(stderr, "oecp verify: cannot read graph %s: %v\n", graphFile, err)
-		return exitUsage
-	}
-	g, err := graph.Decode(data)
-	if err != nil {
-		fmt.Fprintf(stderr, "oecp verify: %s is not a valid GraphSpec: %v\n", graphFile, err)
-		return exitUsage
+		return err
 	}
 	var reg verifier.Registry = verifier.BuiltinRegistry{}
 	if registryFile != "" {
-		rdata, err := os.ReadFile(registryFile)
+		sr, err := readDecoded(registryFile, "registry", "a valid registry", verifier.LoadStaticRegistry)
 		if err != nil {
-			fmt.Fprintf(stderr, "oecp verify: cannot read registry %s: %v\n", registryFile, err)
-			return exitUsage
-		}
-		sr, err := verifier.LoadStaticRegistry(rdata)
-		if err != nil {
-			fmt.Fprintf(stderr, "oecp verify: %s is not a valid registry: %v\n", registryFile, err)
-			return exitUsage
+			return err
 		}
 		reg = sr
 	}
@@ -75,17 +56,31 @@ func verifyGraph(graphFile, registryFile string, asJSON bool, stdout, stderr io.
 	if asJSON {
 		out, err := json.Marshal(res)
 		if err != nil {
-			fmt.Fprintf(stderr, "oecp verify: %v\n", err)
-			return exitError
+			return failf("verify", exitError, "%v", err)
 		}
 		fmt.Fprintf(stdout, "%s\n", out)
 	} else {
 		writeReport(stdout, graphFile, res)
 	}
 	if res.OK() {
-		return exitOK
+		return nil
 	}
-	return exitError
+	return exitWith(exitError)
+}
+
+// readDecoded reads file (a what) and decodes it; either failure exits 2,
+// saying the file is not valid.
+func readDecoded[T any](file, what, valid string, decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return zero, failf("verify", exitUsage, "cannot read %s %s: %v", what, file, err)
+	}
+	v, err := decode(data)
+	if err != nil {
+		return zero, failf("verify", exitUsage, "%s is not %s: %v", file, valid, err)
+	}
+	return v, nil
 }
 
 func formatPath(p graph.Path) string {
@@ -128,15 +123,13 @@ func writeReport(w io.Writer, file string, res verifier.Result) {
 	}
 }
 
-func verifyWorker(file string, asJSON bool, stdout, stderr io.Writer) int {
+func verifyWorker(file string, asJSON bool, stdout io.Writer) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		fmt.Fprintf(stderr, "oecp verify: cannot read worker descriptor %s: %v\n", file, err)
-		return exitUsage
+		return failf("verify", exitUsage, "cannot read worker descriptor %s: %v", file, err)
 	}
 	if !json.Valid(data) {
-		fmt.Fprintf(stderr, "oecp verify: %s is not valid JSON\n", file)
-		return exitUsage
+		return failf("verify", exitUsage, "%s is not valid JSON", file)
 	}
 	d, err := verifier.ParseDescriptor(data)
 	if err == nil {
@@ -168,7 +161,7 @@ func verifyWorker(file string, asJSON bool, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: invalid worker descriptor: %s (%s)\n", file, de.Reason, de.Code)
 	}
 	if de != nil {
-		return exitError
+		return exitWith(exitError)
 	}
-	return exitOK
+	return nil
 }

@@ -8,13 +8,11 @@ import (
 	"github.com/oecp/oecp/protocol"
 )
 
-func init() {
-	register("version", "print the oecp version and protocol version", func(_ []string, stdout, _ io.Writer) int {
-		v := "(devel)"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		fmt.Fprintf(stdout, "oecp %s (protocol %s)\n", v, protocol.Version)
-		return exitOK
-	})
+func runVersion(_ []string, stdout, _ io.Writer) error {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	fmt.Fprintf(stdout, "oecp %s (protocol %s)\n", v, protocol.Version)
+	return nil
 }

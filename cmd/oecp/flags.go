@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Defaults of the client subcommands.
+const (
+	defaultServerURL = "ws://127.0.0.1:7300/oecp"
+	// dialTimeout bounds opening one connection (TCP, TLS and upgrade).
+	dialTimeout = 15 * time.Second
+)
+
+// cli is one client subcommand invocation: its flags, streams and the
+// connection it opens.
+type cli struct {
+	name           string
+	fs             *flag.FlagSet
+	stdout, stderr io.Writer
+
+	server         string
+	tokenFile      string
+	caFile         string
+	allowPlaintext bool
+	jsonOut        bool
+
+	// Mutating commands only.
+	idemKey      string
+	ifGeneration optInt
+	ifRun        optString
+
+	args []string // positional arguments
+}
+
+// optInt is an int64 flag that knows whether it was given.
+type optInt struct {
+	set bool
+	v   int64
+}
+
+func (o *optInt) String() string {
+	if !o.set {
+		return ""
+	}
+	return strconv.FormatInt(o.v, 10)
+}
+
+func (o *optInt) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("want a generation number (0 or more), got %q", s)
+	}
+	o.set, o.v = true, v
+	return nil
+}
+
+type optString struct {
+	set bool
+	v   string
+}
+
+func (o *optString) String() string     { return o.v }
+func (o *optString) Set(s string) error { o.set, o.v = true, s; return nil }
+
+const casHelp = "When --if-generation / --if-run are absent, the command first reads them with `get`: " +
+	"convenient, not atomic (a change between the read and the request is not detected). " +
+	"Pass them explicitly to pin the state you checked."
+
+// newCLI prepares a subcommand. mutating adds --idempotency-key and, with
+// cas, --if-generation/--if-run.
+func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, runCAS bool) *cli {
+	c := &cli{name: name, stdout: stdout, stderr: stderr}
+	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	c.fs.SetOutput(stderr)
+	def := os.Getenv("OECP_SERVER")
+	if def == "" {
+		def = defaultServerURL
+	}
+	c.fs.StringVar(&c.server, "server", def, "server URL, ws:// or wss:// (env OECP_SERVER)")
+	c.fs.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token (else env OECP_TOKEN)")
+	c.fs.StringVar(&c.caFile, "ca-file", "", "PEM file of extra CA certificates to trust for wss://")
+	c.fs.BoolVar(&c.allowPlaintext, "allow-plaintext", false, "allow ws:// to a non-loopback host (traffic and token in clear)")
+	c.fs.BoolVar(&c.jsonOut, "json", false, "print the method's JSON result instead of text")
+	if mutating {
+		c.fs.StringVar(&c.idemKey, "idempotency-key", "", "idempotency key of the request (default: a fresh random key)")
+		c.fs.Var(&c.ifGeneration, "if-generation", "expected cluster generation (default: read with get first)")
+		if runCAS {
+			c.fs.Var(&c.ifRun, "if-run", "expected current run id (default: read with get first)")
+		}
+	}
+	c.fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: oecp %s\n\n%s\n", synopsis, about)
+		if mutating {
+			fmt.Fprintf(stderr, "\n%s\n", casHelp)
+		}
+		fmt.Fprintln(stderr, "\nflags:")
+		c.fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nExit status: 0 success; 1 the server answered with an error, or the run failed or was stopped;\n2 usage error, unreadable file, refused URL, connection failure or authentication failure.")
+	}
+	return c
+}
+
+// parse parses flags and positional arguments in any order. A non-nil
+// error ends the command (flag.ErrHelp after --help).
+func (c *cli) parse(args []string, minPos, maxPos int) error {
+	for {
+		if err := parseFlags(c.fs, args); err != nil {
+			return err
+		}
+		args = c.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if args[0] == "--" {
+			c.args = append(c.args, args[1:]...)
+			break
+		}
+		c.args = append(c.args, args[0])
+		args = args[1:]
+	}
+	if len(c.args) > maxPos {
+		return c.usageErr("unexpected argument %q; see 'oecp %s --help'", c.args[maxPos], c.name)
+	}
+	if len(c.args) < minPos {
+		return c.usageErr("missing argument; see 'oecp %s --help'", c.name)
+	}
+	return nil
+}
+
+// parseFlags parses fs. The flag package has already reported a bad flag
+// (exit 2); --help returns flag.ErrHelp (exit 0).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return exitWith(exitUsage)
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

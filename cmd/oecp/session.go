@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
+)
+
+// dialOptions builds the dialing options from flags and environment.
+func (c *cli) dialOptions() (client.DialOptions, error) {
+	var o client.DialOptions
+	u, err := url.Parse(c.server)
+	if err != nil {
+		return o, fmt.Errorf("%w: --server %q is not a URL", client.ErrURLRefused, c.server)
+	}
+	o.AllowPlaintext = c.allowPlaintext || client.IsLoopbackHost(u.Host)
+	if c.tokenFile != "" {
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return o, fmt.Errorf("read --token-file: %w", err)
+		}
+		o.Token = strings.TrimSpace(string(b))
+		if o.Token == "" {
+			return o, fmt.Errorf("--token-file %s is empty", c.tokenFile)
+		}
+	} else {
+		o.Token = strings.TrimSpace(os.Getenv("OECP_TOKEN"))
+	}
+	if c.caFile != "" {
+		o.CAFiles = []string{c.caFile}
+	}
+	return o, nil
+}
+
+// dialer returns the command's connection factory.
+func (c *cli) dialer() (client.Dialer, error) {
+	opts, err := c.dialOptions()
+	if err != nil {
+		return nil, &localError{err}
+	}
+	if _, err := client.CheckURL(c.server, opts.AllowPlaintext); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (*client.Conn, error) {
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		return client.Dial(dctx, c.server, opts)
+	}, nil
+}
+
+// connect opens the command's connection.
+func (c *cli) connect(ctx context.Context) (*client.Conn, client.Dialer, error) {
+	dial, err := c.dialer()
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := dial(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, dial, nil
+}
+
+// signalContext ends on SIGINT/SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// session is a command's open connection and the context it runs in
+// (ended by SIGINT/SIGTERM).
+type session struct {
+	*cli
+	ctx  context.Context
+	conn *client.Conn
+	dial client.Dialer
+	stop context.CancelFunc
+}
+
+// open starts the command's signal context and connects. On success the
+// caller defers s.close().
+func (c *cli) open() (*session, error) {
+	ctx, stop := signalContext()
+	conn, dial, err := c.connect(ctx)
+	if err != nil {
+		stop()
+		return nil, c.fail(err)
+	}
+	return &session{cli: c, ctx: ctx, conn: conn, dial: dial, stop: stop}, nil
+}
+
+// openCAS opens a session for a mutating command and reads its
+// preconditions (see readCAS).
+func (c *cli) openCAS(needGet bool) (*session, casState, error) {
+	s, err := c.open()
+	if err != nil {
+		return nil, casState{}, err
+	}
+	st, err := c.readCAS(s.ctx, s.conn, needGet)
+	if err != nil {
+		s.close()
+		return nil, casState{}, c.fail(err)
+	}
+	return s, st, nil
+}
+
+// start parses a command without positional arguments and opens its
+// session.
+func (c *cli) start(args []string) (*session, error) {
+	if err := c.parse(args, 0, 0); err != nil {
+		return nil, err
+	}
+	return c.open()
+}
+
+// mutate runs a mutating command without positional arguments: it parses
+// args, reads the preconditions, sends method with the params built from
+// them and decodes the result into r. done is as for result.
+func (c *cli) mutate(args []string, method string, params func(casState) any, r any) (done bool, err error) {
+	if err := c.parse(args, 0, 0); err != nil {
+		return true, err
+	}
+	s, st, err := c.openCAS(false)
+	if err != nil {
+		return true, err
+	}
+	defer s.close()
+	return s.result(method, params(st), r)
+}
+
+// close closes the connection, then ends the signal context.
+func (s *session) close() {
+	s.conn.Close()
+	s.stop()
+}
+
+// call sends method and decodes its result into r, returning the raw
+// result too.
+func (s *session) call(method string, params, r any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := s.conn.Call(s.ctx, method, params, &raw); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, r); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// result sends method and decodes its result into r for printing as text.
+// done reports that the command is over: the call failed (err says how),
+// or --json printed the raw result.
+func (s *session) result(method string, params, r any) (done bool, err error) {
+	var raw json.RawMessage
+	if err := s.conn.Call(s.ctx, method, params, &raw); err != nil {
+		return true, s.fail(err)
+	}
+	if s.jsonOut {
+		s.printJSON(raw)
+		return true, nil
+	}
+	if err := json.Unmarshal(raw, r); err != nil {
+		return true, s.fail(err)
+	}
+	return false, nil
+}
+
+// casState is what a mutating command reads with get when the caller did
+// not pin it.
+type casState struct {
+	generation int64
+	runID      string // "" when there is no current run
+	status     protocol.ClusterStatus
+}
+
+// readCAS fills the generation / run preconditions: flags win, else get.
+func (c *cli) readCAS(ctx context.Context, conn *client.Conn, needGet bool) (casState, error) {
+	var s casState
+	if !c.ifGeneration.set || !c.ifRun.set || needGet {
+		g, err := conn.Get(ctx, client.GetParams{})
+		if err != nil {
+			return s, err
+		}
+		s.status = g.Status
+		if g.Status.ObservedGeneration != nil {
+			s.generation = *g.Status.ObservedGeneration
+		}
+		if g.Status.CurrentRunID != nil {
+			s.runID = *g.Status.CurrentRunID
+		}
+	}
+	if c.ifGeneration.set {
+		s.generation = c.ifGeneration.v
+	}
+	if c.ifRun.set {
+		s.runID = c.ifRun.v
+	}
+	return s, nil
+}
