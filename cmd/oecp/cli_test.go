@@ -20,13 +20,15 @@ import (
 )
 
 // Graphs: the README's example (echo, succeeds), a run that fails with a
-// reason, and one that sleeps until stopped (its input is {"ms":N}).
+// reason, one that sleeps until stopped (its input is {"ms":N}), and one
+// step of the host-configured worker test.ticker@1.
 const (
 	oneStep   = "../../examples/one-step.json"
 	oneInput  = `{"text":"hello"}`
 	failGraph = "testdata/fail.json"
 	crash     = "testdata/crash.json"
 	sleepy    = "testdata/sleep.json"
+	ticker    = "testdata/ticker.json"
 	sleepLong = `{"ms":3600000}`
 )
 
@@ -52,7 +54,7 @@ func startServer(t *testing.T, extra ...string) *testServer {
 	urlc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`url=(ws://\S+)`)
+		re := regexp.MustCompile(`url=(wss?://\S+)`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]
@@ -433,18 +435,8 @@ func TestCLIAttachByNodeStreamsLiveOutput(t *testing.T) {
 	if err := os.WriteFile(workers, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	graph := filepath.Join(dir, "ticker.json")
-	g := `{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},
-		"policy":{"policy":"policy.default@1","default":"deny"},
-		"root":{"kind":"seq","name":"main","state":{"kind":"null"},"promotedStatePaths":[],"children":[
-		{"kind":"step","name":"work","worker":"test.ticker@1","input":{"kind":"null"},"output":{"kind":"null"},
-		 "inputBindings":[],"writeBindings":[],"timeoutMs":3600000,"attempts":1},
-		{"kind":"succeed","name":"done","output":{"kind":"null"},"bindings":[]}]}}`
-	if err := os.WriteFile(graph, []byte(g), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	srv := startServer(t, "--workers", workers)
-	expect(t, oecp(t, srv, "apply", "-f", graph, "--input", "null"), 0, nil, nil)
+	expect(t, oecp(t, srv, "apply", "-f", ticker, "--input", "null"), 0, nil, nil)
 	// Wait for the dispatch through a watch that ends at "work started".
 	w := exec.Command(oecpBin, "watch")
 	w.Env = cliEnv(srv)

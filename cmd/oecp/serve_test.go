@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,9 +10,7 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,31 +52,10 @@ func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeSelfSigned(t, certFile, keyFile)
-	cmd := exec.Command(oecpBin, "serve", "--listen", "127.0.0.1:0", "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	url := startServer(t, "--tls-cert", certFile, "--tls-key", keyFile).url
+	if !strings.HasPrefix(url, "wss://") {
+		t.Fatalf("oecp serve announced %s, want a wss:// URL", url)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`url=(wss://\S+)`)
-	var url string
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-			break
-		}
-	}
-	if url == "" {
-		t.Fatal("oecp serve did not announce a wss:// URL")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	ok := oecp(t, nil, "get", "--server", url, "--ca-file", certFile)
 	if ok.code != exitOK || !strings.Contains(ok.stdout, "phase:") {
 		t.Fatalf("get over wss with --ca-file: exit %d\n%s\n%s", ok.code, ok.stdout, ok.stderr)

@@ -113,10 +113,44 @@ type Options struct {
 
 // ---- in-process NDJSON pipe ----
 
+// lineWire is the client side of an NDJSON connection: one frame a line.
+type lineWire struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// Send writes one line.
+func (l *lineWire) Send(frame string) error {
+	_, err := io.WriteString(l.in, frame+"\n")
+	return err
+}
+
+// Recv reads one line.
+func (l *lineWire) Recv() (string, error) {
+	line, err := l.out.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// closeSend closes the input and returns the lines read until the output
+// ends.
+func (l *lineWire) closeSend() []string {
+	_ = l.in.Close()
+	var rest []string
+	for {
+		line, err := l.Recv()
+		if err != nil {
+			return rest
+		}
+		rest = append(rest, line)
+	}
+}
+
 // PipeWire is an in-process NDJSON connection.
 type PipeWire struct {
-	in   *io.PipeWriter
-	out  *bufio.Reader
+	lineWire
 	outR *io.PipeReader
 	diag *syncBuffer
 	done chan struct{}
@@ -145,7 +179,7 @@ func NewPipe(t testing.TB, b server.Backend, o Options) *PipeWire {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &PipeWire{in: inW, out: bufio.NewReaderSize(outR, 1<<21), outR: outR, diag: &syncBuffer{}, done: make(chan struct{})}
+	p := &PipeWire{lineWire: lineWire{in: inW, out: bufio.NewReaderSize(outR, 1<<21)}, outR: outR, diag: &syncBuffer{}, done: make(chan struct{})}
 	id := o.Identity
 	if id.Principal == "" {
 		id = identity.Local()
@@ -165,33 +199,11 @@ func NewPipe(t testing.TB, b server.Backend, o Options) *PipeWire {
 	return p
 }
 
-// Send writes one line.
-func (p *PipeWire) Send(frame string) error {
-	_, err := io.WriteString(p.in, frame+"\n")
-	return err
-}
-
-// Recv reads one line.
-func (p *PipeWire) Recv() (string, error) {
-	line, err := p.out.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(line, "\n"), nil
-}
-
 // CloseSend closes stdin and collects the remaining output.
 func (p *PipeWire) CloseSend() ([]string, error) {
-	_ = p.in.Close()
-	var rest []string
-	for {
-		l, err := p.Recv()
-		if err != nil {
-			<-p.done
-			return rest, nil
-		}
-		rest = append(rest, l)
-	}
+	rest := p.closeSend()
+	<-p.done
+	return rest, nil
 }
 
 // Diagnostics returns what the server wrote to its diagnostics stream.
@@ -289,9 +301,8 @@ func (w *WSWire) CloseSend() ([]string, error) {
 
 // ProcWire is a real `oecp serve --stdio` child process.
 type ProcWire struct {
+	lineWire
 	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
 	Stderr *syncBuffer
 }
 
@@ -308,6 +319,24 @@ func BuildBinary(dir string) (string, error) {
 	return bin, nil
 }
 
+// RunWithBinary is a TestMain body for tests of the built binary: it
+// builds cmd/oecp into a temporary directory, sets *bin to its path, runs
+// the tests and removes the directory. It returns m.Run's exit code, or 2
+// when the build fails.
+func RunWithBinary(m *testing.M, bin *string) int {
+	dir, err := os.MkdirTemp("", "oecp-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = BuildBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return m.Run()
+}
+
 // StartProc runs `bin serve --stdio args...`.
 func StartProc(t testing.TB, bin string, args ...string) *ProcWire {
 	t.Helper()
@@ -320,7 +349,7 @@ func StartProc(t testing.TB, bin string, args ...string) *ProcWire {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &ProcWire{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<21), Stderr: &syncBuffer{}}
+	p := &ProcWire{lineWire: lineWire{in: in, out: bufio.NewReaderSize(out, 1<<21)}, cmd: cmd, Stderr: &syncBuffer{}}
 	cmd.Stderr = p.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -333,31 +362,8 @@ func StartProc(t testing.TB, bin string, args ...string) *ProcWire {
 	return p
 }
 
-// Send writes one line.
-func (p *ProcWire) Send(frame string) error {
-	_, err := io.WriteString(p.in, frame+"\n")
-	return err
-}
-
-// Recv reads one line.
-func (p *ProcWire) Recv() (string, error) {
-	line, err := p.out.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(line, "\n"), nil
-}
-
 // CloseSend closes stdin, collects the remaining output and waits for exit.
 func (p *ProcWire) CloseSend() ([]string, error) {
-	_ = p.in.Close()
-	var rest []string
-	for {
-		l, err := p.Recv()
-		if err != nil {
-			break
-		}
-		rest = append(rest, l)
-	}
+	rest := p.closeSend()
 	return rest, p.cmd.Wait()
 }
