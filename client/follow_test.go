@@ -26,6 +26,17 @@ func collect(t *testing.T, w *client.Watcher) []string {
 	}
 }
 
+// take returns the cursors of the next n events of w.
+func take(t *testing.T, w *client.Watcher, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		ev, _ := recv(t, w.Events())
+		got = append(got, ev.Cursor)
+	}
+	return got
+}
+
 // TestFollowWatchReconnectsAfterDrop: the server drops the connection
 // mid-watch; the watch redials, resumes after the last delivered cursor,
 // and the consumer sees every event exactly once, in order, ending with
@@ -45,11 +56,7 @@ func TestFollowWatchReconnectsAfterDrop(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		var got []string
-		for range 2 {
-			ev, _ := recv(t, w.Events())
-			got = append(got, ev.Cursor)
-		}
+		got := take(t, w, 2)
 		drop()
 		fb.appendEvents(evEnd, evBookmark, evFinished)
 		got = append(got, collect(t, w)...)
@@ -112,11 +119,7 @@ func TestFollowWatchNotFoundRestartsAndDedups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	var got []string
-	for range 2 {
-		ev, _ := recv(t, w.Events())
-		got = append(got, ev.Cursor)
-	}
+	got := take(t, w, 2)
 	fb.mu.Lock()
 	fb.rejectCursors = true
 	fb.mu.Unlock()

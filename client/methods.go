@@ -161,37 +161,27 @@ func (c *Conn) Apply(ctx context.Context, p ApplyParams) (*protocol.ApplyResult,
 
 // Update changes labels, log level or suspension of the current run.
 func (c *Conn) Update(ctx context.Context, p UpdateParams) (*protocol.UpdateResult, error) {
-	p.IdempotencyKey = orNewKey(p.IdempotencyKey)
-	var r protocol.UpdateResult
-	return ret(&r, c.Call(ctx, protocol.MethodUpdate, p, &r))
+	return mutate[protocol.UpdateResult](ctx, c, protocol.MethodUpdate, &p, &p.IdempotencyKey)
 }
 
 // Stop stops the current run.
 func (c *Conn) Stop(ctx context.Context, p StopParams) (*protocol.StopResult, error) {
-	p.IdempotencyKey = orNewKey(p.IdempotencyKey)
-	var r protocol.StopResult
-	return ret(&r, c.Call(ctx, protocol.MethodStop, p, &r))
+	return mutate[protocol.StopResult](ctx, c, protocol.MethodStop, &p, &p.IdempotencyKey)
 }
 
 // Retry reserves a retry of the latest failed frontier.
 func (c *Conn) Retry(ctx context.Context, p RetryParams) (*protocol.RetryResult, error) {
-	p.IdempotencyKey = orNewKey(p.IdempotencyKey)
-	var r protocol.RetryResult
-	return ret(&r, c.Call(ctx, protocol.MethodRetry, p, &r))
+	return mutate[protocol.RetryResult](ctx, c, protocol.MethodRetry, &p, &p.IdempotencyKey)
 }
 
 // Resubmit starts a new run of the finished graph.
 func (c *Conn) Resubmit(ctx context.Context, p ResubmitParams) (*protocol.ResubmitResult, error) {
-	p.IdempotencyKey = orNewKey(p.IdempotencyKey)
-	var r protocol.ResubmitResult
-	return ret(&r, c.Call(ctx, protocol.MethodResubmit, p, &r))
+	return mutate[protocol.ResubmitResult](ctx, c, protocol.MethodResubmit, &p, &p.IdempotencyKey)
 }
 
 // Delete deletes the finished (or empty) cluster.
 func (c *Conn) Delete(ctx context.Context, p DeleteParams) (*protocol.DeleteResult, error) {
-	p.IdempotencyKey = orNewKey(p.IdempotencyKey)
-	var r protocol.DeleteResult
-	return ret(&r, c.Call(ctx, protocol.MethodDelete, p, &r))
+	return mutate[protocol.DeleteResult](ctx, c, protocol.MethodDelete, &p, &p.IdempotencyKey)
 }
 
 // Watch subscribes to a run's events (the current run when p.RunID is
@@ -264,6 +254,14 @@ func decodeAttach(raw json.RawMessage) (AttachEvent, string, error) {
 	err := json.Unmarshal(raw, &e)
 	e.Raw = append(json.RawMessage(nil), raw...)
 	return e, "", err
+}
+
+// mutate sends a mutating method, first filling *key (the params'
+// idempotency key) with a fresh key when it is empty.
+func mutate[R any](ctx context.Context, c *Conn, method string, params any, key *string) (*R, error) {
+	*key = orNewKey(*key)
+	var r R
+	return ret(&r, c.Call(ctx, method, params, &r))
 }
 
 func ret[T any](r *T, err error) (*T, error) {
