@@ -120,9 +120,6 @@ func analyze(g *graph.GraphSpec) (diags []graph.Diagnostic) {
 		a.emit(graph.CodeReachability, graph.Path{graph.FieldSeg("root")}, []string{g.Root.NodeName()},
 			"normal-success path falls through without explicit succeed or fail terminal")
 	}
-	if debugOps != nil {
-		debugOps(a.m.ops, a.work)
-	}
 	return a.diags
 }
 
@@ -211,8 +208,6 @@ func writeBindings(n graph.Node) (wbs []graph.WriteBinding, ok bool) {
 	}
 	return nil, false
 }
-
-var debugOps func(ops, visits int)
 
 func (a *analyzer) scanCounts(g *graph.Guard) {
 	switch g.Kind {
