@@ -63,12 +63,13 @@ func (b *backendConfig) validate() error {
 
 // newBackend builds the configured backend and a function that releases it.
 //
-//   - fixture: the reference-compatible in-memory cluster (run-N, cursor-N,
-//     sub-N; structural verifier; advertises [], false, false).
-//   - default: the same cluster with the structural verifier, advertising
-//     both graph profiles and the hook-fed logs and agent/attach streams.
-//     Its ledger is in memory until the SQLite store lands (--store sqlite
-//     is refused explicitly rather than silently not persisting).
+//   - fixture: the deterministic in-memory cluster the conformance goldens
+//     replay against (run-N, cursor-N, sub-N; structural verifier;
+//     advertises graphProfiles [], logs false, agentAttach false).
+//   - default: the capsule: the cluster over the configured ledger store
+//     (SQLite unless --store memory), admitted by the registry-backed
+//     verifier and run by the engine on the built-in and --workers command
+//     workers, advertising both graph profiles, logs and agent/attach.
 func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), error) {
 	tenancy := cluster.Isolated
 	if cfg.tenancy == "shared" {

@@ -1,8 +1,8 @@
 // Package wiretest is the in-house harness for wire-level tests: it parses
 // golden transcripts and runs a server.Backend behind each real binding —
 // an in-process NDJSON pipe, a loopback WebSocket server, and a real
-// `oecp serve --stdio` child process — behind one small Wire interface.
-// It is for tests only.
+// `oecp serve --stdio` child process — behind one small Wire interface,
+// and builds the oecp binary for black-box tests. It is for tests only.
 package wiretest
 
 import (
