@@ -1,0 +1,288 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/verifier"
+)
+
+// The closed model catalogue per harness. Models listed in noEffort take
+// no reasoning effort; every other model defaults to defaultEffort.
+var (
+	models = map[string][]string{
+		HarnessCodex:  {"gpt-5.6", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"},
+		HarnessClaude: {"claude-haiku-4-5", "claude-sonnet-5", "claude-opus-5", "claude-fable-5"},
+	}
+	noEffort = []string{"claude-haiku-4-5"}
+)
+
+const defaultEffort = "max"
+
+// Verify runs the production verifier over a graph with the graph-local
+// worker registry admission built for it. A returned error is an internal
+// failure (cancellation included), never a rejection.
+type Verify func(ctx context.Context, g *graph.GraphSpec, reg verifier.Registry) (verifier.Result, error)
+
+// VerifyDirect runs verifier.New(reg).Verify on the calling goroutine.
+func VerifyDirect(_ context.Context, g *graph.GraphSpec, reg verifier.Registry) (verifier.Result, error) {
+	return verifier.New(reg).Verify(g), nil
+}
+
+// rejection is an admission failure: GRAPH_INVALID with either the
+// verifier's diagnostics or, for a rule that has no diagnostic code of its
+// own (the runtime plan, the native restrictions), a reason.
+type rejection struct {
+	reason      string
+	diagnostics []graph.Diagnostic
+}
+
+func (r *rejection) Error() string {
+	if r.reason != "" {
+		return "admission: " + r.reason
+	}
+	return fmt.Sprintf("admission: graph verification failed (%d diagnostics)", len(r.diagnostics))
+}
+
+func rejectf(format string, args ...any) error {
+	return &rejection{reason: fmt.Sprintf(format, args...)}
+}
+
+// wire is the rejection's JSON-RPC error: -32602 GRAPH_INVALID.
+func (r *rejection) wire() *protocol.Error {
+	details := map[string]any{"reason": r.reason}
+	if r.reason == "" {
+		details = map[string]any{"diagnostics": r.diagnostics}
+	}
+	return protocol.NewError(protocol.CodeInvalidParams, protocol.MsgInvalidParams, protocol.GraphInvalid, details)
+}
+
+// admit applies the native admission rules to a decoded submission, in
+// the reference's order, then runs the verifier over the graph-local
+// registry. On success the submission's runtime plan is normalized (the
+// default effort filled in).
+func admit(ctx context.Context, s *Submission, host Harnesses, verify Verify) error {
+	g := s.Graph
+	if g.Profile != graph.ProfileFull {
+		return rejectf("graph profile must be %s", graph.ProfileFull)
+	}
+	if err := g.InitialInput.Validate(json.RawMessage(s.InitialInput)); err != nil {
+		return rejectf("initialInput does not match the graph's initialInput type: %v", err)
+	}
+	execs := executables(g)
+	for _, name := range sortedKeys(execs) {
+		if a, _ := leaf(execs[name]); a != 1 {
+			return rejectf("executable %q must declare attempts 1 (native runs never retry)", name)
+		}
+	}
+	if err := checkPlan(s, execs, host); err != nil {
+		return err
+	}
+	if err := checkOverlap(g.Root); err != nil {
+		return err
+	}
+	reg, err := localRegistry(execs)
+	if err != nil {
+		return err
+	}
+	res, err := verify(ctx, g, reg)
+	if err != nil {
+		return err
+	}
+	if !res.OK() {
+		return &rejection{diagnostics: res.Diagnostics}
+	}
+	return nil
+}
+
+// executables returns the graph's steps and verifiers by name.
+func executables(g *graph.GraphSpec) map[string]graph.Node {
+	out := map[string]graph.Node{}
+	graph.Walk(g, func(n graph.Node, _ graph.Path, _ int) bool {
+		if k := n.NodeKind(); k == graph.KindStep || k == graph.KindVerifier {
+			out[n.NodeName()] = n
+		}
+		return true
+	})
+	return out
+}
+
+// leaf returns an executable's attempts and instructions.
+func leaf(n graph.Node) (attempts uint64, instr *string) {
+	if st, ok := n.(*graph.Step); ok {
+		return st.Attempts, st.Instructions
+	}
+	if v, ok := n.(*graph.Verifier); ok {
+		return v.Attempts, v.Instructions
+	}
+	return 0, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := slices.Collect(maps.Keys(m))
+	sort.Strings(ks)
+	return ks
+}
+
+// checkPlan applies the runtime-plan rules: the plan binds exactly the
+// executables; the host configured the plan's harness; agent nodes carry
+// instructions and name a catalogued model with an allowed effort; the run
+// declares at most MaxEnvNames distinct environment names, each allowed by
+// the host's harness entry. Delivery bindings are not admitted yet.
+func checkPlan(s *Submission, execs map[string]graph.Node, host Harnesses) error {
+	p := &s.Runtime
+	for _, name := range sortedKeys(execs) {
+		if _, ok := p.Nodes[name]; !ok {
+			return rejectf("runtime plan does not bind executable %q", name)
+		}
+	}
+	for _, name := range sortedKeys(p.Nodes) {
+		if _, ok := execs[name]; !ok {
+			return rejectf("runtime plan binds %q, which is not an executable of the graph", name)
+		}
+	}
+	declared := map[string]bool{}
+	for _, name := range sortedKeys(p.Nodes) {
+		b := p.Nodes[name]
+		if b.Kind == KindGitDelivery {
+			return rejectf("node %q: git delivery is not supported by this host yet", name)
+		}
+		if _, instr := leaf(execs[name]); instr == nil {
+			return rejectf("agent node %q must carry instructions", name)
+		}
+		if !slices.Contains(models[p.Harness], b.Model) {
+			return rejectf("node %q: model %q is not in the %s catalogue (%s)", name, b.Model, p.Harness, strings.Join(models[p.Harness], ", "))
+		}
+		switch {
+		case slices.Contains(noEffort, b.Model) && b.Effort != "":
+			return rejectf("node %q: model %q takes no effort", name, b.Model)
+		case !slices.Contains(noEffort, b.Model) && b.Effort == "":
+			b.Effort = defaultEffort
+			p.Nodes[name] = b
+		}
+		for _, e := range b.Env {
+			declared[e] = true
+		}
+	}
+	if len(declared) > MaxEnvNames {
+		return rejectf("the run declares %d environment names; at most %d are allowed", len(declared), MaxEnvNames)
+	}
+	if host == nil {
+		return rejectf("the plan uses harness %q but this host has none configured (start oecp serve with --harness FILE)", p.Harness)
+	}
+	if err := host.CheckPlan(p.Harness, p.Nodes); err != nil {
+		return rejectf("%v", err)
+	}
+	return nil
+}
+
+// checkOverlap enforces that a writer (every step) never runs alongside
+// another execution: no par in which a branch holding a step runs next to
+// another branch holding any executable, and no step in a map body that
+// may run more than one item. Verifiers are read-only and may overlap
+// each other.
+func checkOverlap(n graph.Node) error {
+	switch t := n.(type) {
+	case *graph.Par:
+		var withExec, withWriter []string
+		for _, b := range t.Branches {
+			w, e := contents(b)
+			if e {
+				withExec = append(withExec, b.NodeName())
+			}
+			if w != "" {
+				withWriter = append(withWriter, w)
+			}
+		}
+		if len(withWriter) > 0 && len(withExec) > 1 {
+			return rejectf("par %q: writer step %q may run alongside another execution", t.Name, withWriter[0])
+		}
+	case *graph.Map:
+		if w, _ := contents(t.Body); w != "" && t.MaxItems > 1 {
+			return rejectf("map %q: writer step %q may run for several items at once", t.Name, w)
+		}
+	}
+	for _, c := range graph.Children(n) {
+		if err := checkOverlap(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contents reports the first step in n's subtree (writer) and whether the
+// subtree holds any executable.
+func contents(n graph.Node) (writer string, hasExec bool) {
+	switch n.NodeKind() {
+	case graph.KindStep:
+		return n.NodeName(), true
+	case graph.KindVerifier:
+		return "", true
+	}
+	for _, c := range graph.Children(n) {
+		w, e := contents(c)
+		if writer == "" {
+			writer = w
+		}
+		hasExec = hasExec || e
+	}
+	return writer, hasExec
+}
+
+// localRegistry synthesizes the graph-local worker registry: one
+// builtin-bound descriptor per distinct worker reference whose contract is
+// the node's declared types. A reference used by two nodes with different
+// contracts is refused.
+func localRegistry(execs map[string]graph.Node) (verifier.Registry, error) {
+	byRef := map[string]verifier.CommandWorkerSpec{}
+	keyOf := map[string]string{}
+	for _, name := range sortedKeys(execs) {
+		spec := workerSpec(execs[name])
+		key, err := protocol.Marshal(struct {
+			Kind       string              `json:"kind"`
+			Input      graph.PayloadType   `json:"input"`
+			Output     graph.PayloadType   `json:"output"`
+			Signals    map[string][]string `json:"signals"`
+			Diagnostic graph.PayloadType   `json:"diagnostic"`
+		}{spec.Kind, spec.Input, spec.Output, spec.Signals, spec.Diagnostic})
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := keyOf[spec.Worker]; ok {
+			if prev != string(key) {
+				return nil, rejectf("worker %q is used by nodes with different contracts", spec.Worker)
+			}
+			continue
+		}
+		keyOf[spec.Worker] = string(key)
+		byRef[spec.Worker] = spec
+	}
+	specs := make([]verifier.CommandWorkerSpec, 0, len(byRef))
+	for _, ref := range sortedKeys(byRef) {
+		specs = append(specs, byRef[ref])
+	}
+	reg, err := verifier.NewCommandRegistry(specs)
+	if err != nil {
+		return nil, rejectf("graph-local worker registry: %v", err)
+	}
+	return reg, nil
+}
+
+func workerSpec(n graph.Node) verifier.CommandWorkerSpec {
+	null := graph.PayloadType{Kind: graph.PayloadNull}
+	switch t := n.(type) {
+	case *graph.Step:
+		return verifier.CommandWorkerSpec{Worker: t.Worker, Kind: verifier.KindStep, Input: t.Input, Output: t.Output, Diagnostic: null}
+	case *graph.Verifier:
+		return verifier.CommandWorkerSpec{Worker: t.Worker, Kind: verifier.KindVerifier, Input: t.Input, Output: t.Output,
+			Signals: t.Signals, Diagnostic: t.Diagnostic}
+	}
+	return verifier.CommandWorkerSpec{}
+}

@@ -1,0 +1,357 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+)
+
+// Config configures a Backend. Zero values mean the defaults.
+type Config struct {
+	// Store is the ledger, shared with the v1 clusters (default: a new
+	// in-memory store).
+	Store store.Store
+	// Shared serves one run namespace to every tenant (--tenancy shared);
+	// otherwise each connection tenant sees only its own runs.
+	Shared bool
+	// Agents runs agent nodes and checks runtime plans against the host's
+	// harnesses. Without it every submission is refused (no harness).
+	Agents Agents
+	// Verify runs the production verifier (default VerifyDirect).
+	Verify Verify
+	Log    *slog.Logger
+}
+
+// Backend serves the run/* methods over the store and is the engine's
+// ledger of native runs (Ledger). It is safe for concurrent use.
+type Backend struct {
+	cfg   Config
+	store store.Store
+
+	subSeq atomic.Uint64
+	live   *attachHub
+	logs   logBuffer
+	seeds  seedCache
+
+	// writeMu orders a run's log lines before the records that follow
+	// them: every write that takes pending lines holds it.
+	writeMu sync.Mutex
+}
+
+// New builds a backend.
+func New(cfg Config) *Backend {
+	if cfg.Store == nil {
+		cfg.Store = store.NewMemory()
+	}
+	if cfg.Verify == nil {
+		cfg.Verify = VerifyDirect
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub()}
+	b.logs.flush = b.flushLogs
+	return b
+}
+
+// Close waits for pending log lines to be written. It does not close the
+// store, which the host shares.
+func (b *Backend) Close() { b.logs.wait() }
+
+// TenantKey is the store key prefix of a connection tenant's runs.
+func (b *Backend) TenantKey(tenant string) string {
+	if b.cfg.Shared {
+		return sharedTenantKey
+	}
+	return "n:" + strconv.Quote(tenant)
+}
+
+// OwnsTenantKey reports whether a store tenant key names native runs.
+func OwnsTenantKey(tk string) bool {
+	return len(tk) >= 2 && tk[0] == 'n' && (tk[1] == ':' || tk[1] == '*')
+}
+
+func (b *Backend) tenant(ctx context.Context) string { return b.TenantKey(identity.From(ctx).Tenant) }
+
+func (b *Backend) nextSubscription(kind string) string {
+	return "v2-" + kind + "-" + strconv.FormatUint(b.subSeq.Add(1), 10)
+}
+
+// Lookup failures; wire gives their protocol errors.
+var (
+	errNoRun    = errors.New("runs: no such run")
+	errNoExec   = errors.New("runs: no such execution")
+	errExecGone = errors.New("runs: execution is no longer active")
+)
+
+// Submission conflicts, answered by Submit itself.
+var errConflict, errKeyReused = errors.New("runs: run id is taken by a different submission"),
+	errors.New("runs: submission key is taken by a different submission")
+
+// wire maps an error to what the server answers.
+func wire(err error) error {
+	var rej *rejection
+	var pe *protocol.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe):
+		return pe
+	case errors.As(err, &rej):
+		return rej.wire()
+	case errors.Is(err, errSchema):
+		return protocol.SchemaReason(err.Error())
+	case errors.Is(err, errNoRun):
+		return protocol.AppError(protocol.NotFound, "run was not found", nil)
+	case errors.Is(err, errNoExec):
+		return protocol.AppError(protocol.NotFound, "execution was not found", nil)
+	case errors.Is(err, errExecGone):
+		return protocol.AppError(protocol.Gone, protocol.MsgExecGone, nil)
+	}
+	return err
+}
+
+// SubmitResult is run/submit's result.
+type SubmitResult struct {
+	RunID string `json:"runId"`
+}
+
+// StatusResult is run/status's (and run/force's) result: the run's
+// immutable summary and its status projection at AtCursor.
+type StatusResult struct {
+	RunID    string    `json:"runId"`
+	Title    string    `json:"title"`
+	Source   Source    `json:"source"`
+	Size     string    `json:"size"`
+	AtCursor string    `json:"atCursor"`
+	Status   RunStatus `json:"status"`
+}
+
+// ListResult is run/list's result.
+type ListResult struct {
+	Runs []StatusResult `json:"runs"`
+}
+
+func project(runID string, st *runState) StatusResult {
+	return StatusResult{RunID: runID, Title: st.Title, Source: st.Source, Size: st.Size, AtCursor: cursorString(st.Cursor), Status: st.status()}
+}
+
+// Submit admits a submission as run runID: decoded, checked and verified
+// first (no effects), then committed in one transaction that answers a
+// replay with the recorded run, refuses a run id or submission key already
+// used for a different submission, or records the run.
+func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage) (*SubmitResult, error) {
+	if err := ValidRunID(runID); err != nil {
+		return nil, protocol.SchemaReason(err.Error())
+	}
+	sub, err := DecodeSubmission(raw)
+	if err != nil {
+		return nil, wire(err)
+	}
+	digest, err := sub.Digest()
+	if err != nil {
+		return nil, err
+	}
+	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Verify); err != nil {
+		return nil, wire(err)
+	}
+	seed, err := sub.Encode()
+	if err != nil {
+		return nil, err
+	}
+	tk := b.tenant(ctx)
+	res := &SubmitResult{}
+	err = b.store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		res.RunID, err = commitSubmission(tx, tk, runID, sub, digest, seed)
+		return err
+	})
+	switch {
+	case errors.Is(err, errConflict):
+		return nil, protocol.AppError(protocol.RunConflict, protocol.MsgRunCAS, map[string]any{"currentRunId": runID})
+	case errors.Is(err, errKeyReused):
+		return nil, protocol.AppError(protocol.IdempotencyReuse, protocol.MsgIdempotencyReuse, map[string]any{"runId": res.RunID})
+	case err != nil:
+		return nil, wire(err)
+	}
+	return res, nil
+}
+
+// commitSubmission is Submit's transaction. It returns the run id the
+// submission is recorded under (another one for a replay under the same
+// submission key); with errKeyReused that is the key's existing run.
+func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest string, seed []byte) (string, error) {
+	if st, _, ok, err := loadRun(tx, tk, runID); err != nil || ok {
+		if err == nil && st.Digest != digest {
+			err = errConflict
+		}
+		return runID, err
+	}
+	key := submissionPrefix + sub.SubmissionKey
+	if r, ok, err := tx.Idempotency(tk, key); err != nil || ok {
+		if err == nil && r.Fingerprint != digest {
+			err = errKeyReused
+		}
+		return string(r.Result), err
+	}
+	if err := tx.CreateRun(tk, store.Run{ID: runID, Seed: seed}); err != nil {
+		return "", err
+	}
+	if err := tx.PutIdempotency(tk, key, store.Receipt{Fingerprint: digest, Result: []byte(runID)}); err != nil {
+		return "", err
+	}
+	st := &runState{Title: sub.Title, Source: sub.Source, Size: sub.Runtime.Size, Digest: digest, Phase: PhaseAdmitted}
+	if err := appendRecord(tx, tk, runID, st, record{Kind: recAdmitted}); err != nil {
+		return "", err
+	}
+	if err := updateIndex(tx, indexKey(tk), runID, st.Cursor); err != nil {
+		return "", err
+	}
+	if err := updateIndex(tx, activeKey, activeEntry(tk, runID), st.Cursor); err != nil {
+		return "", err
+	}
+	return runID, saveRun(tx, tk, runID, st, 0)
+}
+
+// Status projects one run.
+func (b *Backend) Status(ctx context.Context, runID string) (*StatusResult, error) {
+	tk := b.tenant(ctx)
+	var res StatusResult
+	err := b.store.View(ctx, func(tx store.ReadTx) error {
+		st, _, ok, err := loadRun(tx, tk, runID)
+		if err != nil || !ok {
+			return errors.Join(err, errNoRun)
+		}
+		res = project(runID, st)
+		return nil
+	})
+	if err != nil {
+		return nil, wire(err)
+	}
+	return &res, nil
+}
+
+// List projects every run of the caller's tenant, newest first.
+func (b *Backend) List(ctx context.Context) (*ListResult, error) {
+	tk := b.tenant(ctx)
+	res := &ListResult{Runs: []StatusResult{}}
+	err := b.store.View(ctx, func(tx store.ReadTx) error {
+		ix, _, err := loadIndex(tx, indexKey(tk))
+		if err != nil {
+			return err
+		}
+		ids := ix.ordered()
+		for i := len(ids) - 1; i >= 0; i-- {
+			st, _, ok, err := loadRun(tx, tk, ids[i])
+			if err != nil || !ok {
+				return errors.Join(err, errNoRun)
+			}
+			res.Runs = append(res.Runs, project(ids[i], st))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wire(err)
+	}
+	return res, nil
+}
+
+// Force stops a run: it records the force request (the result is the
+// status projected at it: stopping, with the executions still active),
+// ends every active execution as refusal, and finishes the run failed
+// with force_stopped, all in one transaction. The engine then cancels the
+// run's workers; their late outcomes are not recorded. Forcing a finished
+// run changes nothing and answers its current status.
+func (b *Backend) Force(ctx context.Context, runID string) (*StatusResult, error) {
+	tk := b.tenant(ctx)
+	var res StatusResult
+	err := b.update(ctx, tk, runID, func(tx store.Tx, st *runState) error {
+		if st.Phase == PhaseFinished {
+			res = project(runID, st)
+			return nil
+		}
+		st.Phase = PhaseStopping
+		if err := appendRecord(tx, tk, runID, st, record{Kind: recForce}); err != nil {
+			return err
+		}
+		res = project(runID, st)
+		refusal := errorOutcome(worker.CodeRefusal, worker.ReasonDeclaredFailure)
+		for i := range st.Execs {
+			if st.Execs[i].End == nil {
+				if err := endExecution(tx, tk, runID, st, &st.Execs[i], ending{Outcome: refusal}); err != nil {
+					return err
+				}
+			}
+		}
+		return finishRun(tx, tk, runID, st, protocol.TerminalResult{Status: "failed", Reason: reasonForceStopped})
+	})
+	if err != nil {
+		return nil, wire(err)
+	}
+	return &res, nil
+}
+
+// update runs fn on a run's state in one transaction, after appending the
+// run's pending log lines, and saves the state. An unknown run is errNoRun.
+func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store.Tx, st *runState) error) error {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	lines := b.logs.take(tk, runID)
+	return b.store.Update(ctx, func(tx store.Tx) error {
+		st, version, ok, err := loadRun(tx, tk, runID)
+		if err != nil || !ok {
+			return errors.Join(err, errNoRun)
+		}
+		if err := appendLogs(tx, tk, runID, st, lines); err != nil {
+			return err
+		}
+		if fn != nil {
+			if err := fn(tx, st); err != nil {
+				return err
+			}
+		}
+		return saveRun(tx, tk, runID, st, version)
+	})
+}
+
+// endExecution ends an active execution, settled (e.Outcome) or voided
+// (e.Void), with its record.
+func endExecution(tx store.Tx, tk, runID string, st *runState, x *execution, e ending) error {
+	rec := record{Kind: recCompleted, Execution: x.Ref, Node: x.Node, Detail: e.Outcome}
+	if e.Void != "" {
+		reason, err := json.Marshal(e.Void)
+		if err != nil {
+			return err
+		}
+		rec = record{Kind: recVoided, Execution: x.Ref, Node: x.Node, Detail: reason}
+	}
+	x.End = &e
+	if err := appendRecord(tx, tk, runID, st, rec); err != nil {
+		return err
+	}
+	x.End.At = st.Cursor
+	return nil
+}
+
+// finishRun records the run's terminal result and drops it from the
+// unfinished runs.
+func finishRun(tx store.Tx, tk, runID string, st *runState, t protocol.TerminalResult) error {
+	detail, err := protocol.Marshal(t)
+	if err != nil {
+		return err
+	}
+	st.Phase, st.Terminal = PhaseFinished, detail
+	if err := appendRecord(tx, tk, runID, st, record{Kind: recTerminal, Detail: detail}); err != nil {
+		return err
+	}
+	return updateIndex(tx, activeKey, activeEntry(tk, runID), 0)
+}

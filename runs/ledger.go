@@ -1,0 +1,312 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+)
+
+// Ledger is the Backend as the engine's ledger of native runs, for one
+// supervising process. Every run it lists is admitted or running; every
+// write it makes for a run is fenced by the run's supervision lease and
+// fails with engine.ErrStale once the run has finished (a force, for
+// instance, finishes it under the engine's feet).
+//
+// Record mapping: a dispatch is node_started (the first one moves the run
+// from admitted to running); a settlement, and a crash settlement of an
+// execution orphaned by a previous process, is node_completed; a void is
+// execution_voided; the result is terminal. The reducer runs in native
+// mode, so the engine never holds a native run.
+type Ledger struct {
+	b      *Backend
+	claims *store.Claims
+}
+
+var _ engine.Ledger = (*Ledger)(nil)
+
+// Ledger returns the engine.Ledger view of b for the supervising process
+// owner (an id unique to this process lifetime).
+func (b *Backend) Ledger(owner string) *Ledger {
+	return &Ledger{b: b, claims: store.NewClaims(b.store, owner)}
+}
+
+// Changed is closed after the next commit.
+func (l *Ledger) Changed() <-chan struct{} { return l.b.store.Changed() }
+
+// Running lists every unfinished run, oldest admission first.
+func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
+	var out []engine.RunRef
+	err := l.b.store.View(ctx, func(tx store.ReadTx) error {
+		ix, _, err := loadIndex(tx, activeKey)
+		if err != nil {
+			return err
+		}
+		for _, entry := range ix.ordered() {
+			tk, runID := splitActive(entry)
+			out = append(out, engine.RunRef{Tenant: tk, RunID: runID})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Claim takes the run's supervision lease.
+func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
+	return l.claims.Claim(ctx, store.RunLease(ref.Tenant, ref.RunID))
+}
+
+// write runs fn on an unfinished run this process still supervises.
+func (l *Ledger) write(ctx context.Context, ref engine.RunRef, fn func(tx store.Tx, st *runState) error) error {
+	err := l.b.update(ctx, ref.Tenant, ref.RunID, func(tx store.Tx, st *runState) error {
+		if st.Phase == PhaseFinished {
+			return engine.ErrStale
+		}
+		if err := l.claims.Check(tx, store.RunLease(ref.Tenant, ref.RunID)); err != nil {
+			return fmt.Errorf("%w: %v", engine.ErrStale, err)
+		}
+		return fn(tx, st)
+	})
+	if errors.Is(err, errNoRun) {
+		return fmt.Errorf("%w: %v", engine.ErrStale, err)
+	}
+	return err
+}
+
+// Snapshot reads what the reducer needs, in native mode, with the run's
+// agent bindings as its workers.
+func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snapshot, error) {
+	var snap *engine.Snapshot
+	err := l.b.store.View(ctx, func(tx store.ReadTx) error {
+		st, _, ok, err := loadRun(tx, ref.Tenant, ref.RunID)
+		if err != nil {
+			return err
+		}
+		if !ok || st.Phase == PhaseFinished {
+			return engine.ErrStale
+		}
+		sub, err := l.b.seeds.get(tx, ref.Tenant, ref.RunID)
+		if err != nil {
+			return err
+		}
+		snap = &engine.Snapshot{Ref: ref, Spec: sub.Graph, Seed: json.RawMessage(sub.InitialInput),
+			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub)}
+		for _, x := range st.Execs {
+			h, err := x.history()
+			if err != nil {
+				return err
+			}
+			snap.History.Executions = append(snap.History.Executions, h)
+		}
+		return nil
+	})
+	return snap, err
+}
+
+// history is the reducer's view of one execution.
+func (x execution) history() (reduce.Execution, error) {
+	h := reduce.Execution{DispatchPosition: x.At, NodeInstance: x.IDs[0], Execution: x.IDs[1], Attempt: 1,
+		Occurrence: reduce.Occurrence{Node: x.Node, MapIndices: x.Indices}, Input: x.Input, State: reduce.StateActive}
+	if x.End == nil {
+		return h, nil
+	}
+	h.Position = x.End.At
+	if x.End.Void != "" {
+		h.State, h.VoidReason = reduce.StateVoided, reduce.VoidReason(x.End.Void)
+		return h, nil
+	}
+	var o worker.Outcome
+	if err := json.Unmarshal(x.End.Outcome, &o); err != nil {
+		return h, fmt.Errorf("runs: corrupt outcome of %s: %w", x.Ref, err)
+	}
+	h.State = reduce.StateSettled
+	h.Outcome = &reduce.Outcome{Status: reduce.OutcomeStatus(o.Status), Output: o.Output, Signals: o.Signals, Diagnostic: o.Diagnostic, Code: o.Code, Reason: o.Reason}
+	return h, nil
+}
+
+// Dispatch records the dispatches (node_started each).
+func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Dispatch) error {
+	return l.write(ctx, ref, func(tx store.Tx, st *runState) error {
+		st.Phase = PhaseRunning
+		for _, d := range ds {
+			in, err := protocol.NormalizeValue(d.Input)
+			if err != nil {
+				return err
+			}
+			st.Execs = append(st.Execs, execution{Ref: d.Ref, Node: d.Occurrence.Node, Indices: d.Occurrence.MapIndices,
+				IDs: [2]uint64{d.NodeInstance, d.Execution}, Input: json.RawMessage(in)})
+			x := &st.Execs[len(st.Execs)-1]
+			if err := appendRecord(tx, ref.Tenant, ref.RunID, st, record{Kind: recStarted, Execution: x.Ref, Node: x.Node}); err != nil {
+				return err
+			}
+			x.At = st.Cursor
+		}
+		return nil
+	})
+}
+
+// settle ends the named executions that are still active; ending builds
+// each one's end.
+func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, end func(i int) ending) error {
+	return l.write(ctx, ref, func(tx store.Tx, st *runState) error {
+		for i, id := range ids {
+			x := st.exec(id)
+			if x == nil || x.End != nil {
+				continue // voided, or already settled
+			}
+			if err := endExecution(tx, ref.Tenant, ref.RunID, st, x, end(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Settle records outcomes (node_completed each).
+func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Settlement) error {
+	ids := make([]uint64, len(ss))
+	outs := make([]json.RawMessage, len(ss))
+	for i, s := range ss {
+		raw, err := json.Marshal(s.Outcome)
+		if err != nil {
+			return err
+		}
+		ids[i], outs[i] = s.Execution, raw
+	}
+	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Outcome: outs[i]} })
+}
+
+// Crash settles executions a previous process left active as crash; the
+// graph routes them like any error.
+func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, ids []uint64) error {
+	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	for range ids {
+		l.b.log(ref.Tenant, ref.RunID, "", "warn", "an execution was running when the server stopped; it ends as crash")
+	}
+	return l.settle(ctx, ref, ids, func(int) ending { return ending{Outcome: crash} })
+}
+
+// Void records voided executions (execution_voided each).
+func (l *Ledger) Void(ctx context.Context, ref engine.RunRef, vs []reduce.VoidLoser) error {
+	ids := make([]uint64, len(vs))
+	for i, v := range vs {
+		ids[i] = v.Execution
+	}
+	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Void: string(vs[i].Reason)} })
+}
+
+// Hold never applies: the native reducer does not hold.
+func (l *Ledger) Hold(context.Context, engine.RunRef, reduce.Hold) error {
+	return errors.New("runs: a native run never holds")
+}
+
+// Finish records the run's terminal result.
+func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Terminal) error {
+	err := l.write(ctx, ref, func(tx store.Tx, st *runState) error {
+		if st.active() > 0 {
+			return errors.New("runs: finish with active executions")
+		}
+		tr := protocol.TerminalResult{Status: string(t.Status), Reason: t.Reason}
+		if t.Status == reduce.TerminalSucceeded {
+			out, err := protocol.NormalizeValue(orNull(t.Output))
+			if err != nil {
+				return err
+			}
+			tr.Output, tr.Reason = &out, ""
+		}
+		return finishRun(tx, ref.Tenant, ref.RunID, st, tr)
+	})
+	if err == nil {
+		l.claims.Forget(store.RunLease(ref.Tenant, ref.RunID))
+	}
+	return err
+}
+
+// Log buffers one durable log line of an execution.
+func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
+	l.b.log(ref.Tenant, ref.RunID, execution, level, message)
+}
+
+// Output publishes one chunk of an execution's live output.
+func (l *Ledger) Output(ref engine.RunRef, execution, text string) {
+	l.b.live.publish(attachKey(ref.Tenant, ref.RunID, execution), outputEvent(SafeText(text, protocol.RedactedAttachOutput)))
+}
+
+// ExecutionStarted opens an execution's live attach stream.
+func (l *Ledger) ExecutionStarted(ref engine.RunRef, execution string) {
+	l.b.live.start(attachKey(ref.Tenant, ref.RunID, execution))
+}
+
+// ExecutionEnded closes an execution's live attach stream.
+func (l *Ledger) ExecutionEnded(ref engine.RunRef, execution string) {
+	l.b.live.end(attachKey(ref.Tenant, ref.RunID, execution))
+}
+
+func errorOutcome(code, reason string) json.RawMessage {
+	raw, _ := json.Marshal(worker.Failed(code, reason))
+	return raw
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// agentWorker resolves a dispatch of the run to its agent binding.
+func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Dispatch) (worker.Worker, bool) {
+	return func(d reduce.Dispatch) (worker.Worker, bool) {
+		bind, ok := sub.Runtime.Nodes[d.Occurrence.Node]
+		if !ok || bind.Kind != KindAgent || b.cfg.Agents == nil {
+			return nil, false
+		}
+		node := executables(sub.Graph)[d.Occurrence.Node]
+		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
+			return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
+				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Node: node,
+				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+		}), true
+	}
+}
+
+// seedCache keeps decoded admitted submissions (they never change) by
+// run, bounded by dropping everything when full.
+type seedCache struct {
+	mu sync.Mutex
+	m  map[runKey]*Submission
+}
+
+// maxCachedSeeds bounds the decoded submissions kept in memory.
+const maxCachedSeeds = 4096
+
+func (c *seedCache) get(tx store.ReadTx, tk, runID string) (*Submission, error) {
+	k := runKey{tk, runID}
+	c.mu.Lock()
+	sub, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return sub, nil
+	}
+	run, ok, err := tx.Run(tk, runID)
+	if err != nil || !ok {
+		return nil, errors.Join(err, errNoRun)
+	}
+	if sub, err = DecodeSubmission(run.Seed); err != nil {
+		return nil, fmt.Errorf("runs: admitted submission of %q does not decode: %w", runID, err)
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedSeeds {
+		c.m = map[runKey]*Submission{}
+	}
+	c.m[k] = sub
+	c.mu.Unlock()
+	return sub, nil
+}

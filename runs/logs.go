@@ -1,0 +1,143 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+)
+
+// Durable logs. An execution's log lines become log records of its run:
+// they are buffered per run and written in batches, by a flusher that
+// runs while lines are pending, or by the next write for the run (a
+// settlement, a void, the terminal, a force), which appends them first so
+// that an execution's lines always precede its completion.
+
+// Bounds of durable logs.
+const (
+	// maxLogRecords bounds a run's log records; later lines are dropped
+	// after one record that says so.
+	maxLogRecords = 100_000
+	// logTarget is the target of every native log record.
+	logTarget = "agent"
+)
+
+// logLine is one pending line of an execution ("" for run-wide lines).
+type logLine struct {
+	execution string
+	record    protocol.LogRecord
+}
+
+type runKey struct{ tk, runID string }
+
+// logBuffer holds pending lines per run; flush writes them while any are
+// pending, on one goroutine at a time.
+type logBuffer struct {
+	flush func()
+
+	mu       sync.Mutex
+	pending  map[runKey][]logLine
+	flushing bool
+	wg       sync.WaitGroup
+}
+
+func (l *logBuffer) add(k runKey, line logLine) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending == nil {
+		l.pending = map[runKey][]logLine{}
+	}
+	l.pending[k] = append(l.pending[k], line)
+	if !l.flushing {
+		l.flushing = true
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.flush()
+		}()
+	}
+}
+
+// take removes and returns a run's pending lines.
+func (l *logBuffer) take(tk, runID string) []logLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := runKey{tk, runID}
+	lines := l.pending[k]
+	delete(l.pending, k)
+	return lines
+}
+
+// next returns a run with pending lines, or ends the flusher's turn.
+func (l *logBuffer) next() (runKey, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.pending {
+		return k, true
+	}
+	l.flushing = false
+	return runKey{}, false
+}
+
+func (l *logBuffer) wait() { l.wg.Wait() }
+
+// flushLogs writes pending lines run by run until none are left. A line
+// of a run that has finished (or vanished) is dropped.
+func (b *Backend) flushLogs() {
+	for {
+		k, ok := b.logs.next()
+		if !ok {
+			return
+		}
+		err := b.update(context.Background(), k.tk, k.runID, nil)
+		if err != nil {
+			b.cfg.Log.Warn("runs: log lines dropped", "run", k.runID, "err", err)
+		}
+	}
+}
+
+// Log buffers one log line of an execution (execution "" for the run).
+func (b *Backend) log(tk, runID, execution, level, message string) {
+	if !slices.Contains(protocol.LogLevels, level) {
+		level = "info"
+	}
+	b.logs.add(runKey{tk, runID}, logLine{execution: execution, record: protocol.LogRecord{Level: level, Target: logTarget, Message: SafeText(message, protocol.RedactedLogMessage)}})
+}
+
+// SafeText makes text a valid log message or attach output: control
+// characters escaped visibly (a newline reads `\n`), and text over 16,384
+// bytes replaced by marker.
+func SafeText(text, marker string) string {
+	return worker.SanitizeLine(text, protocol.MaxLogMessageBytes, marker)
+}
+
+// appendLogs appends lines as log records of a run that has not finished,
+// up to maxLogRecords.
+func appendLogs(tx store.Tx, tk, runID string, st *runState, lines []logLine) error {
+	if st.Phase == PhaseFinished {
+		return nil
+	}
+	for _, l := range lines {
+		if st.Logs > maxLogRecords {
+			return nil
+		}
+		rec := l.record
+		if st.Logs == maxLogRecords {
+			rec = protocol.LogRecord{Level: "warn", Target: logTarget, Message: fmt.Sprintf("log limit of %d records reached: later lines of this run are dropped", maxLogRecords)}
+			l.execution = ""
+		}
+		detail, err := protocol.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		if err := appendRecord(tx, tk, runID, st, record{Kind: recLog, Execution: l.execution, Detail: detail}); err != nil {
+			return err
+		}
+		st.Logs++
+	}
+	return nil
+}

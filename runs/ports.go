@@ -1,0 +1,52 @@
+package runs
+
+import (
+	"context"
+
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/graph"
+)
+
+// Harnesses is what the host configured for its agent harnesses (the
+// `--harness` file).
+type Harnesses interface {
+	// CheckPlan refuses a runtime plan whose harness ("codex" or
+	// "claude") the host has not configured, naming the host setting, or
+	// whose agent bindings declare an environment name the harness entry
+	// does not list. nodes are the plan's agent bindings by node name.
+	CheckPlan(harness string, nodes map[string]Binding) error
+}
+
+// Agents runs agent nodes: the host's harness drivers behind a small
+// consumer-side port, so that this package never knows how a prompt is
+// rendered or a provider process started.
+type Agents interface {
+	Harnesses
+	// RunAgent runs one execution of an agent-bound node to its outcome.
+	// It must return when ctx is done (cancellation or the node's
+	// timeout); the supervisor decides what a cancelled outcome means.
+	RunAgent(ctx context.Context, a AgentExecution) worker.Outcome
+}
+
+// AgentExecution is one dispatch of an agent-bound node.
+type AgentExecution struct {
+	// RunID and the tenant key scope sessions and workspaces.
+	Tenant string
+	RunID  string
+	// Harness and Provider come from the run's runtime plan; Binding is
+	// the node's own entry (model, effort, session scope, env names).
+	Harness  string
+	Provider string
+	Binding  Binding
+	// Node is the step or verifier being executed; its instructions and
+	// declared types form the agent's turn contract.
+	Node graph.Node
+	// NodeInstance is stable across loop revisits of one structural
+	// occurrence (a node_instance session scope reuses its session);
+	// Execution is fresh per dispatch.
+	NodeInstance uint64
+	Execution    uint64
+	// Worker carries the execution ref, input and live output sinks, as
+	// for any worker.
+	Worker worker.Execution
+}

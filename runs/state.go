@@ -1,0 +1,293 @@
+package runs
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+)
+
+// Where a native run lives in the store. Every key of a tenant starts with
+// its tenant key ("n:" + the quoted tenant, or "n*" when all tenants
+// share one namespace), which no v1 cluster key can equal:
+//
+//	runs table      (tenant key, runId)        seed = the admitted Submission
+//	events          (tenant key, runId)        one record each (record)
+//	clusters table  tenant key + "/" + runId   the mutable runState
+//	clusters table  tenant key + "#runs"       the tenant's runIds, oldest first
+//	clusters table  activeKey                  every unfinished run (runIndex)
+//	idempotency     (tenant key, "submission/" + submissionKey)
+const (
+	activeKey        = "\x00native-runs"
+	submissionPrefix = "submission/"
+	sharedTenantKey  = "n*"
+)
+
+func stateKey(tk, runID string) string { return tk + "/" + runID }
+func indexKey(tk string) string        { return tk + "#runs" }
+
+// Run phases.
+const (
+	PhaseAdmitted = "admitted"
+	PhaseRunning  = "running"
+	PhaseStopping = "stopping"
+	PhaseFinished = "finished"
+)
+
+// Record kinds of a run's event log.
+const (
+	recAdmitted  = "run_admitted"
+	recStarted   = "node_started"
+	recCompleted = "node_completed"
+	recVoided    = "execution_voided"
+	recForce     = "force_stop_requested"
+	recTerminal  = "terminal"
+	recLog       = "log"
+)
+
+// Terminal reasons the host itself records.
+const reasonForceStopped = "force_stopped"
+
+// runIDRE is the run id a host may assign: 1..128 bytes of letters,
+// digits, '.', '_' and '-', starting with a letter or digit.
+var (
+	runIDRE      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	clusterRunRE = regexp.MustCompile(`^run-[0-9]+$`)
+)
+
+// ValidRunID reports why id cannot name a native run: it must match
+// `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$` and must not have the shape of a
+// v1 cluster run id (`run-` followed by digits).
+func ValidRunID(id string) error {
+	if !runIDRE.MatchString(id) {
+		return fmt.Errorf("runId must be 1..128 characters of [A-Za-z0-9._-] starting with a letter or digit")
+	}
+	if clusterRunRE.MatchString(id) {
+		return fmt.Errorf("runId %q has the shape of a v1 cluster run id (run-<digits>)", id)
+	}
+	return nil
+}
+
+// runState is a run's mutable durable state (its clusters-table record).
+type runState struct {
+	Title  string `json:"title"`
+	Source Source `json:"source"`
+	Size   string `json:"size"`
+	Digest string `json:"digest"`
+	Phase  string `json:"phase"`
+	// Execs are the run's dispatches in dispatch order.
+	Execs []execution `json:"execs,omitempty"`
+	// Terminal is the encoded TerminalResult of a finished run (raw, so
+	// that a null output survives the record's round trip).
+	Terminal json.RawMessage `json:"terminal,omitempty"`
+	// Cursor is the sequence of the run's latest record of any kind.
+	Cursor uint64 `json:"cursor"`
+	// Logs counts the run's log records (bounded by maxLogRecords).
+	Logs uint64 `json:"logs,omitempty"`
+}
+
+// execution is one dispatch: its public ref and node, the reducer's
+// identities and input, the dispatch position, and how it ended.
+type execution struct {
+	Ref     string          `json:"ref"`
+	Node    string          `json:"node"`
+	Indices []uint64        `json:"idx,omitempty"`
+	IDs     [2]uint64       `json:"ids"` // node instance, execution
+	Input   json.RawMessage `json:"input"`
+	At      uint64          `json:"at"`
+	End     *ending         `json:"end,omitempty"`
+}
+
+// ending is how an execution ended: settled with an outcome, or voided.
+type ending struct {
+	At      uint64          `json:"at"`
+	Outcome json.RawMessage `json:"outcome,omitempty"`
+	Void    string          `json:"void,omitempty"`
+}
+
+// RunStatus is the public phase projection: admitted; running or stopping
+// with every active execution; finished with the terminal result.
+type RunStatus struct {
+	Phase            string             `json:"phase"`
+	ActiveExecutions *[]ActiveExecution `json:"activeExecutions,omitempty"`
+	TerminalResult   json.RawMessage    `json:"terminalResult,omitempty"`
+}
+
+// ActiveExecution is one running execution: the ref logs and attach take,
+// and its node.
+type ActiveExecution struct {
+	Execution string `json:"execution"`
+	Node      string `json:"node"`
+}
+
+func (st *runState) status() RunStatus {
+	s := RunStatus{Phase: st.Phase}
+	switch st.Phase {
+	case PhaseRunning, PhaseStopping:
+		active := []ActiveExecution{}
+		for _, e := range st.Execs {
+			if e.End == nil {
+				active = append(active, ActiveExecution{Execution: e.Ref, Node: e.Node})
+			}
+		}
+		s.ActiveExecutions = &active
+	case PhaseFinished:
+		s.TerminalResult = st.Terminal
+	}
+	return s
+}
+
+func (st *runState) active() int {
+	n := 0
+	for _, e := range st.Execs {
+		if e.End == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (st *runState) exec(id uint64) *execution {
+	for i := range st.Execs {
+		if st.Execs[i].IDs[1] == id {
+			return &st.Execs[i]
+		}
+	}
+	return nil
+}
+
+func (st *runState) execByRef(ref string) *execution {
+	for i := range st.Execs {
+		if st.Execs[i].Ref == ref {
+			return &st.Execs[i]
+		}
+	}
+	return nil
+}
+
+// cursorString is the opaque wire form of an event sequence.
+func cursorString(seq uint64) string { return "v2:" + strconv.FormatUint(seq, 10) }
+
+// parseCursor reads a cursor this backend minted; "v2:0" is the position
+// before a run's first record.
+func parseCursor(c string) (uint64, bool) {
+	s, ok := strings.CutPrefix(c, "v2:")
+	if !ok || s == "" || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// loadRun reads a run's state and its record version.
+func loadRun(tx store.ReadTx, tk, runID string) (*runState, uint64, bool, error) {
+	c, ok, err := tx.Cluster(stateKey(tk, runID))
+	if err != nil || !ok {
+		return nil, 0, false, err
+	}
+	st := &runState{}
+	if err := json.Unmarshal(c.Data, st); err != nil {
+		return nil, 0, false, fmt.Errorf("runs: corrupt state of run %q: %w", runID, err)
+	}
+	return st, c.Version, true, nil
+}
+
+// saveRun writes st as the next version of the run's record.
+func saveRun(tx store.Tx, tk, runID string, st *runState, version uint64) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return tx.PutCluster(stateKey(tk, runID), store.Cluster{Version: version + 1, Data: data})
+}
+
+// appendRecord appends rec to the run's log, with the run's status after
+// it unless it is a log record, and advances st.Cursor to it.
+func appendRecord(tx store.Tx, tk, runID string, st *runState, rec record) error {
+	if rec.Kind != recLog {
+		s, err := protocol.Marshal(st.status())
+		if err != nil {
+			return err
+		}
+		rec.Status = s
+	}
+	body, err := protocol.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	ev, err := tx.AppendEvent(tk, runID, func(uint64) ([]byte, error) { return body, nil })
+	if err != nil {
+		return err
+	}
+	st.Cursor = ev.Seq
+	return nil
+}
+
+// record is the body of one event. Status is the run's status projection
+// after the record (every kind but log); Detail is the kind's payload: an
+// outcome, a void reason, the terminal result or a log record.
+type record struct {
+	Kind      string          `json:"kind"`
+	Execution string          `json:"execution,omitempty"`
+	Node      string          `json:"node,omitempty"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+	Status    json.RawMessage `json:"status,omitempty"`
+}
+
+// runIndex is a JSON object record mapping keys to sequences: the
+// tenant's runs (runId → admission sequence) or every unfinished run
+// (tenant key NUL runId → admission sequence).
+type runIndex map[string]uint64
+
+func loadIndex(tx store.ReadTx, key string) (runIndex, uint64, error) {
+	c, ok, err := tx.Cluster(key)
+	if err != nil || !ok {
+		return runIndex{}, 0, err
+	}
+	ix := runIndex{}
+	if err := json.Unmarshal(c.Data, &ix); err != nil {
+		return nil, 0, fmt.Errorf("runs: corrupt index %q: %w", key, err)
+	}
+	return ix, c.Version, nil
+}
+
+// updateIndex sets (seq > 0) or deletes (seq == 0) one entry.
+func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
+	ix, version, err := loadIndex(tx, key)
+	if err != nil {
+		return err
+	}
+	if seq == 0 {
+		delete(ix, entry)
+	} else {
+		ix[entry] = seq
+	}
+	data, err := json.Marshal(ix)
+	if err == nil {
+		err = tx.PutCluster(key, store.Cluster{Version: version + 1, Data: data})
+	}
+	return err
+}
+
+// ordered returns the index's keys by sequence, oldest first.
+func (ix runIndex) ordered() []string {
+	keys := make([]string, 0, len(ix))
+	for k := range ix {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(ix[a], ix[b]) })
+	return keys
+}
+
+func activeEntry(tk, runID string) string { return tk + "\x00" + runID }
+
+func splitActive(entry string) (tk, runID string) {
+	tk, runID, _ = strings.Cut(entry, "\x00")
+	return tk, runID
+}

@@ -1,0 +1,226 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/store"
+)
+
+// run/watch and run/logs read a run's records from the store strictly
+// after their position, a page at a time, and wait for the next commit
+// when they have caught up; replay and live delivery are the same read,
+// so they can neither gap nor duplicate. Both close with done once they
+// have passed the run's terminal record.
+
+// tail reads one run's records in order after a position.
+type tail struct {
+	st          store.Store
+	tk, runID   string
+	after       uint64
+	buf         []store.Event
+	terminalSet bool
+}
+
+// next returns the next record, or ok false once the run has finished
+// and every record up to its terminal has been read.
+func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, err error) {
+	for {
+		if len(t.buf) > 0 {
+			ev, t.buf = t.buf[0], t.buf[1:]
+			t.after = ev.Seq
+			if err := json.Unmarshal(ev.Body, &rec); err != nil {
+				return ev, rec, false, err
+			}
+			return ev, rec, true, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return ev, rec, false, err
+		}
+		changed := t.st.Changed()
+		finished := false
+		err := t.st.View(ctx, func(tx store.ReadTx) error {
+			var err error
+			if t.buf, err = tx.Events(t.tk, t.runID, t.after, protocol.ReplayPageSize); err != nil || len(t.buf) > 0 {
+				return err
+			}
+			st, _, _, err := loadRun(tx, t.tk, t.runID)
+			finished = st != nil && st.Phase == PhaseFinished
+			return err
+		})
+		if err != nil {
+			return ev, rec, false, err
+		}
+		if len(t.buf) > 0 {
+			continue
+		}
+		if finished {
+			return ev, rec, false, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ev, rec, false, ctx.Err()
+		}
+	}
+}
+
+// SubscribeResult is the result of run/watch and run/logs (the cursor
+// they start strictly after) and of run/attach (the execution).
+type SubscribeResult struct {
+	SubscriptionID string `json:"subscriptionId"`
+	RunID          string `json:"runId"`
+	AtCursor       string `json:"atCursor,omitempty"`
+	Execution      string `json:"execution,omitempty"`
+}
+
+// open resolves a run and a starting cursor (default: before the first
+// record) for a new watch or logs stream.
+func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*tail, string, error) {
+	tk := b.tenant(ctx)
+	t := &tail{st: b.store, tk: tk, runID: runID}
+	at := cursorString(0)
+	err := b.store.View(ctx, func(tx store.ReadTx) error {
+		st, _, ok, err := loadRun(tx, tk, runID)
+		if err != nil || !ok {
+			return errors.Join(err, errNoRun)
+		}
+		if fromCursor == nil {
+			return nil
+		}
+		seq, ok := parseCursor(*fromCursor)
+		if ok && seq > 0 {
+			ev, found, err := tx.Event(tk, seq)
+			if err != nil {
+				return err
+			}
+			ok = found && ev.RunID == runID
+		}
+		if !ok {
+			return protocol.AppError(protocol.InvalidPhase, protocol.MsgCursorUnavailable, map[string]any{"currentCursor": cursorString(st.Cursor)})
+		}
+		t.after, at = seq, *fromCursor
+		return nil
+	})
+	if err != nil {
+		return nil, "", wire(err)
+	}
+	return t, at, nil
+}
+
+// Watch replays a run's status projections after fromCursor, one per
+// non-log record, and follows them until the terminal one.
+func (b *Backend) Watch(ctx context.Context, runID string, fromCursor *string) (*server.Subscription, error) {
+	t, at, err := b.open(ctx, runID, fromCursor)
+	if err != nil {
+		return nil, err
+	}
+	var prefix []byte
+	err = b.store.View(ctx, func(tx store.ReadTx) error {
+		st, _, _, err := loadRun(tx, t.tk, runID)
+		if err == nil {
+			prefix, err = watchPrefix(runID, st)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	id := b.nextSubscription("watch")
+	return &server.Subscription{ID: id, Result: &SubscribeResult{SubscriptionID: id, RunID: runID, AtCursor: at},
+		Stream: &recordStream{t: t, format: watchEvent(prefix)}, TrackCursor: true}, nil
+}
+
+// watchPrefix is the constant head of a run's watch events.
+func watchPrefix(runID string, st *runState) ([]byte, error) {
+	head, err := protocol.Marshal(struct {
+		RunID  string `json:"runId"`
+		Title  string `json:"title"`
+		Source Source `json:"source"`
+		Size   string `json:"size"`
+	}{runID, st.Title, st.Source, st.Size})
+	if err != nil {
+		return nil, err
+	}
+	head[0] = ','
+	return head[:len(head)-1], nil
+}
+
+// recordStream yields a run's records that format turns into event
+// members (nil skips a record), then closes with done after the terminal.
+type recordStream struct {
+	t      *tail
+	format func(cursor string, rec record) []byte
+}
+
+func (s *recordStream) Next(ctx context.Context) (server.Notification, error) {
+	for {
+		ev, rec, ok, err := s.t.next(ctx)
+		if err != nil {
+			return server.Notification{}, err
+		}
+		if !ok {
+			return server.Notification{Closed: "done"}, nil
+		}
+		c := cursorString(ev.Seq)
+		if rest := s.format(c, rec); rest != nil {
+			return server.Notification{Rest: rest, Cursor: c}, nil
+		}
+	}
+}
+
+func (s *recordStream) Close() {}
+
+// watchEvent formats a non-log record as a watch event's members.
+func watchEvent(prefix []byte) func(string, record) []byte {
+	return func(c string, rec record) []byte {
+		if rec.Kind == recLog {
+			return nil
+		}
+		rest := append([]byte(nil), prefix...)
+		rest = append(rest, `,"cursor":`...)
+		rest = protocol.AppendString(rest, c)
+		rest = append(rest, `,"status":`...)
+		return append(rest, rec.Status...)
+	}
+}
+
+// Logs replays a run's log records after fromCursor (only execution's,
+// when given) and follows them until the run's terminal record.
+func (b *Backend) Logs(ctx context.Context, runID string, fromCursor, execution *string) (*server.Subscription, error) {
+	t, at, err := b.open(ctx, runID, fromCursor)
+	if err != nil {
+		return nil, err
+	}
+	only := ""
+	if execution != nil {
+		only = *execution
+	}
+	s := &recordStream{t: t, format: logEvent(runID, only)}
+	id := b.nextSubscription("logs")
+	return &server.Subscription{ID: id, Result: &SubscribeResult{SubscriptionID: id, RunID: runID, AtCursor: at},
+		Stream: s, TrackCursor: true, MaxEventBytes: protocol.MaxNotificationBytes}, nil
+}
+
+// logEvent formats a log record (of execution only, when set) as a logs
+// event's members.
+func logEvent(runID, only string) func(string, record) []byte {
+	prefix := append([]byte(`,"runId":`), protocol.AppendString(nil, runID)...)
+	return func(c string, rec record) []byte {
+		if rec.Kind != recLog || (only != "" && rec.Execution != only) {
+			return nil
+		}
+		rest := append([]byte(nil), prefix...)
+		rest = append(rest, `,"cursor":`...)
+		rest = protocol.AppendString(rest, c)
+		if rec.Execution != "" {
+			rest = append(rest, `,"execution":`...)
+			rest = protocol.AppendString(rest, rec.Execution)
+		}
+		rest = append(rest, `,"record":`...)
+		return append(rest, rec.Detail...)
+	}
+}

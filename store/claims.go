@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Claims are the leases one supervising process holds, by lease name, and
+// the epochs it holds them under. A process claims a lease once before it
+// writes for what the lease guards, then fences each such write with
+// Check inside the writing transaction. On a store that keeps no leases
+// (not a Leaser) claiming is a no-op and every write passes.
+type Claims struct {
+	st    Store
+	owner string
+
+	mu     sync.Mutex
+	epochs map[string]uint64
+}
+
+// NewClaims returns the claims of the supervising process owner (an id
+// unique to this process lifetime) on st.
+func NewClaims(st Store, owner string) *Claims {
+	return &Claims{st: st, owner: owner, epochs: map[string]uint64{}}
+}
+
+// Claim acquires the named lease (taking it over from an owner that is
+// gone) and remembers its epoch.
+func (c *Claims) Claim(ctx context.Context, name string) error {
+	lr, ok := c.st.(Leaser)
+	if !ok {
+		return nil
+	}
+	epoch, err := lr.AcquireLease(ctx, name, c.owner)
+	if err == nil {
+		c.mu.Lock()
+		c.epochs[name] = epoch
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// Forget drops a lease this process no longer acts on (its run ended).
+func (c *Claims) Forget(name string) {
+	c.mu.Lock()
+	delete(c.epochs, name)
+	c.mu.Unlock()
+}
+
+// Check fails with ErrLeaseLost unless, inside tx, this process still
+// holds the named lease under the epoch it claimed it with.
+func (c *Claims) Check(tx ReadTx, name string) error {
+	if _, ok := c.st.(Leaser); !ok {
+		return nil
+	}
+	c.mu.Lock()
+	epoch, claimed := c.epochs[name]
+	c.mu.Unlock()
+	if !claimed {
+		return fmt.Errorf("%w: %s was never claimed by %s", ErrLeaseLost, name, c.owner)
+	}
+	return CheckLease(tx, name, epoch)
+}
