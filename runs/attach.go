@@ -132,10 +132,8 @@ func (s *attachStream) Next(ctx context.Context) (server.Notification, error) {
 		}
 		wake := s.e.wake
 		s.e.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return server.Notification{}, ctx.Err()
+		if err := await(ctx, wake); err != nil {
+			return server.Notification{}, err
 		}
 	}
 }

@@ -326,13 +326,13 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 // endExecution ends an active execution, settled (e.Outcome) or voided
 // (e.Void), with its record.
 func endExecution(tx store.Tx, tk, runID string, st *runState, x *execution, e ending) error {
-	rec := record{Kind: recCompleted, Execution: x.Ref, Node: x.Node, Detail: e.Outcome}
+	rec := record{Kind: recCompleted, Execution: x.Ref, Detail: e.Outcome}
 	if e.Void != "" {
 		reason, err := json.Marshal(e.Void)
 		if err != nil {
 			return err
 		}
-		rec = record{Kind: recVoided, Execution: x.Ref, Node: x.Node, Detail: reason}
+		rec = record{Kind: recVoided, Execution: x.Ref, Detail: reason}
 	}
 	x.End = &e
 	if err := appendRecord(tx, tk, runID, st, rec); err != nil {

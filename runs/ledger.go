@@ -143,7 +143,7 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 			st.Execs = append(st.Execs, execution{Ref: d.Ref, Node: d.Occurrence.Node, Indices: d.Occurrence.MapIndices,
 				IDs: [2]uint64{d.NodeInstance, d.Execution}, Input: json.RawMessage(in)})
 			x := &st.Execs[len(st.Execs)-1]
-			if err := appendRecord(tx, ref.Tenant, ref.RunID, st, record{Kind: recStarted, Execution: x.Ref, Node: x.Node}); err != nil {
+			if err := appendRecord(tx, ref.Tenant, ref.RunID, st, record{Kind: recStarted, Execution: x.Ref}); err != nil {
 				return err
 			}
 			x.At = st.Cursor

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -235,7 +236,6 @@ func appendRecord(tx store.Tx, tk, runID string, st *runState, rec record) error
 type record struct {
 	Kind      string          `json:"kind"`
 	Execution string          `json:"execution,omitempty"`
-	Node      string          `json:"node,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
 	Status    json.RawMessage `json:"status,omitempty"`
 }
@@ -290,4 +290,14 @@ func activeEntry(tk, runID string) string { return tk + "\x00" + runID }
 func splitActive(entry string) (tk, runID string) {
 	tk, runID, _ = strings.Cut(entry, "\x00")
 	return tk, runID
+}
+
+// await waits for ch to close or ctx to end.
+func await(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

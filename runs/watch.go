@@ -60,10 +60,8 @@ func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, e
 		if finished {
 			return ev, rec, false, nil
 		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ev, rec, false, ctx.Err()
+		if err := await(ctx, changed); err != nil {
+			return ev, rec, false, err
 		}
 	}
 }
