@@ -153,13 +153,19 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 }
 
 // settle ends the named executions that are still active; ending builds
-// each one's end.
-func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, end func(i int) ending) error {
+// each one's end. A note, when given, is logged for each one first.
+func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, end func(i int) ending, note string) error {
 	return l.write(ctx, ref, func(tx store.Tx, st *runState) error {
 		for i, id := range ids {
 			x := st.exec(id)
 			if x == nil || x.End != nil {
 				continue // voided, or already settled
+			}
+			if note != "" {
+				line := logLine{execution: x.Ref, record: protocol.LogRecord{Level: "warn", Target: logTarget, Message: note}}
+				if err := appendLogs(tx, ref.Tenant, ref.RunID, st, []logLine{line}); err != nil {
+					return err
+				}
 			}
 			if err := endExecution(tx, ref.Tenant, ref.RunID, st, x, end(i)); err != nil {
 				return err
@@ -180,17 +186,15 @@ func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Sett
 		}
 		ids[i], outs[i] = s.Execution, raw
 	}
-	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Outcome: outs[i]} })
+	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Outcome: outs[i]} }, "")
 }
 
 // Crash settles executions a previous process left active as crash; the
 // graph routes them like any error.
 func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, ids []uint64) error {
 	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
-	for range ids {
-		l.b.log(ref.Tenant, ref.RunID, "", "warn", "an execution was running when the server stopped; it ends as crash")
-	}
-	return l.settle(ctx, ref, ids, func(int) ending { return ending{Outcome: crash} })
+	return l.settle(ctx, ref, ids, func(int) ending { return ending{Outcome: crash} },
+		"this execution was running when its server stopped; it ends as crash")
 }
 
 // Void records voided executions (execution_voided each).
@@ -199,7 +203,7 @@ func (l *Ledger) Void(ctx context.Context, ref engine.RunRef, vs []reduce.VoidLo
 	for i, v := range vs {
 		ids[i] = v.Execution
 	}
-	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Void: string(vs[i].Reason)} })
+	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Void: string(vs[i].Reason)} }, "")
 }
 
 // Hold never applies: the native reducer does not hold.

@@ -1,0 +1,215 @@
+package runs_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/store"
+)
+
+func cursors(evs []map[string]any) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e["cursor"].(string)
+	}
+	return out
+}
+
+// TestWatchResumesFromEveryCursor: a finished run's watch resumed after
+// any of its cursors delivers exactly the rest, in order, then done.
+func TestWatchResumesFromEveryCursor(t *testing.T) {
+	r := newRig(t, nil, 0)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "w", submission("w", graphOf(step("a", "log:3"), step("b", "echo")), "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	waitFinished(t, r.b, ctx, "w")
+	sub, err := r.b.Watch(ctx, "w", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, closed := drain(t, sub)
+	all := cursors(full)
+	// admitted, started a, completed a, started b, completed b, terminal
+	if closed != "done" || len(all) != 6 {
+		t.Fatalf("full watch: %d events, closed %q", len(all), closed)
+	}
+	if phase := full[0]["status"].(map[string]any)["phase"]; phase != runs.PhaseAdmitted {
+		t.Fatalf("first event phase %v", phase)
+	}
+	// Every cursor of the run, log records included, is a resume point.
+	logSub, err := r.b.Logs(ctx, "w", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := drain(t, logSub)
+	points := append(append([]string{"v2:0"}, all...), cursors(logs)...)
+	for _, from := range points {
+		sub, err := r.b.Watch(ctx, "w", &from)
+		if err != nil {
+			t.Fatalf("resume after %s: %v", from, err)
+		}
+		got, closed := drain(t, sub)
+		var want []string
+		for _, c := range all {
+			if seqOf(c) > seqOf(from) {
+				want = append(want, c)
+			}
+		}
+		if closed != "done" || !slices.Equal(cursors(got), want) {
+			t.Fatalf("after %s: %v (closed %q), want %v", from, cursors(got), closed, want)
+		}
+	}
+	bad := "v2:999999"
+	if _, err := r.b.Watch(ctx, "w", &bad); errCode(err) != protocol.InvalidPhase {
+		t.Fatalf("unknown cursor: %v", err)
+	}
+}
+
+func seqOf(c string) int {
+	var n int
+	fmt.Sscanf(c, "v2:%d", &n)
+	return n
+}
+
+// TestLogsReplayThenFollow: run/logs replays the durable lines of a
+// running execution, follows the ones written later, and closes done
+// after the terminal; lines are escaped and filtered by execution.
+func TestLogsReplayThenFollow(t *testing.T) {
+	r := newRig(t, nil, 0)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "l", submission("l", graphOf(step("a", "block"), step("b", "log:2")), "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	ref := <-r.agents.started
+	sub, err := r.b.Logs(ctx, "l", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := sub.Stream.Next(context.Background()) // replayed (or just written) "blocked"
+	if err != nil || first.Closed != "" {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	close(r.agents.release)
+	rest, closed := drain(t, sub)
+	if closed != "done" || len(rest) != 2 {
+		t.Fatalf("followed %d lines, closed %q: %v (first %s)", len(rest), closed, rest, first.Rest)
+	}
+	rec := rest[0]["record"].(map[string]any)
+	if rec["target"] != "agent" || rec["level"] != "info" || rec["message"] != `line 0\nof l/b/1` {
+		t.Fatalf("record %v", rec)
+	}
+	only, err := r.b.Logs(ctx, "l", nil, &ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := drain(t, only)
+	if len(lines) != 1 || lines[0]["execution"] != ref {
+		t.Fatalf("filtered: %v", lines)
+	}
+}
+
+// TestAttachLiveThenGone: attach follows an active execution (working,
+// output, settled, done); once it has ended attach is GONE; an unknown
+// execution is NOT_FOUND.
+func TestAttachLiveThenGone(t *testing.T) {
+	r := newRig(t, nil, 0)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "t", submission("t", graphOf(step("a", "block")), "a")); err != nil {
+		t.Fatal(err)
+	}
+	ref := <-r.agents.started
+	sub, err := r.b.Attach(ctx, "t", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(r.agents.release)
+	evs, closed := drain(t, sub)
+	if closed != "done" || len(evs) < 2 || evs[0]["event"].(map[string]any)["type"] != "working" || evs[len(evs)-1]["event"].(map[string]any)["type"] != "settled" {
+		t.Fatalf("attach: %v closed %q", evs, closed)
+	}
+	waitFinished(t, r.b, ctx, "t")
+	if _, err := r.b.Attach(ctx, "t", ref); errCode(err) != protocol.Gone {
+		t.Fatalf("ended execution: %v", err)
+	}
+	if _, err := r.b.Attach(ctx, "t", "t/nope/1"); errCode(err) != protocol.NotFound {
+		t.Fatalf("unknown execution: %v", err)
+	}
+	if _, err := r.b.Attach(ctx, "nope", ref); errCode(err) != protocol.NotFound {
+		t.Fatalf("unknown run: %v", err)
+	}
+}
+
+// TestForceIsIdempotent: force answers stopping with the active execution,
+// ends it as refusal and the run as force_stopped; forcing again changes
+// nothing.
+func TestForceIsIdempotent(t *testing.T) {
+	r := newRig(t, nil, 0)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "f", submission("f", graphOf(step("a", "block")), "a")); err != nil {
+		t.Fatal(err)
+	}
+	ref := <-r.agents.started
+	res, err := r.b.Force(ctx, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := statusJSON(t, res.Status); got != `{"phase":"stopping","activeExecutions":[{"execution":"`+ref+`","node":"a"}]}` {
+		t.Fatalf("force result %s", got)
+	}
+	final := waitFinished(t, r.b, ctx, "f")
+	if got := statusJSON(t, final); got != `{"phase":"finished","terminalResult":{"status":"failed","reason":"force_stopped"}}` {
+		t.Fatalf("final %s", got)
+	}
+	before, _ := r.b.Status(ctx, "f")
+	again, err := r.b.Force(ctx, "f")
+	if err != nil || again.AtCursor != before.AtCursor || statusJSON(t, again.Status) != statusJSON(t, final) {
+		t.Fatalf("second force: %+v %v", again, err)
+	}
+	if _, err := r.b.Force(ctx, "ghost"); errCode(err) != protocol.NotFound {
+		t.Fatalf("unknown run: %v", err)
+	}
+}
+
+// TestRestartSettlesOrphanAsCrash: executions a stopped engine left
+// active are settled as crash by the next engine on the same store, and
+// the graph routes the error like any other: the run still finishes.
+func TestRestartSettlesOrphanAsCrash(t *testing.T) {
+	st := store.NewMemory()
+	agents := newFakeAgents()
+	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
+	ctx := as("alice")
+	runEngine := func(owner string) (stop func()) {
+		sup := engine.New(b.Ledger(owner), worker.NewRegistry(), slog.New(slog.DiscardHandler))
+		c, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); sup.Run(c) }()
+		return func() { cancel(); <-done }
+	}
+	stop := runEngine("first")
+	if _, err := b.Submit(ctx, "o", submission("o", graphOf(step("a", "block"), step("b", "echo")), "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	<-agents.started
+	stop() // the worker is cancelled; its execution stays active
+	if s, _ := b.Status(ctx, "o"); s.Status.Phase != runs.PhaseRunning {
+		t.Fatalf("after the stop: %+v", s.Status)
+	}
+	defer runEngine("second")()
+	if got := statusJSON(t, waitFinished(t, b, ctx, "o")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
+		t.Fatalf("final %s", got)
+	}
+	sub, _ := b.Logs(ctx, "o", nil, nil)
+	lines, _ := drain(t, sub)
+	if len(lines) != 2 || lines[1]["record"].(map[string]any)["level"] != "warn" {
+		t.Fatalf("logs %v", lines)
+	}
+	b.Close()
+}
