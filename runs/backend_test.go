@@ -11,12 +11,8 @@ import (
 	"github.com/oecp/oecp/runs"
 )
 
-func statusJSON(t testing.TB, s runs.RunStatus) string {
-	t.Helper()
-	b, err := protocol.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+func statusJSON(_ testing.TB, s runs.RunStatus) string {
+	b, _ := protocol.Marshal(s)
 	return string(b)
 }
 

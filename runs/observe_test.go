@@ -25,11 +25,7 @@ func cursors(evs []map[string]any) []string {
 // TestWatchResumesFromEveryCursor: a finished run's watch resumed after
 // any of its cursors delivers exactly the rest, in order, then done.
 func TestWatchResumesFromEveryCursor(t *testing.T) {
-	r := newRig(t, nil, 0)
-	ctx := as("alice")
-	if _, err := r.b.Submit(ctx, "w", submission("w", graphOf(step("a", "log:3"), step("b", "echo")), "a", "b")); err != nil {
-		t.Fatal(err)
-	}
+	r, ctx := startRun(t, "w", "log:3", "echo")
 	waitFinished(t, r.b, ctx, "w")
 	sub, err := r.b.Watch(ctx, "w", nil)
 	if err != nil {
@@ -83,11 +79,7 @@ func seqOf(c string) int {
 // running execution, follows the ones written later, and closes done
 // after the terminal; lines are escaped and filtered by execution.
 func TestLogsReplayThenFollow(t *testing.T) {
-	r := newRig(t, nil, 0)
-	ctx := as("alice")
-	if _, err := r.b.Submit(ctx, "l", submission("l", graphOf(step("a", "block"), step("b", "log:2")), "a", "b")); err != nil {
-		t.Fatal(err)
-	}
+	r, ctx := startRun(t, "l", "block", "log:2")
 	ref := <-r.agents.started
 	sub, err := r.b.Logs(ctx, "l", nil, nil)
 	if err != nil {
@@ -120,12 +112,7 @@ func TestLogsReplayThenFollow(t *testing.T) {
 // output, settled, done); once it has ended attach is GONE; an unknown
 // execution is NOT_FOUND.
 func TestAttachLiveThenGone(t *testing.T) {
-	r := newRig(t, nil, 0)
-	ctx := as("alice")
-	if _, err := r.b.Submit(ctx, "t", submission("t", graphOf(step("a", "block")), "a")); err != nil {
-		t.Fatal(err)
-	}
-	ref := <-r.agents.started
+	r, ctx, ref := blockedRun(t, "t")
 	sub, err := r.b.Attach(ctx, "t", ref)
 	if err != nil {
 		t.Fatal(err)
@@ -151,12 +138,7 @@ func TestAttachLiveThenGone(t *testing.T) {
 // ends it as refusal and the run as force_stopped; forcing again changes
 // nothing.
 func TestForceIsIdempotent(t *testing.T) {
-	r := newRig(t, nil, 0)
-	ctx := as("alice")
-	if _, err := r.b.Submit(ctx, "f", submission("f", graphOf(step("a", "block")), "a")); err != nil {
-		t.Fatal(err)
-	}
-	ref := <-r.agents.started
+	r, ctx, ref := blockedRun(t, "f")
 	res, err := r.b.Force(ctx, "f")
 	if err != nil {
 		t.Fatal(err)
@@ -212,4 +194,27 @@ func TestRestartSettlesOrphanAsCrash(t *testing.T) {
 		t.Fatalf("logs %v", lines)
 	}
 	b.Close()
+}
+
+// startRun submits run id: a seq of steps a, b, ... with the given
+// instructions.
+func startRun(t *testing.T, id string, instrs ...string) (*rig, context.Context) {
+	r := newRig(t, nil, 0)
+	ctx := as("alice")
+	var steps, names []string
+	for i, in := range instrs {
+		name := string(rune('a' + i))
+		steps, names = append(steps, step(name, in)), append(names, name)
+	}
+	if _, err := r.b.Submit(ctx, id, submission(id, graphOf(steps...), names...)); err != nil {
+		t.Fatal(err)
+	}
+	return r, ctx
+}
+
+// blockedRun starts a one-step run whose agent blocks until released and
+// returns once it has started, with its execution ref.
+func blockedRun(t *testing.T, id string) (*rig, context.Context, string) {
+	r, ctx := startRun(t, id, "block")
+	return r, ctx, <-r.agents.started
 }
