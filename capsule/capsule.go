@@ -18,9 +18,11 @@ import (
 
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/verifier"
 )
@@ -38,11 +40,19 @@ type Options struct {
 	// what the engine records, or losing a settlement the way a crashed
 	// process would.
 	WrapLedger func(engine.Ledger) engine.Ledger
+	// MaxActive bounds the executions running at once across every run
+	// (0: DefaultMaxActive; negative: unbounded).
+	MaxActive int
+	// Harness is the host's harness file (--harness); nil configures no
+	// harness, so every native submission is refused.
+	Harness *harness.Config
+	// RunDir, when set, holds one working directory per native run.
+	RunDir string
 }
 
 // Capsule is a running default backend.
 type Capsule struct {
-	backend *cluster.Backend
+	backend *Backend
 	sup     *engine.Supervisor
 
 	cancel context.CancelFunc
@@ -78,17 +88,40 @@ func Registries(cmds []worker.CommandSpec) (verifier.Registry, *worker.Registry,
 // piling CPU-bound work onto the process.
 func Verifier(reg verifier.Registry) cluster.Verifier {
 	v := verifier.New(reg)
-	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	return cluster.VerifierFunc(func(ctx context.Context, g *graph.GraphSpec) (cluster.Verdict, error) {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return cluster.Verdict{}, ctx.Err()
+		if err := acquireVerify(ctx); err != nil {
+			return cluster.Verdict{}, err
 		}
-		defer func() { <-slots }()
+		defer releaseVerify()
 		r := v.Verify(g)
 		return cluster.Verdict{OK: r.OK(), Diagnostics: r.Diagnostics, Bounds: r.Bounds}, nil
 	})
+}
+
+// verifySlots bounds the verifications running at once, cluster and
+// native admissions together.
+var verifySlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+func acquireVerify(ctx context.Context) error {
+	select {
+	case verifySlots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func releaseVerify() { <-verifySlots }
+
+// verifyNative is the native admission's verifier under the same bound.
+func verifyNative() runs.Verify {
+	return func(ctx context.Context, g *graph.GraphSpec, reg verifier.Registry) (verifier.Result, error) {
+		if err := acquireVerify(ctx); err != nil {
+			return verifier.Result{}, err
+		}
+		defer releaseVerify()
+		return verifier.New(reg).Verify(g), nil
+	}
 }
 
 // New builds a capsule; Start runs its engine.
@@ -113,15 +146,30 @@ func New(o Options) (*Capsule, error) {
 		Engine:        true,
 		Log:           o.Log,
 	})
-	var ledger engine.Ledger = b.Ledger(ownerID())
+	rb := runs.New(runs.Config{
+		Store:  o.Store,
+		Shared: o.Tenancy == cluster.Shared,
+		Agents: &agents{cfg: o.Harness, dir: o.RunDir, runners: map[string]*harness.Runner{}},
+		Verify: verifyNative(),
+		Log:    o.Log,
+	})
+	owner := ownerID()
+	var ledger engine.Ledger = ledgers{cluster: b.Ledger(owner), native: rb.Ledger(owner)}
 	if o.WrapLedger != nil {
 		ledger = o.WrapLedger(ledger)
 	}
-	return &Capsule{backend: b, sup: engine.New(ledger, workers, o.Log), done: make(chan struct{})}, nil
+	sup := engine.New(ledger, workers, o.Log)
+	switch {
+	case o.MaxActive == 0:
+		sup.SetMaxActive(DefaultMaxActive)
+	case o.MaxActive > 0:
+		sup.SetMaxActive(o.MaxActive)
+	}
+	return &Capsule{backend: &Backend{Backend: b, runs: rb}, sup: sup, done: make(chan struct{})}, nil
 }
 
 // Backend is the server.Backend to serve.
-func (c *Capsule) Backend() *cluster.Backend { return c.backend }
+func (c *Capsule) Backend() *Backend { return c.backend }
 
 // Start runs the supervisor until Close.
 func (c *Capsule) Start() {
@@ -145,6 +193,7 @@ func (c *Capsule) Close() error {
 			c.cancel()
 			<-c.done
 		}
+		c.backend.runs.Close()
 		err = c.backend.Close()
 	})
 	return err

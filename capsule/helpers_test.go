@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/oecp/oecp/capsule"
-	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
@@ -43,7 +42,7 @@ func (noClose) Close() error { return nil }
 type env struct {
 	t *testing.T
 	c *capsule.Capsule
-	b *cluster.Backend
+	b *capsule.Backend
 }
 
 func start(t testing.TB, o capsule.Options) *env {

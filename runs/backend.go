@@ -297,7 +297,15 @@ func (b *Backend) Force(ctx context.Context, runID string) (*StatusResult, error
 	if err != nil {
 		return nil, wire(err)
 	}
+	b.closeRun(tk, runID)
 	return &res, nil
+}
+
+// closeRun lets the agents drop a finished run's state.
+func (b *Backend) closeRun(tk, runID string) {
+	if c, ok := b.cfg.Agents.(RunCloser); ok {
+		c.CloseRun(tk, runID)
+	}
 }
 
 // update runs fn on a run's state in one transaction, after appending the

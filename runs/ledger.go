@@ -229,6 +229,7 @@ func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Termina
 	})
 	if err == nil {
 		l.claims.Forget(store.RunLease(ref.Tenant, ref.RunID))
+		l.b.closeRun(ref.Tenant, ref.RunID)
 	}
 	return err
 }

@@ -28,6 +28,12 @@ type Agents interface {
 	RunAgent(ctx context.Context, a AgentExecution) worker.Outcome
 }
 
+// RunCloser is implemented by Agents that keep per-run state (sessions):
+// CloseRun is called once a run has finished.
+type RunCloser interface {
+	CloseRun(tenant, runID string)
+}
+
 // AgentExecution is one dispatch of an agent-bound node.
 type AgentExecution struct {
 	// RunID and the tenant key scope sessions and workspaces.

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
@@ -23,6 +25,9 @@ type backendConfig struct {
 	sync    string
 	tenancy string
 	workers string
+	harness string
+	// maxActive bounds running executions (0: unbounded).
+	maxActive int
 }
 
 func (b *backendConfig) addFlags(fs *flag.FlagSet) {
@@ -32,6 +37,8 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.sync, "sync", "full", "sqlite durability: full (fsync every commit) or normal (fsync at WAL checkpoints)")
 	fs.StringVar(&b.tenancy, "tenancy", "isolated", "isolated (one cluster per tenant) or shared (one cluster for all)")
 	fs.StringVar(&b.workers, "workers", "", "JSON file of host-configured command workers")
+	fs.StringVar(&b.harness, "harness", "", "JSON file of the agent harnesses native runs (run/submit) may use; without it every run/submit is refused")
+	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 }
 
 func (b *backendConfig) validate() error {
@@ -57,6 +64,9 @@ func (b *backendConfig) validate() error {
 	case "isolated", "shared":
 	default:
 		return fmt.Errorf("--tenancy %q: want isolated or shared", b.tenancy)
+	}
+	if b.maxActive < 0 {
+		return fmt.Errorf("--max-active %d: want 0 (unbounded) or more", b.maxActive)
 	}
 	return nil
 }
@@ -90,7 +100,20 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			return nil, nil, err
 		}
 	}
-	c, err := capsule.New(capsule.Options{Store: st, Tenancy: tenancy, Commands: cmds, Log: log})
+	opts := capsule.Options{Store: st, Tenancy: tenancy, Commands: cmds, Log: log, MaxActive: max(cfg.maxActive, 0)}
+	if cfg.maxActive == 0 {
+		opts.MaxActive = -1
+	}
+	if cfg.harness != "" {
+		if opts.Harness, err = harness.Load(cfg.harness); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
+	}
+	if d, ok := st.(interface{ Dir() string }); ok {
+		opts.RunDir = filepath.Join(d.Dir(), "runs")
+	}
+	c, err := capsule.New(opts)
 	if err != nil {
 		_ = st.Close()
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/protocol"
 )
@@ -22,7 +23,9 @@ func TestNewBackendSelectsClusterBackends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := b.(*cluster.Backend); !ok {
+		_, fixture := b.(*cluster.Backend)
+		_, capsuled := b.(*capsule.Backend)
+		if fixture != (c.cfg.kind == "fixture") || capsuled != (c.cfg.kind == "default") {
 			t.Fatalf("%s: got %T", c.cfg.kind, b)
 		}
 		r, err := b.Initialize(context.Background())

@@ -1,0 +1,312 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/internal/wiretest"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/server"
+)
+
+// wireBackend serves the v1 methods from a fixture cluster and run/* from
+// the native backend, the way the capsule composes them.
+type wireBackend struct {
+	*cluster.Backend
+	rb *runs.Backend
+}
+
+func (w wireBackend) RunUnary(ctx context.Context, m string, p protocol.RunParams) (any, error) {
+	return w.rb.RunUnary(ctx, m, p)
+}
+
+func (w wireBackend) RunSubscribe(ctx context.Context, m string, p protocol.RunParams) (*server.Subscription, error) {
+	return w.rb.RunSubscribe(ctx, m, p)
+}
+
+// schemas validates frames against the pack's schemas: schema.json and
+// native-v2-observation.schema.json, by message name (their top-level
+// properties).
+type schemas struct {
+	c     *jsonschema.Compiler
+	cache map[string]*jsonschema.Schema
+}
+
+func loadSchemas(t *testing.T) *schemas {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.UseRegexpEngine(ecmaRegexp)
+	for _, name := range []string{"schema.json", "native-v2-observation.schema.json"} {
+		f, err := os.Open(filepath.Join(wiretest.PackDir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddResource("file:///"+name, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &schemas{c: c, cache: map[string]*jsonschema.Schema{}}
+}
+
+// uEscape is an ECMA-262 \uXXXX escape, which Go's regexp spells \x{XXXX}.
+var uEscape = regexp.MustCompile(`\\u([0-9A-Fa-f]{4})`)
+
+// lookahead is the one ECMA-262 lookahead the schemas use: a pattern
+// `^(?!word$)rest` that excludes one literal.
+var lookahead = regexp.MustCompile(`^\^\(\?!([A-Za-z_]+)\$\)(.*)$`)
+
+// ecmaRegexp compiles the schemas' patterns, which use \u escapes and an
+// excluding lookahead, with Go's regexp.
+func ecmaRegexp(s string) (jsonschema.Regexp, error) {
+	src := uEscape.ReplaceAllString(s, `\x{$1}`)
+	if m := lookahead.FindStringSubmatch(src); m != nil {
+		re, err := regexp.Compile("^" + m[2])
+		return excluding{re: re, word: m[1], src: s}, err
+	}
+	return regexp.Compile(src)
+}
+
+type excluding struct {
+	re   *regexp.Regexp
+	word string
+	src  string
+}
+
+func (e excluding) MatchString(s string) bool { return s != e.word && e.re.MatchString(s) }
+func (e excluding) String() string            { return e.src }
+
+// validate validates frame against message msg of schema file.
+func (s *schemas) validate(file, msg, frame string) error {
+	url := "file:///" + file + "#/properties/" + msg
+	sch, ok := s.cache[url]
+	if !ok {
+		var err error
+		if sch, err = s.c.Compile(url); err != nil {
+			return fmt.Errorf("compile %s: %w", url, err)
+		}
+		s.cache[url] = sch
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(frame))
+	if err != nil {
+		return err
+	}
+	return sch.Validate(inst)
+}
+
+func (s *schemas) check(t *testing.T, file, msg, frame string) {
+	t.Helper()
+	if err := s.validate(file, msg, frame); err != nil {
+		t.Fatalf("%s does not validate as %s/%s: %v", frame, file, msg, err)
+	}
+}
+
+// messages names a run method's messages: schema.json's, then
+// native-v2-observation.schema.json's ("" where it has none); events are
+// the subscription methods' event notifications.
+var messages = map[string][2]string{
+	"run/submit": {"run_submit_response"}, "run/list": {"run_list_response"},
+	"run/status": {"run_status_response", "status_response"}, "run/force": {"run_force_response", "force_response"},
+	"run/watch": {"run_watch_response", "watch_response"}, "run/logs": {"run_logs_response", "logs_response"},
+	"run/attach":       {"run_attach_response", "attach_response"},
+	"run/watch event":  {"run_watch_event_notification", "watch_event_notification"},
+	"run/logs event":   {"run_log_event_notification", "log_event_notification"},
+	"run/attach event": {"run_attach_event_notification", "attach_event_notification"},
+}
+
+// session is one client connection whose every frame is validated: a
+// response against its method's response message, a notification against
+// its subscription's event (or the closed) message.
+type session struct {
+	t    *testing.T
+	w    wiretest.Wire
+	s    *schemas
+	next int
+	subs map[string]string           // subscription id -> method
+	got  map[string][]map[string]any // subscription id -> events and the close
+}
+
+// validate checks frame as message key of messages.
+func (c *session) validate(key, frame string) {
+	names, ok := messages[key]
+	if !ok {
+		c.t.Fatalf("no schema message for %s", key)
+	}
+	c.s.check(c.t, "schema.json", names[0], frame)
+	if names[1] != "" {
+		c.s.check(c.t, "native-v2-observation.schema.json", names[1], frame)
+	}
+}
+
+// call sends a request and reads frames until its response, validating
+// every frame on the way; it returns the response's result or error.
+func (c *session) call(method string, params string) (result, rpcErr map[string]any) {
+	c.t.Helper()
+	c.next++
+	if err := c.w.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.next, method, params)); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		frame := c.recv()
+		var m map[string]any
+		_ = json.Unmarshal([]byte(frame), &m)
+		if m["method"] != nil {
+			c.notification(m, frame)
+			continue
+		}
+		if m["id"] != float64(c.next) {
+			c.t.Fatalf("unexpected frame %s", frame)
+		}
+		c.validate(method, frame)
+		res, _ := m["result"].(map[string]any)
+		e, _ := m["error"].(map[string]any)
+		if id, ok := res["subscriptionId"].(string); ok {
+			c.subs[id] = method
+		}
+		return res, e
+	}
+}
+
+func (c *session) recv() string {
+	c.t.Helper()
+	frame, err := c.w.Recv()
+	if err != nil {
+		c.t.Fatalf("recv: %v", err)
+	}
+	return frame
+}
+
+func (c *session) notification(m map[string]any, frame string) {
+	params := m["params"].(map[string]any)
+	id := params["subscriptionId"].(string)
+	if m["method"] == "subscription/closed" {
+		c.s.check(c.t, "schema.json", "subscription_closed_notification", frame)
+	} else {
+		c.validate(c.subs[id]+" event", frame)
+	}
+	c.got[id] = append(c.got[id], params)
+}
+
+// until reads frames until subscription id has closed and returns its
+// events and the close.
+func (c *session) until(id string) []map[string]any {
+	c.t.Helper()
+	for {
+		if evs := c.got[id]; len(evs) > 0 && evs[len(evs)-1]["reason"] != nil {
+			return evs
+		}
+		var m map[string]any
+		frame := c.recv()
+		_ = json.Unmarshal([]byte(frame), &m)
+		if m["method"] == nil {
+			c.t.Fatalf("unexpected response %s", frame)
+		}
+		c.notification(m, frame)
+	}
+}
+
+func dataCode(e map[string]any) string {
+	d, _ := e["data"].(map[string]any)
+	s, _ := d["code"].(string)
+	return s
+}
+
+// TestRunFramesMatchTheSchemas drives every run/* method over NDJSON and
+// WebSocket — results, events, closes and errors — and validates each
+// frame the server writes against schema.json and, for the observation
+// methods, native-v2-observation.schema.json.
+func TestRunFramesMatchTheSchemas(t *testing.T) {
+	s := loadSchemas(t)
+	for _, bad := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"runId":"r","title":"t","source":{"repository":"a/b","branch":"main","revision":"0123456789abcdef0123456789abcdef01234567"},"size":"small","atCursor":"v2:1","status":{"phase":"running"}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"runId":"r","title":"t","source":{"repository":"a/b","branch":"main","revision":"0123456789abcdef0123456789abcdef01234567"},"size":"huge","atCursor":"v2:1","status":{"phase":"admitted"}}}`,
+	} {
+		if s.validate("schema.json", "run_status_response", bad) == nil {
+			t.Fatalf("the schema accepts %s", bad)
+		}
+	}
+	for _, binding := range []string{"ndjson", "websocket"} {
+		t.Run(binding, func(t *testing.T) {
+			r := newRig(t, nil, 0)
+			b := wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: r.b}
+			var w wiretest.Wire
+			if binding == "ndjson" {
+				w = wiretest.NewPipe(t, b, wiretest.Options{})
+			} else {
+				w = wiretest.NewWSServer(t, b, wiretest.Options{}).Dial(t, nil)
+			}
+			c := &session{t: t, w: w, s: s, subs: map[string]string{}, got: map[string][]map[string]any{}}
+			runFrames(t, c, r)
+		})
+	}
+}
+
+func runFrames(t *testing.T, c *session, r *rig) {
+	sub := func(key, instr string) string {
+		return fmt.Sprintf(`{"runId":%q,"submission":%s}`, key, oneStep(key, instr))
+	}
+	if res, e := c.call("run/submit", sub("done", "log:2")); e != nil || res["runId"] != "done" {
+		t.Fatalf("submit: %v %v", res, e)
+	}
+	w, _ := c.call("run/watch", `{"runId":"done"}`)
+	if evs := c.until(w["subscriptionId"].(string)); evs[len(evs)-1]["reason"] != "done" || evs[len(evs)-1]["lastDeliveredCursor"] == nil {
+		t.Fatalf("watch: %v", evs)
+	}
+	l, _ := c.call("run/logs", `{"runId":"done","fromCursor":null}`)
+	if evs := c.until(l["subscriptionId"].(string)); len(evs) != 3 {
+		t.Fatalf("logs: %v", evs)
+	}
+	if res, e := c.call("run/status", `{"runId":"done"}`); e != nil || res["status"].(map[string]any)["phase"] != "finished" {
+		t.Fatalf("status: %v %v", res, e)
+	}
+	if _, e := c.call("run/submit", sub("blocked", "block")); e != nil {
+		t.Fatal(e)
+	}
+	ref := <-r.agents.started
+	a, e := c.call("run/attach", fmt.Sprintf(`{"runId":"blocked","execution":%q}`, ref))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if res, e := c.call("run/force", `{"runId":"blocked"}`); e != nil || res["status"].(map[string]any)["phase"] != "stopping" {
+		t.Fatalf("force: %v %v", res, e)
+	}
+	if evs := c.until(a["subscriptionId"].(string)); evs[len(evs)-1]["reason"] != "done" {
+		t.Fatalf("attach: %v", evs)
+	}
+	waitFinished(t, r.b, as("local"), "blocked")
+	if res, e := c.call("run/list", `{}`); e != nil || len(res["runs"].([]any)) != 2 {
+		t.Fatalf("list: %v %v", res, e)
+	}
+	errs := []struct{ method, params, code string }{
+		{"run/attach", fmt.Sprintf(`{"runId":"blocked","execution":%q}`, ref), protocol.Gone},
+		{"run/attach", `{"runId":"blocked","execution":"nope"}`, protocol.NotFound},
+		{"run/status", `{"runId":"nope"}`, protocol.NotFound},
+		{"run/force", `{"runId":"nope"}`, protocol.NotFound},
+		{"run/watch", `{"runId":"nope"}`, protocol.NotFound},
+		{"run/logs", `{"runId":"done","fromCursor":"v2:999"}`, protocol.InvalidPhase},
+		{"run/submit", sub("run-3", "echo"), protocol.SchemaViolation},
+		{"run/submit", sub("done", "fail"), protocol.RunConflict},
+		{"run/submit", fmt.Sprintf(`{"runId":"again","submission":%s}`, oneStep("done", "fail")), protocol.IdempotencyReuse},
+		{"run/submit", fmt.Sprintf(`{"runId":"x","submission":%s}`, submission("x", graphOf(step("a", "echo")))), protocol.GraphInvalid},
+		{"run/status", `{"runId":"done","extra":1}`, protocol.SchemaViolation},
+	}
+	for _, x := range errs {
+		if _, e := c.call(x.method, x.params); dataCode(e) != x.code {
+			t.Fatalf("%s %s: %v, want %s", x.method, x.params, e, x.code)
+		}
+	}
+}
