@@ -41,6 +41,7 @@ type Backend struct {
 	live   *attachHub
 	logs   logBuffer
 	seeds  seedCache
+	wake   signals
 
 	// writeMu orders a run's log lines before the records that follow
 	// them: every write that takes pending lines holds it.
@@ -245,7 +246,7 @@ func (b *Backend) List(ctx context.Context) (*ListResult, error) {
 	tk := b.tenant(ctx)
 	res := &ListResult{Runs: []StatusResult{}}
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
-		ix, _, err := loadIndex(tx, indexKey(tk))
+		ix, err := loadIndex(tx, indexKey(tk))
 		if err != nil {
 			return err
 		}
@@ -314,6 +315,7 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 	b.writeMu.Lock()
 	defer b.writeMu.Unlock()
 	lines := b.logs.take(tk, runID)
+	defer b.wake.notify(runKey{tk, runID})
 	return b.store.Update(ctx, func(tx store.Tx) error {
 		st, version, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {

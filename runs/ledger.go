@@ -45,7 +45,7 @@ func (l *Ledger) Changed() <-chan struct{} { return l.b.store.Changed() }
 func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
 	var out []engine.RunRef
 	err := l.b.store.View(ctx, func(tx store.ReadTx) error {
-		ix, _, err := loadIndex(tx, activeKey)
+		ix, err := loadIndex(tx, activeKey)
 		if err != nil {
 			return err
 		}

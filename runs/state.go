@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
@@ -21,8 +23,8 @@ import (
 //	runs table      (tenant key, runId)        seed = the admitted Submission
 //	events          (tenant key, runId)        one record each (record)
 //	clusters table  tenant key + "/" + runId   the mutable runState
-//	clusters table  tenant key + "#runs"       the tenant's runIds, oldest first
-//	clusters table  activeKey                  every unfinished run (runIndex)
+//	clusters table  tenant key + "#runs.N"     the tenant's runs (runIndex)
+//	clusters table  activeKey + ".N"           every unfinished run (runIndex)
 //	idempotency     (tenant key, "submission/" + submissionKey)
 const (
 	activeKey        = "\x00native-runs"
@@ -240,26 +242,49 @@ type record struct {
 	Status    json.RawMessage `json:"status,omitempty"`
 }
 
-// runIndex is a JSON object record mapping keys to sequences: the
-// tenant's runs (runId → admission sequence) or every unfinished run
-// (tenant key NUL runId → admission sequence).
+// runIndex is a set of runs with their admission sequences: a tenant's
+// runs (runId → sequence) or every unfinished run (tenant key NUL runId →
+// sequence). It is kept in indexBuckets records chosen by a hash of the
+// entry, so that a write rewrites one small record rather than one that
+// grows with every run.
 type runIndex map[string]uint64
 
-func loadIndex(tx store.ReadTx, key string) (runIndex, uint64, error) {
+// indexBuckets is the number of records one index is spread over.
+const indexBuckets = 32
+
+func bucketKey(key, entry string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(entry))
+	return key + "." + strconv.Itoa(int(h.Sum32()%indexBuckets))
+}
+
+func loadBucket(tx store.ReadTx, key string, into runIndex) (uint64, error) {
 	c, ok, err := tx.Cluster(key)
 	if err != nil || !ok {
-		return runIndex{}, 0, err
+		return 0, err
 	}
+	if err := json.Unmarshal(c.Data, &into); err != nil {
+		return 0, fmt.Errorf("runs: corrupt index %q: %w", key, err)
+	}
+	return c.Version, nil
+}
+
+// loadIndex reads every bucket of an index.
+func loadIndex(tx store.ReadTx, key string) (runIndex, error) {
 	ix := runIndex{}
-	if err := json.Unmarshal(c.Data, &ix); err != nil {
-		return nil, 0, fmt.Errorf("runs: corrupt index %q: %w", key, err)
+	for i := range indexBuckets {
+		if _, err := loadBucket(tx, key+"."+strconv.Itoa(i), ix); err != nil {
+			return nil, err
+		}
 	}
-	return ix, c.Version, nil
+	return ix, nil
 }
 
 // updateIndex sets (seq > 0) or deletes (seq == 0) one entry.
 func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
-	ix, version, err := loadIndex(tx, key)
+	bk := bucketKey(key, entry)
+	ix := runIndex{}
+	version, err := loadBucket(tx, bk, ix)
 	if err != nil {
 		return err
 	}
@@ -270,7 +295,7 @@ func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
 	}
 	data, err := json.Marshal(ix)
 	if err == nil {
-		err = tx.PutCluster(key, store.Cluster{Version: version + 1, Data: data})
+		err = tx.PutCluster(bk, store.Cluster{Version: version + 1, Data: data})
 	}
 	return err
 }
@@ -299,5 +324,39 @@ func await(ctx context.Context, ch <-chan struct{}) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// signals wakes the readers of one run (watch, logs) after each write for
+// it, so that a commit wakes only its own run's readers rather than every
+// reader of every run. A reader takes the run's channel before it reads
+// and waits on it when it found nothing new; every write path of a run
+// (Backend.update, and the submission that creates it) notifies after its
+// commit, so a missed wake-up cannot happen.
+type signals struct {
+	mu sync.Mutex
+	m  map[runKey]chan struct{}
+}
+
+func (s *signals) wait(k runKey) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[runKey]chan struct{}{}
+	}
+	ch, ok := s.m[k]
+	if !ok {
+		ch = make(chan struct{})
+		s.m[k] = ch
+	}
+	return ch
+}
+
+func (s *signals) notify(k runKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.m[k]; ok {
+		close(ch)
+		delete(s.m, k)
 	}
 }

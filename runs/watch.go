@@ -18,11 +18,11 @@ import (
 
 // tail reads one run's records in order after a position.
 type tail struct {
-	st          store.Store
-	tk, runID   string
-	after       uint64
-	buf         []store.Event
-	terminalSet bool
+	st        store.Store
+	wake      *signals
+	tk, runID string
+	after     uint64
+	buf       []store.Event
 }
 
 // next returns the next record, or ok false once the run has finished
@@ -40,7 +40,7 @@ func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, e
 		if err := ctx.Err(); err != nil {
 			return ev, rec, false, err
 		}
-		changed := t.st.Changed()
+		changed := t.wake.wait(runKey{t.tk, t.runID})
 		finished := false
 		err := t.st.View(ctx, func(tx store.ReadTx) error {
 			var err error
@@ -79,7 +79,7 @@ type SubscribeResult struct {
 // record) for a new watch or logs stream.
 func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*tail, string, error) {
 	tk := b.tenant(ctx)
-	t := &tail{st: b.store, tk: tk, runID: runID}
+	t := &tail{st: b.store, wake: &b.wake, tk: tk, runID: runID}
 	at := cursorString(0)
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
 		st, _, ok, err := loadRun(tx, tk, runID)
