@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 
@@ -46,7 +47,8 @@ type Options struct {
 	// Harness is the host's harness file (--harness); nil configures no
 	// harness, so every native submission is refused.
 	Harness *harness.Config
-	// RunDir, when set, holds one working directory per native run.
+	// RunDir holds one working directory per native run (default: oecp-runs
+	// in the system's temporary directory).
 	RunDir string
 }
 
@@ -146,6 +148,9 @@ func New(o Options) (*Capsule, error) {
 		Engine:        true,
 		Log:           o.Log,
 	})
+	if o.RunDir == "" {
+		o.RunDir = filepath.Join(os.TempDir(), "oecp-runs")
+	}
 	rb := runs.New(runs.Config{
 		Store:  o.Store,
 		Shared: o.Tenancy == cluster.Shared,

@@ -122,7 +122,7 @@ func (l ledgers) ExecutionEnded(ref engine.RunRef, execution string) {
 
 // agents runs native agent nodes on the host's harnesses (--harness): one
 // harness.Runner per configured harness. Each run works in its own
-// directory under dir (none: the server's working directory).
+// directory under dir.
 type agents struct {
 	cfg *harness.Config
 	dir string
@@ -163,12 +163,9 @@ func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) worker.Out
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	}
 	runKey := sessionRun(x.Tenant, x.RunID)
-	dir := ""
-	if a.dir != "" {
-		dir = filepath.Join(a.dir, filepath.FromSlash(runKey))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
-		}
+	dir := filepath.Join(a.dir, filepath.FromSlash(runKey))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	b := x.Binding
 	job := harness.Job{RunID: runKey, Instance: strconv.FormatUint(x.NodeInstance, 10), Node: x.Node, Dir: dir,
