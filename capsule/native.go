@@ -62,6 +62,14 @@ func (l ledgers) of(ref engine.RunRef) engine.Ledger {
 
 func (l ledgers) Changed() <-chan struct{} { return l.cluster.Changed() }
 
+// Version is the native ledger's version of a native run (0: unknown).
+func (l ledgers) Version(ref engine.RunRef) uint64 {
+	if v, ok := l.of(ref).(engine.Versioner); ok {
+		return v.Version(ref)
+	}
+	return 0
+}
+
 // Running lists the native runs after the clusters' (each oldest first).
 func (l ledgers) Running(ctx context.Context) ([]engine.RunRef, error) {
 	a, err := l.cluster.Running(ctx)

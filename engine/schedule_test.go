@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"testing"
 
 	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/protocol"
 )
 
 func wantOf(tenant, run string, n int) want {
@@ -35,5 +38,45 @@ func TestShareIsFairAcrossTenantsThenRuns(t *testing.T) {
 	s.SetMaxActive(2) // full
 	if got := s.share(wants); !slices.Equal(got, []int{0, 0, 0, 0}) {
 		t.Fatalf("no slot: %v", got)
+	}
+}
+
+// versioned is a ledger of one run that counts its snapshots.
+type versioned struct {
+	Ledger
+	version   uint64
+	snapshots int
+}
+
+func (v *versioned) Running(context.Context) ([]RunRef, error) {
+	return []RunRef{{Tenant: "t", RunID: "r"}}, nil
+}
+func (v *versioned) Claim(context.Context, RunRef) error { return nil }
+func (v *versioned) Version(RunRef) uint64               { return v.version }
+func (v *versioned) Dispatch(context.Context, RunRef, []Dispatch) error {
+	return ErrGateClosed
+}
+
+func (v *versioned) Snapshot(_ context.Context, ref RunRef) (*Snapshot, error) {
+	v.snapshots++
+	g, err := graph.Decode([]byte(`{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},"policy":{"policy":"p@1","default":"deny"},"root":{"kind":"step","name":"s","worker":"w@1","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":1,"attempts":1}}`))
+	return &Snapshot{Ref: ref, Spec: g, Seed: []byte("null"), Dispatch: protocol.DispatchActive, Native: true}, err
+}
+
+// TestUnchangedRunIsNotReadAgain: a ledger with versions is read once per
+// version of a run, not once per pass.
+func TestUnchangedRunIsNotReadAgain(t *testing.T) {
+	l := &versioned{version: 7}
+	s := New(l, nil, nil)
+	ctx := context.Background()
+	s.reconcileAll(ctx)
+	s.reconcileAll(ctx)
+	if l.snapshots != 1 {
+		t.Fatalf("%d snapshots for one version", l.snapshots)
+	}
+	l.version = 8
+	s.reconcileAll(ctx)
+	if l.snapshots != 2 {
+		t.Fatalf("%d snapshots after a change", l.snapshots)
 	}
 }

@@ -93,6 +93,15 @@ type Ledger interface {
 	ExecutionEnded(ref RunRef, execution string)
 }
 
+// Versioner is an optional Ledger extension: Version returns a number
+// that changes whenever a run's durable state may have changed (0: not
+// known). The supervisor then reuses its last reading of a run whose
+// version and whose executions in this process are unchanged, instead of
+// reading and reducing it again on every pass.
+type Versioner interface {
+	Version(ref RunRef) uint64
+}
+
 // Dispatch is one execution to record and start.
 type Dispatch struct {
 	reduce.Dispatch
@@ -152,6 +161,16 @@ type Supervisor struct {
 	// maxActive bounds the executions this supervisor runs at once (0:
 	// unbounded); see share for how waiting runs are served.
 	maxActive int
+	// seen is the last reading of each run, keyed by the ledger's version
+	// (Versioner) and the run's executions in this process.
+	seen map[RunRef]reading
+}
+
+// reading is what one reconcile of a run found, and under which version.
+type reading struct {
+	version uint64
+	mine    int
+	want    *want
 }
 
 type runExec struct {
@@ -169,7 +188,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		log = slog.Default()
 	}
 	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}}
+		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}}
 }
 
 // SetMaxActive bounds the executions running at once across every run
@@ -236,7 +255,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 			}
 			s.claimed[ref] = true
 		}
-		w, err := s.reconcile(ctx, ref)
+		w, err := s.reconcileCached(ctx, ref)
 		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
 			s.log.Error("engine: reconcile", "run", ref.RunID, "err", err)
 		}
@@ -264,8 +283,38 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 	for ref := range s.claimed {
 		if !live[ref] {
 			delete(s.claimed, ref)
+			delete(s.seen, ref)
 		}
 	}
+}
+
+// reconcileCached is reconcile, skipped when the ledger says the run has
+// not changed since a reading that acted on nothing (the run was waiting
+// for its executions or for execution slots).
+func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, error) {
+	v, ok := s.ledger.(Versioner)
+	if !ok {
+		return s.reconcile(ctx, ref)
+	}
+	version := v.Version(ref)
+	s.mu.Lock()
+	mine := 0
+	for k := range s.running {
+		if k.ref == ref {
+			mine++
+		}
+	}
+	s.mu.Unlock()
+	if r, hit := s.seen[ref]; hit && version != 0 && r.version == version && r.mine == mine {
+		return r.want, nil
+	}
+	w, err := s.reconcile(ctx, ref)
+	if err == nil && version != 0 && v.Version(ref) == version {
+		s.seen[ref] = reading{version: version, mine: mine, want: w}
+	} else {
+		delete(s.seen, ref)
+	}
+	return w, err
 }
 
 // want is a run's next dispatch batch, waiting for its share of the

@@ -321,11 +321,19 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 		if err != nil || !ok {
 			return errors.Join(err, errNoRun)
 		}
+		from := st.Cursor
 		if err := appendLogs(tx, tk, runID, st, lines); err != nil {
 			return err
 		}
 		if fn != nil {
 			if err := fn(tx, st); err != nil {
+				return err
+			}
+		}
+		if st.Phase != PhaseFinished && st.Cursor != from {
+			// The unfinished-run index carries each run's latest cursor:
+			// the engine's version of the run.
+			if err := updateIndex(tx, activeKey, activeEntry(tk, runID), st.Cursor); err != nil {
 				return err
 			}
 		}

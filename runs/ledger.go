@@ -28,9 +28,15 @@ import (
 type Ledger struct {
 	b      *Backend
 	claims *store.Claims
+
+	mu       sync.Mutex
+	versions map[engine.RunRef]uint64 // as the last Running read them
 }
 
-var _ engine.Ledger = (*Ledger)(nil)
+var (
+	_ engine.Ledger    = (*Ledger)(nil)
+	_ engine.Versioner = (*Ledger)(nil)
+)
 
 // Ledger returns the engine.Ledger view of b for the supervising process
 // owner (an id unique to this process lifetime).
@@ -41,9 +47,11 @@ func (b *Backend) Ledger(owner string) *Ledger {
 // Changed is closed after the next commit.
 func (l *Ledger) Changed() <-chan struct{} { return l.b.store.Changed() }
 
-// Running lists every unfinished run, oldest admission first.
+// Running lists every unfinished run, the one that changed least
+// recently first, and remembers each run's latest cursor as its version.
 func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
 	var out []engine.RunRef
+	versions := map[engine.RunRef]uint64{}
 	err := l.b.store.View(ctx, func(tx store.ReadTx) error {
 		ix, err := loadIndex(tx, activeKey)
 		if err != nil {
@@ -51,11 +59,25 @@ func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
 		}
 		for _, entry := range ix.ordered() {
 			tk, runID := splitActive(entry)
-			out = append(out, engine.RunRef{Tenant: tk, RunID: runID})
+			ref := engine.RunRef{Tenant: tk, RunID: runID}
+			out = append(out, ref)
+			versions[ref] = ix[entry]
 		}
 		return nil
 	})
+	l.mu.Lock()
+	l.versions = versions
+	l.mu.Unlock()
 	return out, err
+}
+
+// Version is the run's latest cursor as the last Running read it: every
+// record of a run advances it, and the state any later read sees is at
+// least that new.
+func (l *Ledger) Version(ref engine.RunRef) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.versions[ref]
 }
 
 // Claim takes the run's supervision lease.

@@ -242,9 +242,9 @@ type record struct {
 	Status    json.RawMessage `json:"status,omitempty"`
 }
 
-// runIndex is a set of runs with their admission sequences: a tenant's
-// runs (runId → sequence) or every unfinished run (tenant key NUL runId →
-// sequence). It is kept in indexBuckets records chosen by a hash of the
+// runIndex is a set of runs with a sequence each: a tenant's runs (runId
+// → admission sequence) or every unfinished run (tenant key NUL runId →
+// the run's latest cursor). It is kept in indexBuckets records chosen by a hash of the
 // entry, so that a write rewrites one small record rather than one that
 // grows with every run.
 type runIndex map[string]uint64
