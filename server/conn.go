@@ -97,37 +97,21 @@ func (o *Options) defaults() {
 	}
 }
 
-// request is one admitted request. Its pointer identity is the ownership
-// token: cleanup deletes reqs[key] only while it still points here.
-type request struct {
-	key    protocol.Key
-	cancel context.CancelFunc
-	// registered: the entry is in Conn.reqs under key (classified frames).
-	registered bool
-	// subscribe: a subscription establishment ($/cancelRequest ignores it).
-	subscribe bool
-	// cancelled: $/cancelRequest released id and slot; the goroutine, when
-	// it returns, only decrements cancelledRunning and drops its result.
-	cancelled bool
-}
-
-// subscription is one live subscription; pointer identity is ownership.
-type subscription struct {
-	id     string
-	cancel context.CancelFunc
-}
-
-// Conn is the transport-neutral connection core: one reader goroutine,
-// one writer goroutine, one request table and one subscription table under
-// one mutex. Invariants (all under mu):
-//   - reqs holds exactly the admitted, not yet answered or cancelled
-//     requests with a classified id; an id in reqs is "in flight".
-//   - tasks counts slots: admitted requests not yet cancelled or answered
-//     plus live subscriptions; tasks <= protocol.MaxConnectionTasks.
-//   - cancelledRunning counts goroutines of cancelled requests that have
-//     not returned yet.
-//   - an entry is removed only by a party holding its pointer, after
-//     checking the map still holds that pointer.
+// Conn is the transport-neutral connection core. Its goroutines:
+//   - the reader (the goroutine running Serve) reads and classifies every
+//     frame in arrival order and applies cancels, admission and refusals
+//     synchronously, so a later frame's answer proves an earlier cancel
+//     was applied;
+//   - one goroutine per admitted request or subscription, which calls the
+//     backend and delivers its frames;
+//   - at most one drainer at a time, which exists only while frames are
+//     queued.
+//
+// Whoever produces a frame delivers it through the outbox: written in
+// place when the connection is idle (the producer takes the write role),
+// else queued for the role holder. The request table, the subscription
+// table and the slot counts are one inFlight value changed only in
+// updateInFlight.
 type Conn struct {
 	disp  *Dispatcher
 	t     Transport
@@ -137,17 +121,13 @@ type Conn struct {
 	ctx    context.Context // request and subscription contexts derive from it
 	cancel context.CancelFunc
 
-	mu               sync.Mutex
-	reqs             map[protocol.Key]*request
-	subs             map[string]*subscription
-	tasks            int
-	cancelledRunning int
-	cancelledFreed   chan struct{} // signalled when cancelledRunning drops
-	draining         bool          // no new admissions
-	closeOnce        sync.Once
-	closeReason      CloseReason
-	endOnce          sync.Once
-	done             chan struct{} // closed when the close sequence has run
+	mu             sync.Mutex // guards inFlight; held only in updateInFlight
+	inFlight       inFlight
+	cancelledFreed chan struct{} // signalled when cancelledRunning drops
+	closeOnce      sync.Once
+	closeReason    CloseReason
+	endOnce        sync.Once
+	done           chan struct{} // closed when the close sequence has run
 
 	wg  sync.WaitGroup // request and subscription goroutines
 	out *outbox
@@ -162,12 +142,14 @@ type Conn struct {
 func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Options) *Conn {
 	opts.defaults()
 	c := &Conn{
-		disp:           d,
-		t:              t,
-		ident:          id,
-		opts:           opts,
-		reqs:           make(map[protocol.Key]*request),
-		subs:           make(map[string]*subscription),
+		disp:  d,
+		t:     t,
+		ident: id,
+		opts:  opts,
+		inFlight: inFlight{
+			reqs: make(map[protocol.Key]*request),
+			subs: make(map[string]*subscription),
+		},
 		cancelledFreed: make(chan struct{}, 1),
 		out:            newOutbox(),
 		done:           make(chan struct{}),
@@ -206,6 +188,15 @@ func (c *Conn) Serve(shutdown context.Context) {
 // reader may still be returning from a read that cannot be interrupted).
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
+// InFlight reports the number of in-flight request ids and used slots
+// (for tests and metrics).
+func (c *Conn) InFlight() (ids, slots, cancelledRunning int) {
+	c.updateInFlight(func(s *inFlight) {
+		ids, slots, cancelledRunning = len(s.reqs), s.tasks, s.cancelledRunning
+	})
+	return ids, slots, cancelledRunning
+}
+
 // end runs the close sequence once; concurrent callers wait for it. On
 // expiry or a broken connection nothing more reaches the backend or the
 // peer; otherwise in-flight requests get the grace period and their
@@ -214,9 +205,7 @@ func (c *Conn) end(reason CloseReason) {
 	c.endOnce.Do(func() {
 		defer close(c.done)
 		if reason == CloseExpired || reason == CloseInternal {
-			c.mu.Lock()
-			c.draining = true
-			c.mu.Unlock()
+			c.stopAdmitting()
 			c.cancel()
 			c.close(reason)
 			c.out.abort()
@@ -228,13 +217,19 @@ func (c *Conn) end(reason CloseReason) {
 			c.close(reason)
 		}
 		c.cancel()
-		c.mu.Lock()
-		for id, s := range c.subs {
-			delete(c.subs, id)
-			s.cancel()
-		}
-		c.mu.Unlock()
 	})
+}
+
+// cutOff ends a connection that cannot go on (a broken transport, a
+// stalled write, a peer that floods without reading): the transport closes
+// with reason, queued frames are dropped, every handler is cancelled, and
+// the close sequence runs here too, not only when the reader returns,
+// because a blocking stdin read may never return.
+func (c *Conn) cutOff(reason CloseReason) {
+	c.close(reason)
+	c.out.abort()
+	c.cancel()
+	go c.end(CloseInternal)
 }
 
 func (c *Conn) close(reason CloseReason) {
@@ -246,16 +241,20 @@ func (c *Conn) close(reason CloseReason) {
 	})
 }
 
+// stopAdmitting starts draining (nothing is admitted or registered after
+// it) and ends every subscription.
+func (c *Conn) stopAdmitting() {
+	var cancels []context.CancelFunc
+	c.updateInFlight(func(s *inFlight) { cancels = s.stop() })
+	for _, cancel := range cancels {
+		cancel()
+	}
+}
+
 // drain stops admissions, ends every subscription, lets in-flight requests
 // finish within the grace period and then cancels the rest.
 func (c *Conn) drain() {
-	c.mu.Lock()
-	c.draining = true
-	for id, s := range c.subs {
-		delete(c.subs, id)
-		s.cancel()
-	}
-	c.mu.Unlock()
+	c.stopAdmitting()
 	if !c.waitTasks(c.opts.ShutdownGrace) {
 		c.cancel()
 		c.waitTasks(c.opts.ShutdownGrace)
@@ -291,13 +290,9 @@ func (c *Conn) readLoop() (expired bool) {
 		if err != nil {
 			return false
 		}
-		c.mu.Lock()
-		stopped := c.draining
-		c.mu.Unlock()
-		if stopped {
-			return false
-		}
-		if !c.handleFrame(data) {
+		var stopped bool
+		c.updateInFlight(func(s *inFlight) { stopped = s.draining })
+		if stopped || !c.handleFrame(data) {
 			return false
 		}
 	}
@@ -311,23 +306,19 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 		return true // an in-place answer cut short by the close sequence
 	}
 	if slot {
-		c.mu.Lock()
-		free := c.tasks < protocol.MaxConnectionTasks
-		c.mu.Unlock()
+		free := false
+		c.updateInFlight(func(s *inFlight) { free = s.tasks < protocol.MaxConnectionTasks })
 		if !free {
 			return true
 		}
 	}
 	// The reader never writes to the peer itself: a peer that stops
 	// reading must not stall the processing of its cancels. Its answers go
-	// to the queue and a drainer writes them.
+	// to the queue, in frame order, and a drainer writes them.
 	start, full := c.out.pushInline(frame)
 	if full {
 		c.opts.Log.Warn("peer is not reading; closing connection")
-		c.close(CloseStalled)
-		c.out.abort()
-		c.cancel()
-		go c.end(CloseInternal)
+		c.cutOff(CloseStalled)
 		return false
 	}
 	if start {
@@ -336,9 +327,11 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 	return true
 }
 
-// handleFrame applies the admission rules to one frame (spec/01 §1.1
-// steps 2–8). It runs on the reader goroutine only; it returns false when
-// the connection must end.
+// handleFrame applies the admission rules to one frame, in their
+// observable order: parse error, cancel intercepts, duplicate id, task
+// slot, envelope validity, method lookup, then in-place answer or task. It
+// runs on the reader goroutine only; it returns false when the connection
+// must end.
 func (c *Conn) handleFrame(data []byte) bool {
 	f := protocol.DecodeFrame(data)
 	switch f.Kind {
@@ -351,69 +344,38 @@ func (c *Conn) handleFrame(data []byte) bool {
 		c.cancelSubscription(f.SubscriptionID)
 		return true
 	}
-
-	// Wait while too many cancelled handlers are still running.
-	for {
-		c.mu.Lock()
-		n := c.cancelledRunning
-		c.mu.Unlock()
-		if n < MaxCancelledRunning {
-			break
-		}
-		select {
-		case <-c.cancelledFreed:
-		case <-c.ctx.Done():
-			return false
-		}
+	m, task := c.classify(&f)
+	var r *request
+	if task {
+		r = &request{key: f.ID.Key(), registered: f.AdmissionID != nil, subscribe: m.Kind == protocol.Subscription}
 	}
-
-	c.mu.Lock()
-	if c.draining {
-		// Checked under the lock that also guards wg.Add below, so no
-		// request is admitted once the close sequence waits for tasks.
-		c.mu.Unlock()
+	switch c.admit(f.AdmissionID, r) {
+	case refusedClosing:
 		return false
-	}
-	if f.AdmissionID != nil {
-		if _, dup := c.reqs[f.AdmissionID.Key()]; dup {
-			c.mu.Unlock()
-			return c.inline(protocol.DuplicateIDFrame(*f.AdmissionID), false)
-		}
-	}
-	if c.tasks >= protocol.MaxConnectionTasks {
-		c.mu.Unlock()
+	case refusedDuplicate:
+		return c.inline(protocol.DuplicateIDFrame(*f.AdmissionID), false)
+	case refusedBusy:
 		if f.AdmissionID != nil {
 			return c.inline(protocol.ServerBusyFrame(*f.AdmissionID), false)
 		}
 		return true
 	}
-	if f.Kind == protocol.FrameInvalid {
-		c.mu.Unlock()
+	switch {
+	case f.Kind == protocol.FrameInvalid:
 		return c.inline(protocol.InvalidRequestFrame, false)
-	}
-	m, known := protocol.LookupMethod(f.Method)
-	if !known || (m.Kind == protocol.Subscription && f.AdmissionID == nil) {
-		c.mu.Unlock()
+	case m == nil:
 		return c.inline(protocol.MethodNotFoundFrame(f.ID), false)
-	}
-	if m.Kind == protocol.Unary && c.disp.Inline(m.Name) {
+	case !task:
 		// A read-only snapshot answered in place: it completes before the
 		// next frame is read, so no other frame can observe its id in
-		// flight, and its answer is queued like the reader's own.
-		c.mu.Unlock()
+		// flight, and its answer is queued in frame order like the
+		// reader's own.
 		return c.inline(c.disp.Unary(c.ctx, m, f.ID, f.Params), false)
 	}
+	// Only the reader reads or sets r.cancel until the goroutine starts.
 	ctx, cancel := context.WithCancel(c.ctx)
-	r := &request{key: f.ID.Key(), cancel: cancel, subscribe: m.Kind == protocol.Subscription}
-	if f.AdmissionID != nil {
-		r.registered = true
-		c.reqs[r.key] = r
-	}
-	c.tasks++
-	c.wg.Add(1)
-	c.mu.Unlock()
-
-	if m.Kind == protocol.Subscription {
+	r.cancel = cancel
+	if r.subscribe {
 		go c.runSubscription(ctx, r, m, f)
 	} else {
 		go c.runUnary(ctx, r, m, f)
@@ -421,63 +383,82 @@ func (c *Conn) handleFrame(data []byte) bool {
 	return true
 }
 
-// cancelRequest handles $/cancelRequest on the reader goroutine: under the
-// table lock it cancels the entry's context and frees its id and slot at
-// once, so an immediate same-id retry is admitted deterministically.
-func (c *Conn) cancelRequest(id protocol.ID) {
-	c.mu.Lock()
-	r, ok := c.reqs[id.Key()]
-	if !ok || r.subscribe || r.cancelled {
-		c.mu.Unlock()
-		return
+// classify says what a request frame becomes once admitted: m is its
+// method (nil: answered with an envelope or method error), task whether it
+// runs on its own goroutine (false: answered in place by the reader).
+func (c *Conn) classify(f *protocol.Frame) (m *protocol.MethodInfo, task bool) {
+	if f.Kind == protocol.FrameInvalid {
+		return nil, false
 	}
-	delete(c.reqs, r.key)
-	r.cancelled = true
-	c.tasks--
-	c.cancelledRunning++
-	c.mu.Unlock()
-	r.cancel()
+	m, known := protocol.LookupMethod(f.Method)
+	if !known || (m.Kind == protocol.Subscription && f.AdmissionID == nil) {
+		return nil, false
+	}
+	return m, m.Kind == protocol.Subscription || !c.disp.Inline(m.Name)
+}
+
+// admit runs the admission checks for a frame with admission id aid,
+// taking r's slot and id when r is non-nil. While too many cancelled
+// handlers are still running it waits for one to return.
+func (c *Conn) admit(aid *protocol.ID, r *request) verdict {
+	for {
+		var v verdict
+		c.updateInFlight(func(s *inFlight) {
+			v = s.admit(aid, r)
+			if v == admitted && r != nil {
+				// Under the lock that also guards draining, so no task
+				// starts once the close sequence waits for tasks.
+				c.wg.Add(1)
+			}
+		})
+		if v != refusedCancelled {
+			return v
+		}
+		select {
+		case <-c.cancelledFreed:
+		case <-c.ctx.Done():
+			return refusedClosing
+		}
+	}
+}
+
+// cancelRequest handles $/cancelRequest on the reader goroutine: it frees
+// the request's id and slot at once, so an immediate same-id retry is
+// admitted deterministically, and cancels its context.
+func (c *Conn) cancelRequest(id protocol.ID) {
+	var r *request
+	c.updateInFlight(func(s *inFlight) { r = s.cancel(id.Key()) })
+	if r != nil {
+		r.cancel()
+	}
 }
 
 // cancelSubscription handles subscription/cancel: removal of that one
 // subscription; unknown ids are a silent no-op.
 func (c *Conn) cancelSubscription(id string) {
-	c.mu.Lock()
-	s, ok := c.subs[id]
-	if ok {
-		delete(c.subs, id)
-	}
-	c.mu.Unlock()
-	if ok {
-		s.cancel()
+	var sub *subscription
+	c.updateInFlight(func(s *inFlight) { sub = s.cancelSubscription(id) })
+	if sub != nil {
+		sub.cancel()
 	}
 }
 
-// release ends request r's admission: it frees the id if r still owns it.
-// It reports false when r was cancelled (its slot is already free and its
-// result must be dropped).
+// release ends request r's admission when its handler returns. It reports
+// false when r was cancelled (its slot is already free and its result must
+// be dropped).
 func (c *Conn) release(r *request) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r.cancelled {
-		c.cancelledRunning--
+	var owned bool
+	c.updateInFlight(func(s *inFlight) { owned = s.release(r) })
+	if !owned {
 		select {
 		case c.cancelledFreed <- struct{}{}:
 		default:
 		}
-		return false
 	}
-	if r.registered && c.reqs[r.key] == r {
-		delete(c.reqs, r.key)
-	}
-	return true
+	return owned
 }
 
-func (c *Conn) freeSlot() {
-	c.mu.Lock()
-	c.tasks--
-	c.mu.Unlock()
-}
+func (c *Conn) freeSlot() { c.updateInFlight((*inFlight).freeSlot) }
 
 func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
 	defer c.wg.Done()
@@ -491,193 +472,4 @@ func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo,
 		return
 	}
 	c.answer(frame)
-}
-
-// answer delivers the final frame of a task and frees its slot before the
-// peer can see the frame (so a client that keeps at most 256 requests
-// outstanding never meets SERVER_BUSY): written in place by the write-role
-// holder, or queued once a queue token is held — the slot bounds the
-// goroutines waiting for room, so it is given up only then.
-func (c *Conn) answer(frame []byte) {
-	if c.out.tryDirect() {
-		c.freeSlot()
-		c.writeDirect(frame)
-		return
-	}
-	start, freed, _ := c.out.pushThen(c.ctx, frame, c.freeSlot)
-	if !freed {
-		c.freeSlot()
-	}
-	if start {
-		go c.drainer()
-	}
-}
-
-func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
-	defer c.wg.Done()
-	sub, errFrame := c.disp.Subscribe(ctx, m, f.ID, f.Params)
-	c.release(r) // subscriptions ignore $/cancelRequest; the id is free now
-	if sub == nil {
-		r.cancel()
-		if errFrame != nil {
-			c.answer(errFrame)
-		} else {
-			c.freeSlot()
-		}
-		return
-	}
-	s := &subscription{id: sub.ID, cancel: r.cancel}
-	c.mu.Lock()
-	_, clash := c.subs[sub.ID]
-	if !clash && !c.draining {
-		c.subs[sub.ID] = s // registered before the response is queued
-	}
-	draining := c.draining
-	c.mu.Unlock()
-	if clash || draining {
-		sub.Stream.Close()
-		r.cancel()
-		if clash {
-			c.opts.Log.Error("backend minted a duplicate subscription id", "method", m.Name)
-			c.answer(protocol.ErrorFrame(f.ID, protocol.Internal("")))
-		} else {
-			c.freeSlot()
-		}
-		return
-	}
-	defer func() {
-		sub.Stream.Close()
-		r.cancel()
-		c.mu.Lock()
-		if c.subs[s.id] == s {
-			delete(c.subs, s.id)
-		}
-		c.tasks--
-		c.mu.Unlock()
-	}()
-
-	result, err := protocol.Marshal(sub.Result)
-	if err != nil {
-		_ = c.send(c.ctx, protocol.ErrorFrame(f.ID, protocol.Internal("")))
-		return
-	}
-	if c.send(ctx, protocol.ResultFrame(f.ID, result)) != nil {
-		return
-	}
-	prefix := append([]byte(`{"jsonrpc":"2.0","method":"event","params":{"subscriptionId":`), protocol.AppendString(nil, sub.ID)...)
-	var last string
-	for {
-		n, err := sub.Stream.Next(ctx)
-		if err != nil || ctx.Err() != nil {
-			return
-		}
-		if n.Closed != "" {
-			params := protocol.AppendString([]byte(`{"subscriptionId":`), sub.ID)
-			params = append(params, `,"reason":`...)
-			params = protocol.AppendString(params, n.Closed)
-			if sub.TrackCursor && last != "" {
-				params = append(params, `,"lastDeliveredCursor":`...)
-				params = protocol.AppendString(params, last)
-			}
-			params = append(params, '}')
-			_ = c.send(ctx, protocol.NotificationFrame(protocol.NotifySubscriptionClosed, params))
-			return
-		}
-		// params = {"subscriptionId":..<Rest>}; frame = prefix + Rest + "}}".
-		if sub.MaxEventBytes > 0 && len(prefix)-len(`{"jsonrpc":"2.0","method":"event","params":`)+len(n.Rest)+1 > sub.MaxEventBytes {
-			return // unencodable within bounds: end this subscription silently
-		}
-		frame := make([]byte, 0, len(prefix)+len(n.Rest)+2)
-		frame = append(frame, prefix...)
-		frame = append(frame, n.Rest...)
-		frame = append(frame, '}', '}')
-		if c.send(ctx, frame) != nil {
-			return
-		}
-		if n.Cursor != "" {
-			last = n.Cursor
-		}
-	}
-}
-
-// writeDirect writes one frame while holding the write role, then hands
-// the role to a drainer if frames were queued meanwhile.
-func (c *Conn) writeDirect(b []byte) {
-	c.beginWrite()
-	err := c.t.WriteFrame(b)
-	if err == nil {
-		err = c.t.Flush()
-	}
-	c.endWrite()
-	if err != nil {
-		c.writeFailed(err)
-	}
-	if c.out.release() {
-		go c.drainer()
-	}
-}
-
-// send delivers a frame from a request or subscription goroutine: written
-// in place when the connection is idle, else queued (waiting for room
-// while ctx lives).
-func (c *Conn) send(ctx context.Context, b []byte) error {
-	if c.out.tryDirect() {
-		c.writeDirect(b)
-		return nil
-	}
-	start, err := c.out.push(ctx, b)
-	if start {
-		go c.drainer()
-	}
-	return err
-}
-
-// InFlight reports the number of in-flight request ids and used slots
-// (for tests and metrics).
-func (c *Conn) InFlight() (ids, slots, cancelledRunning int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.reqs), c.tasks, c.cancelledRunning
-}
-
-// drainer holds the write role and writes queued frames in order,
-// flushing once per batch, until the queue is empty; it exists only while
-// there is something to drain.
-func (c *Conn) drainer() {
-	var batch []outFrame
-	for {
-		var ok bool
-		batch, ok = c.out.next(batch[:0])
-		if !ok {
-			return
-		}
-		c.beginWrite()
-		var err error
-		for _, f := range batch {
-			if err == nil && !c.out.isAborted() {
-				err = c.t.WriteFrame(f.b)
-			}
-			if f.token {
-				c.out.releaseToken()
-			}
-		}
-		if err == nil {
-			err = c.t.Flush()
-		}
-		c.endWrite()
-		if err != nil {
-			c.writeFailed(err)
-		}
-	}
-}
-
-// writeFailed ends a connection whose transport broke. The close
-// sequence runs here too (not only when the reader returns), because a
-// blocking stdin read may never return.
-func (c *Conn) writeFailed(err error) {
-	c.opts.Log.Debug("write failed", "err", err)
-	c.out.abort()
-	c.cancel()
-	c.close(CloseInternal)
-	go c.end(CloseInternal)
 }

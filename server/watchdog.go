@@ -80,9 +80,6 @@ func (c *Conn) endWrite()   { c.writeStart.Store(0) }
 func (c *Conn) stalled() {
 	if c.stallOnce.CompareAndSwap(false, true) {
 		c.opts.Log.Warn("write deadline passed; closing connection")
-		c.close(CloseStalled)
-		c.out.abort()
-		c.cancel()
-		go c.end(CloseInternal)
+		c.cutOff(CloseStalled)
 	}
 }
