@@ -345,11 +345,12 @@ func (c *Conn) handleFrame(data []byte) bool {
 		return true
 	}
 	m, task := c.classify(&f)
-	var r *request
+	var spec *request
 	if task {
-		r = &request{key: f.ID.Key(), registered: f.AdmissionID != nil, subscribe: m.Kind == protocol.Subscription}
+		spec = &request{key: f.ID.Key(), registered: f.AdmissionID != nil, subscribe: m.Kind == protocol.Subscription}
 	}
-	switch c.admit(f.AdmissionID, r) {
+	r, v := c.admit(f.AdmissionID, spec)
+	switch v {
 	case refusedClosing:
 		return false
 	case refusedDuplicate:
@@ -365,7 +366,7 @@ func (c *Conn) handleFrame(data []byte) bool {
 		return c.inline(protocol.InvalidRequestFrame, false)
 	case m == nil:
 		return c.inline(protocol.MethodNotFoundFrame(f.ID), false)
-	case !task:
+	case r == nil:
 		// A read-only snapshot answered in place: it completes before the
 		// next frame is read, so no other frame can observe its id in
 		// flight, and its answer is queued in frame order like the
@@ -397,27 +398,27 @@ func (c *Conn) classify(f *protocol.Frame) (m *protocol.MethodInfo, task bool) {
 	return m, m.Kind == protocol.Subscription || !c.disp.Inline(m.Name)
 }
 
-// admit runs the admission checks for a frame with admission id aid,
-// taking r's slot and id when r is non-nil. While too many cancelled
-// handlers are still running it waits for one to return.
-func (c *Conn) admit(aid *protocol.ID, r *request) verdict {
+// admit runs the admission checks for a frame with admission id aid and
+// starts accounting for the task spec describes (nil: answered in place).
+// While too many cancelled handlers are still running it waits for one to
+// return.
+func (c *Conn) admit(aid *protocol.ID, spec *request) (r *request, v verdict) {
 	for {
-		var v verdict
 		c.updateInFlight(func(s *inFlight) {
-			v = s.admit(aid, r)
-			if v == admitted && r != nil {
+			r, v = s.admit(aid, spec)
+			if r != nil {
 				// Under the lock that also guards draining, so no task
 				// starts once the close sequence waits for tasks.
 				c.wg.Add(1)
 			}
 		})
 		if v != refusedCancelled {
-			return v
+			return r, v
 		}
 		select {
 		case <-c.cancelledFreed:
 		case <-c.ctx.Done():
-			return refusedClosing
+			return nil, refusedClosing
 		}
 	}
 }

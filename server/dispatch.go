@@ -11,10 +11,11 @@ import (
 	"github.com/oecp/oecp/protocol"
 )
 
-// Dispatcher routes decoded requests to a Backend with the reference's
-// error precedence (spec/02 §1.4): method lookup, params shape, typed
-// decoding, backend call, result encoding. It is safe for concurrent use
-// and holds no per-connection state.
+// Dispatcher routes decoded requests to a Backend through the method
+// table, with the reference's error precedence: params shape, method
+// lookup, typed decoding, method checks, fault delay, backend call, result
+// encoding. It is safe for concurrent use and holds no per-connection
+// state.
 type Dispatcher struct {
 	Backend Backend
 	Log     *slog.Logger
@@ -123,177 +124,49 @@ func (d *Dispatcher) Unary(ctx context.Context, m *protocol.MethodInfo, id proto
 	if !isObject(params) {
 		return protocol.ErrorFrame(id, protocol.InvalidParams())
 	}
-	var (
-		result any
-		err    error
-	)
-	fail := func(e error) []byte { return protocol.ErrorFrame(id, m.DecodeError(decodeReason(e))) }
-	switch m.Name {
-	case protocol.MethodInitialize:
-		p, derr := protocol.DecodeInitialize(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if p.ProtocolVersion != protocol.Version {
-			return protocol.ErrorFrame(id, protocol.AppError(protocol.UnsupportedProtocolVersion, protocol.MsgUnsupportedVer,
-				map[string]any{"requestedProtocolVersion": p.ProtocolVersion, "supportedProtocolVersion": protocol.Version}))
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		r, berr := d.Backend.Initialize(ctx)
-		if berr == nil && r.ProtocolVersion != protocol.Version {
-			return protocol.ErrorFrame(id, protocol.Internal(""))
-		}
-		result, err = r, berr
-	case protocol.MethodGet:
-		p, derr := protocol.DecodeGet(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Get(ctx, p)
-	case protocol.MethodPlan:
-		p, derr := protocol.DecodePlan(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Plan(ctx, p)
-	case protocol.MethodApply:
-		p, derr := protocol.DecodeApply(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Apply(ctx, p)
-	case protocol.MethodUpdate:
-		p, derr := protocol.DecodeUpdate(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Update(ctx, p)
-	case protocol.MethodStop:
-		p, derr := protocol.DecodeStop(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Stop(ctx, p)
-	case protocol.MethodRetry:
-		p, derr := protocol.DecodeRetry(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Retry(ctx, p)
-	case protocol.MethodResubmit:
-		p, derr := protocol.DecodeResubmit(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Resubmit(ctx, p)
-	case protocol.MethodDelete:
-		p, derr := protocol.DecodeDelete(params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.Delete(ctx, p)
-	case protocol.MethodRunSubmit, protocol.MethodRunList, protocol.MethodRunStatus, protocol.MethodRunForce:
-		p, derr := protocol.DecodeRun(m.Name, params)
-		if derr != nil {
-			return fail(derr)
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil
-		}
-		result, err = d.Backend.RunUnary(ctx, m.Name, p)
-	default:
+	h, ok := unaryMethods[m.Name]
+	if !ok {
 		// Subscription methods never reach unary dispatch.
 		return protocol.MethodNotFoundFrame(id)
 	}
+	return h(d, ctx, m, id, params)
+}
+
+// respond is the answer to a unary call: nil when ctx ended before it
+// existed, else the error or the result frame.
+func (d *Dispatcher) respond(ctx context.Context, id protocol.ID, method string, result any, err error) []byte {
 	if ctx.Err() != nil {
 		return nil
 	}
 	if err != nil {
-		return d.errorResponse(id, m.Name, err)
+		return d.errorResponse(id, method, err)
 	}
-	return d.resultResponse(id, m.Name, result)
+	return d.resultResponse(id, method, result)
 }
 
 // Subscribe establishes a subscription. On failure it returns the error
-// response frame instead.
+// response frame instead; both are nil when ctx ended before the backend
+// was called.
 func (d *Dispatcher) Subscribe(ctx context.Context, m *protocol.MethodInfo, id protocol.ID, params json.RawMessage) (*Subscription, []byte) {
 	if !isObject(params) {
-		// Reference quirk 9 decided: non-object params are SCHEMA_VIOLATION.
+		// Non-object params of a subscription are SCHEMA_VIOLATION, not
+		// the bare Invalid params of unary methods.
 		return nil, protocol.ErrorFrame(id, protocol.SchemaError())
 	}
-	var (
-		sub *Subscription
-		err error
-	)
-	switch m.Name {
-	case protocol.MethodWatch:
-		p, derr := protocol.DecodeWatch(params)
-		if derr != nil {
-			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil, nil
-		}
-		sub, err = d.Backend.Watch(ctx, p)
-	case protocol.MethodLogs:
-		p, derr := protocol.DecodeLogs(params)
-		if derr != nil {
-			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil, nil
-		}
-		sub, err = d.Backend.Logs(ctx, p)
-	case protocol.MethodAgentAttach:
-		p, derr := protocol.DecodeAgentAttach(params)
-		if derr != nil {
-			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil, nil
-		}
-		sub, err = d.Backend.AgentAttach(ctx, p)
-	default:
-		p, derr := protocol.DecodeRun(m.Name, params)
-		if derr != nil {
-			return nil, protocol.ErrorFrame(id, protocol.SchemaError())
-		}
-		if !d.delay(ctx, m.Name) {
-			return nil, nil
-		}
-		sub, err = d.Backend.RunSubscribe(ctx, m.Name, p)
+	h, ok := subscribeMethods[m.Name]
+	if !ok {
+		return nil, protocol.MethodNotFoundFrame(id)
 	}
+	return h(d, ctx, m, id, params)
+}
+
+// established checks what a backend returned for a subscription.
+func (d *Dispatcher) established(id protocol.ID, method string, sub *Subscription, err error) (*Subscription, []byte) {
 	if err != nil {
-		return nil, d.errorResponse(id, m.Name, err)
+		return nil, d.errorResponse(id, method, err)
 	}
 	if sub == nil || sub.Stream == nil {
-		d.logger().Error("backend returned an empty subscription", "method", m.Name)
+		d.logger().Error("backend returned an empty subscription", "method", method)
 		return nil, protocol.ErrorFrame(id, protocol.Internal(""))
 	}
 	return sub, nil

@@ -65,31 +65,35 @@ const (
 )
 
 // admit applies the admission checks, in their observable order, to a
-// frame with admission id aid (nil: none). r is the task the frame
-// becomes, or nil when it is answered in place; an admitted r takes a slot
-// and, when registered, its id.
-func (s *inFlight) admit(aid *protocol.ID, r *request) verdict {
+// frame with admission id aid (nil: none). task describes the task the
+// frame becomes, or is nil when the frame is answered in place; an
+// admitted task is returned as a new request that holds a slot and, when
+// registered, its id.
+func (s *inFlight) admit(aid *protocol.ID, task *request) (*request, verdict) {
 	switch {
 	case s.draining:
-		return refusedClosing
+		return nil, refusedClosing
 	case s.cancelledRunning >= MaxCancelledRunning:
-		return refusedCancelled
+		return nil, refusedCancelled
 	}
 	if aid != nil {
 		if _, dup := s.reqs[aid.Key()]; dup {
-			return refusedDuplicate
+			return nil, refusedDuplicate
 		}
 	}
 	if s.tasks >= protocol.MaxConnectionTasks {
-		return refusedBusy
+		return nil, refusedBusy
 	}
-	if r != nil {
-		if r.registered {
-			s.reqs[r.key] = r
-		}
-		s.tasks++
+	if task == nil {
+		return nil, admitted
 	}
-	return admitted
+	r := new(request)
+	*r = *task
+	if r.registered {
+		s.reqs[r.key] = r
+	}
+	s.tasks++
+	return r, admitted
 }
 
 // cancel handles $/cancelRequest: it frees the id and slot of the unary
