@@ -143,26 +143,39 @@ func ExecutionRef(runID, node string, k int) string {
 	return ref
 }
 
-// Supervisor drives every running run of a Ledger.
+// Supervisor drives every running run of a Ledger. Its goroutines: the
+// one running Run (the reconcile loop), the settle loop Run starts, and
+// one per worker.
 type Supervisor struct {
+	// ledger, workers and log are set by New and only read afterwards.
 	ledger  Ledger
 	workers *worker.Registry
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	running map[runExec]*execHandle // executions this process runs
+	running map[runExec]*execHandle // executions this process runs; under mu
 	// pending holds finished executions not yet recorded; the settle loop
 	// records everything pending per run in one transaction, so a wide
 	// par or map settles in a few commits rather than one per item.
+	// Under mu.
 	pending map[RunRef][]Settlement
-	kick    chan struct{}
-	claimed map[RunRef]bool // runs whose lease this supervisor holds
-	wg      sync.WaitGroup
+	// kick wakes the settle loop: worker goroutines send without
+	// blocking, the settle loop receives. Set by New.
+	kick chan struct{}
+	// claimed lists the runs whose lease this supervisor holds. Unguarded:
+	// only the reconcile loop (the goroutine running Run) reads or
+	// changes it.
+	claimed map[RunRef]bool
+	// wg counts worker goroutines: the reconcile loop adds (start), each
+	// worker is done when it returns, and Run waits on its way out.
+	wg sync.WaitGroup
 	// maxActive bounds the executions this supervisor runs at once (0:
-	// unbounded); see share for how waiting runs are served.
+	// unbounded); see share for how waiting runs are served. Set before
+	// Run starts, read-only after.
 	maxActive int
 	// seen is the last reading of each run, keyed by the ledger's version
-	// (Versioner) and the run's executions in this process.
+	// (Versioner) and the run's executions in this process. Unguarded:
+	// only the reconcile loop reads or changes it.
 	seen map[RunRef]reading
 }
 

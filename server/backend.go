@@ -45,7 +45,7 @@ type Subscription struct {
 	// Stream yields the subscription's notifications.
 	Stream Stream
 	// MaxEventBytes bounds one encoded event's params (0: no bound). An
-	// event over it ends the subscription silently (spec/01 §8.1).
+	// event over it ends the subscription silently, with no frame.
 	MaxEventBytes int
 	// TrackCursor adds lastDeliveredCursor to a SLOW_CONSUMER close.
 	TrackCursor bool

@@ -13,9 +13,18 @@ import (
 )
 
 // Transport is what a binding gives the connection core: framing only.
-// ReadFrame is called from the reader goroutine only; WriteFrame and Flush
-// from the writer goroutine only; Close from anywhere, possibly more than
-// once (only the first call counts).
+// Who calls what:
+//   - ReadFrame: only the reader, the goroutine running Conn.Serve.
+//   - WriteFrame and Flush: whichever goroutine holds the connection's
+//     write role — a request, subscription or reader-queued frame's
+//     producer writing in place, or a drainer. The role is exclusive and
+//     handed over under a mutex, so these calls never overlap and each
+//     happens after the previous one, though not on one goroutine: a
+//     binding needs no lock between them. They may run concurrently with
+//     ReadFrame and Close.
+//   - Close: any goroutine, concurrently with the others, possibly more
+//     than once (only the first call counts). It should make a blocked
+//     ReadFrame or WriteFrame return where the medium allows.
 type Transport interface {
 	// ReadFrame returns the next inbound frame. ErrFrameTooLarge means the
 	// binding discarded an over-long frame and the connection continues

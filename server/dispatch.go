@@ -12,7 +12,7 @@ import (
 )
 
 // Dispatcher routes decoded requests to a Backend through the method
-// table, with the reference's error precedence: params shape, method
+// table, with one error precedence for every method: params shape, method
 // lookup, typed decoding, method checks, fault delay, backend call, result
 // encoding. It is safe for concurrent use and holds no per-connection
 // state.

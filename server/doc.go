@@ -1,9 +1,20 @@
 // Package server is the transport-neutral OECP connection core and the
 // method dispatcher. A binding (transport/ndjson, transport/websocket)
-// hands it frames through the Transport interface; it applies the
-// admission rules (duplicate ids, task slots, cancellation), routes
-// requests through the Dispatcher to a Backend with the reference's error
-// precedence, and writes answers and notifications through one bounded
-// outbound queue and one writer goroutine. It knows nothing of sockets or
-// stdio, and nothing of how a backend stores clusters.
+// hands it frames through the Transport interface.
+//
+// The core (Conn) reads frames on one reader goroutine, in arrival order,
+// and applies the admission rules there: cancels, duplicate ids, task
+// slots, envelope errors. What it admits runs on its own goroutine, one
+// per request or subscription; all of that in-flight state is one value
+// changed in one critical section. Answers and notifications go out
+// through one bounded outbound queue: whichever goroutine finds the
+// connection idle writes its frame in place, otherwise the frame is
+// queued for the current writer, so at most one goroutine writes at a
+// time. Frames the reader answers itself (errors, and initialize and get
+// when the dispatcher answers them in place) are always queued, in frame
+// order; the reader never writes to the peer.
+//
+// The Dispatcher routes requests through a method table to a Backend, with
+// one error precedence for every method. The package knows nothing of sockets
+// or stdio, and nothing of how a backend stores clusters.
 package server

@@ -20,7 +20,8 @@ import (
 	"github.com/oecp/oecp/server"
 )
 
-// Diagnostics written to the diagnostics stream (spec/02 §3).
+// Diagnostics written to the diagnostics stream: the one terminal line of
+// an expired identity, and the prefix of an input error.
 const (
 	DiagExpired    = "cluster protocol connection identity expired\n"
 	diagInputError = "cluster protocol input error: "
@@ -29,7 +30,10 @@ const (
 // ErrInvalidUTF8 ends the connection when a line is not UTF-8.
 var ErrInvalidUTF8 = errors.New("stream did not contain valid UTF-8")
 
-// Transport frames a connection as NDJSON.
+// Transport frames a connection as NDJSON. ReadFrame is for one reader;
+// WriteFrame and Flush share one buffer and must not overlap (the
+// connection core calls them only from the holder of its write role);
+// Close is safe from any goroutine.
 type Transport struct {
 	in   io.Reader
 	r    *bufio.Reader

@@ -23,7 +23,7 @@ import (
 	"github.com/oecp/oecp/server"
 )
 
-// Close codes and reasons (spec/02 §3). Reasons stay well under the
+// Close codes and reasons of the binding. Reasons stay well under the
 // 123-byte limit of a close frame, or the library would send 1011 instead.
 const (
 	CodeUnsupported  = ws.StatusUnsupportedData // 1003
@@ -42,7 +42,9 @@ const (
 // errClosedByPolicy ends the reader after the binding closed the socket.
 var errClosedByPolicy = errors.New("websocket closed by policy")
 
-// Transport adapts one accepted *ws.Conn to the connection core.
+// Transport adapts one accepted *ws.Conn to the connection core. ReadFrame
+// is for one reader; WriteFrame writes one whole message and Close is safe
+// from any goroutine.
 type Transport struct {
 	c   *ws.Conn
 	buf bytes.Buffer
