@@ -129,37 +129,29 @@ func TestCompletionThenSameIDRetryKeepsNewCancelHandle(t *testing.T) {
 // reference's wire check over both bindings: cancel A(1), reuse as B(1)
 // and cancel B, reuse as C(1) which completes; only C answers.
 func TestCancelledRequestIsIndependentlyCancellableAfterReuse(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			b := newScript()
-			w := bd.start(t, b)
-			send(t, w, getReq(1, "block:a"))
-			<-b.Started("block:a")
-			send(t, w, cancelReq(1), getReq(1, "block:b"))
-			<-b.Cancelled("block:a")
-			<-b.Started("block:b")
-			send(t, w, cancelReq(1))
-			<-b.Cancelled("block:b")
-			send(t, w, getReq(1, ""))
-			expect(t, w, getResp(1))
-		})
-	}
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		send(t, w, getReq(1, "block:a"))
+		<-b.Started("block:a")
+		send(t, w, cancelReq(1), getReq(1, "block:b"))
+		<-b.Cancelled("block:a")
+		<-b.Started("block:b")
+		send(t, w, cancelReq(1))
+		<-b.Cancelled("block:b")
+		send(t, w, getReq(1, ""))
+		expect(t, w, getResp(1))
+	})
 }
 
 // TestCancelRequestWithExtraTopLevelMemberStillCancels; a top-level id on
 // the notification is ignored (and never answered).
 func TestCancelRequestWithExtraTopLevelMemberStillCancels(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			b := newScript()
-			w := bd.start(t, b)
-			send(t, w, getReq(1, "block:a"))
-			<-b.Started("block:a")
-			send(t, w, `{"jsonrpc":"2.0","id":7,"method":"$/cancelRequest","params":{"id":1},"extra":true}`)
-			<-b.Cancelled("block:a")
-			roundTrip(t, w, "sync") // neither id 1 nor id 7 answered before it
-		})
-	}
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		send(t, w, getReq(1, "block:a"))
+		<-b.Started("block:a")
+		send(t, w, `{"jsonrpc":"2.0","id":7,"method":"$/cancelRequest","params":{"id":1},"extra":true}`)
+		<-b.Cancelled("block:a")
+		roundTrip(t, w, "sync") // neither id 1 nor id 7 answered before it
+	})
 }
 
 // TestDuplicateCancelKeysCancelNothing: a malformed cancel is an Invalid
@@ -182,44 +174,40 @@ func TestDuplicateCancelKeysCancelNothing(t *testing.T) {
 // cycles on one id never see DUPLICATE_REQUEST_ID or SERVER_BUSY, and no
 // cancelled request answers.
 func TestPipelinedCancelReuseBurst(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			b := newScript()
-			w := bd.start(t, b)
-			const cycles = 3000
-			done := make(chan []string)
-			go func() {
-				var got []string
-				for {
-					f, err := w.Recv()
-					if err != nil {
-						break
-					}
-					got = append(got, f)
-					if strings.Contains(f, `"id":"final"`) {
-						break
-					}
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		const cycles = 3000
+		done := make(chan []string)
+		go func() {
+			var got []string
+			for {
+				f, err := w.Recv()
+				if err != nil {
+					break
 				}
-				done <- got
-			}()
-			for i := 0; i < cycles; i++ {
-				tag := fmt.Sprintf("block:%d", i)
-				if err := w.Send(getReq(1, tag)); err != nil {
-					t.Fatal(err)
-				}
-				if err := w.Send(cancelReq(1)); err != nil {
-					t.Fatal(err)
+				got = append(got, f)
+				if strings.Contains(f, `"id":"final"`) {
+					break
 				}
 			}
-			if err := w.Send(getReq("final", "")); err != nil {
+			done <- got
+		}()
+		for i := 0; i < cycles; i++ {
+			tag := fmt.Sprintf("block:%d", i)
+			if err := w.Send(getReq(1, tag)); err != nil {
 				t.Fatal(err)
 			}
-			got := <-done
-			if len(got) != 1 || got[0] != getResp("final") {
-				t.Fatalf("got %d frames before the final answer; first: %.200q", len(got), got)
+			if err := w.Send(cancelReq(1)); err != nil {
+				t.Fatal(err)
 			}
-		})
-	}
+		}
+		if err := w.Send(getReq("final", "")); err != nil {
+			t.Fatal(err)
+		}
+		got := <-done
+		if len(got) != 1 || got[0] != getResp("final") {
+			t.Fatalf("got %d frames before the final answer; first: %.200q", len(got), got)
+		}
+	})
 }
 
 // TestCancelsFlowWhileThePeerDoesNotRead: the reader never writes to the

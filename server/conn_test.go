@@ -13,85 +13,67 @@ import (
 // TestDuplicateInFlightIDIsRejected: a second request with an in-flight id
 // gets DUPLICATE_REQUEST_ID at once; the original still completes.
 func TestDuplicateInFlightIDIsRejected(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			b := newScript()
-			w := bd.start(t, b)
-			send(t, w, getReq(1, "gate:a"))
-			<-b.Started("gate:a")
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		whileGetHeld(t, b, w, 1, func() {
 			send(t, w, getReq(1, ""))
 			expect(t, w, dupResp(1))
-			b.Open("gate:a")
-			expect(t, w, getResp(1))
 		})
-	}
+	})
 }
 
 // TestStringAndIntegerIDsAreDistinct: "1" and 1 are different ids.
 func TestStringAndIntegerIDsAreDistinct(t *testing.T) {
 	b := newScript()
 	w := wiretest.NewPipe(t, b, wiretest.Options{})
-	send(t, w, getReq(1, "gate:a"))
-	<-b.Started("gate:a")
-	send(t, w, getReq("1", ""))
-	expect(t, w, getResp("1"))
-	b.Open("gate:a")
-	expect(t, w, getResp(1))
+	whileGetHeld(t, b, w, 1, func() {
+		send(t, w, getReq("1", ""))
+		expect(t, w, getResp("1"))
+	})
 }
 
 // TestServerBusyAtTheTaskLimit: 256 in-flight requests fill every slot;
 // the 257th is answered SERVER_BUSY immediately.
 func TestServerBusyAtTheTaskLimit(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			b := newScript()
-			w := bd.start(t, b)
-			for i := 0; i < 256; i++ {
-				send(t, w, getReq(i, fmt.Sprintf("gate:%d", i)))
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		for i := 0; i < 256; i++ {
+			send(t, w, getReq(i, fmt.Sprintf("gate:%d", i)))
+		}
+		for i := 0; i < 256; i++ {
+			<-b.Started(fmt.Sprintf("gate:%d", i))
+		}
+		send(t, w, getReq(256, ""))
+		expect(t, w, busyResp(256))
+		// A malformed id-less frame is dropped silently at saturation;
+		// the busy answer to the next request proves the reader has
+		// handled (and dropped) it before any slot frees up.
+		send(t, w, `{`, getReq("after-parse", ""))
+		expect(t, w, busyResp("after-parse"))
+		for i := 0; i < 256; i++ {
+			b.Open(fmt.Sprintf("gate:%d", i))
+		}
+		seen := map[string]bool{}
+		for i := 0; i < 256; i++ {
+			seen[recv(t, w)] = true
+		}
+		for i := 0; i < 256; i++ {
+			if !seen[getResp(i)] {
+				t.Fatalf("missing response for %d", i)
 			}
-			for i := 0; i < 256; i++ {
-				<-b.Started(fmt.Sprintf("gate:%d", i))
-			}
-			send(t, w, getReq(256, ""))
-			expect(t, w, busyResp(256))
-			// A malformed id-less frame is dropped silently at saturation;
-			// the busy answer to the next request proves the reader has
-			// handled (and dropped) it before any slot frees up.
-			send(t, w, `{`, getReq("after-parse", ""))
-			expect(t, w, busyResp("after-parse"))
-			for i := 0; i < 256; i++ {
-				b.Open(fmt.Sprintf("gate:%d", i))
-			}
-			seen := map[string]bool{}
-			for i := 0; i < 256; i++ {
-				seen[recv(t, w)] = true
-			}
-			for i := 0; i < 256; i++ {
-				if !seen[getResp(i)] {
-					t.Fatalf("missing response for %d", i)
-				}
-			}
-			// The dropped parse error never arrives: the next frame is the
-			// answer to a fresh request.
-			roundTrip(t, w, "after")
-		})
-	}
+		}
+		// The dropped parse error never arrives: the next frame is the
+		// answer to a fresh request.
+		roundTrip(t, w, "after")
+	})
 }
 
 // TestWrongVersionEnvelopeRetainsDuplicateIDPrecedence.
 func TestWrongVersionEnvelopeRetainsDuplicateIDPrecedence(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			b := newScript()
-			w := bd.start(t, b)
-			send(t, w, getReq(1, "gate:a"))
-			<-b.Started("gate:a")
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		whileGetHeld(t, b, w, 1, func() {
 			send(t, w, `{"jsonrpc":"1.0","id":1,"method":"watch","params":{}}`)
 			expect(t, w, dupResp(1))
-			b.Open("gate:a")
-			expect(t, w, getResp(1))
 		})
-	}
+	})
 }
 
 // TestWrongVersionSubscriptionMethodsAreInvalidRequests mirrors the
@@ -99,35 +81,31 @@ func TestWrongVersionEnvelopeRetainsDuplicateIDPrecedence(t *testing.T) {
 // duplicated envelope keys are -32601 with the last id, and none of them
 // reaches the backend; an unknown top-level member is ignored.
 func TestWrongVersionSubscriptionMethodsAreInvalidRequests(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			b := newScript()
-			w := bd.start(t, b)
-			for _, m := range []string{"watch", "logs", "agent/attach"} {
-				send(t, w, `{"jsonrpc":"1.0","id":41,"method":"`+m+`","params":{}}`)
-				expect(t, w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`)
-			}
-			variants := []string{
-				`{"jsonrpc":"2.0","jsonrpc":"2.0","id":51,"method":"watch","params":{}}`,
-				`{"jsonrpc":"2.0","id":50,"id":52,"method":"watch","params":{}}`,
-				`{"jsonrpc":"2.0","id":53,"method":"watch","method":"watch","params":{}}`,
-				`{"jsonrpc":"2.0","id":54,"method":"watch","params":{},"params":{}}`,
-			}
-			for i, v := range variants {
-				expectID := []int{51, 52, 53, 54}[i]
-				send(t, w, v)
-				expect(t, w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32601,"message":"Method not found"}}`, expectID))
-			}
-			if n := b.SubCalls(); n != 0 {
-				t.Fatalf("backend saw %d subscription calls, want 0", n)
-			}
-			send(t, w, `{"jsonrpc":"2.0","id":201,"method":"watch","params":{},"extension":true}`)
-			expect(t, w, `{"jsonrpc":"2.0","id":201,"error":{"code":-32000,"message":"unexpected watch","data":{"code":"TEST"}}}`)
-			if n := b.SubCalls(); n != 1 {
-				t.Fatalf("backend saw %d subscription calls, want 1", n)
-			}
-		})
-	}
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		for _, m := range []string{"watch", "logs", "agent/attach"} {
+			send(t, w, `{"jsonrpc":"1.0","id":41,"method":"`+m+`","params":{}}`)
+			expect(t, w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`)
+		}
+		variants := []string{
+			`{"jsonrpc":"2.0","jsonrpc":"2.0","id":51,"method":"watch","params":{}}`,
+			`{"jsonrpc":"2.0","id":50,"id":52,"method":"watch","params":{}}`,
+			`{"jsonrpc":"2.0","id":53,"method":"watch","method":"watch","params":{}}`,
+			`{"jsonrpc":"2.0","id":54,"method":"watch","params":{},"params":{}}`,
+		}
+		for i, v := range variants {
+			expectID := []int{51, 52, 53, 54}[i]
+			send(t, w, v)
+			expect(t, w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32601,"message":"Method not found"}}`, expectID))
+		}
+		if n := b.SubCalls(); n != 0 {
+			t.Fatalf("backend saw %d subscription calls, want 0", n)
+		}
+		send(t, w, `{"jsonrpc":"2.0","id":201,"method":"watch","params":{},"extension":true}`)
+		expect(t, w, `{"jsonrpc":"2.0","id":201,"error":{"code":-32000,"message":"unexpected watch","data":{"code":"TEST"}}}`)
+		if n := b.SubCalls(); n != 1 {
+			t.Fatalf("backend saw %d subscription calls, want 1", n)
+		}
+	})
 }
 
 // TestEnvelopeErrorsExactFrames mirrors decoded_dispatch's byte-level
@@ -174,20 +152,18 @@ func TestEnvelopeErrorsExactFrames(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"openengine.cluster/v0"}}`, `{"jsonrpc":"2.0","id":8,"error":{"code":-32000,"message":"Unsupported protocol version","data":{"code":"UNSUPPORTED_PROTOCOL_VERSION","details":{"requestedProtocolVersion":"openengine.cluster/v0","supportedProtocolVersion":"openengine.cluster/v1"}}}}`},
 		{`{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":1}}`, `{"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"Invalid params"}}`},
 	}
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			w := bd.start(t, newScript())
-			for _, c := range cases {
-				if c.in == "" && bd.name == "websocket" {
-					continue // an empty text message is the same parse error; keep NDJSON's empty line
-				}
-				send(t, w, c.in)
-				if got := recv(t, w); got != c.want {
-					t.Errorf("in %s\n got %s\nwant %s", c.in, got, c.want)
-				}
+	eachBinding(t, func(t *testing.T, _ *scriptBackend, w wiretest.Wire) {
+		_, ws := w.(*wiretest.WSWire)
+		for _, c := range cases {
+			if c.in == "" && ws {
+				continue // an empty text message is the same parse error; keep NDJSON's empty line
 			}
-		})
-	}
+			send(t, w, c.in)
+			if got := recv(t, w); got != c.want {
+				t.Errorf("in %s\n got %s\nwant %s", c.in, got, c.want)
+			}
+		}
+	})
 }
 
 // TestLifecycleMethodsAnswerSchemaViolationOnEmptyParams mirrors the

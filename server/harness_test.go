@@ -147,6 +147,28 @@ var bindings = []binding{
 	}},
 }
 
+// eachBinding runs test once over every binding, each time with a fresh
+// script backend.
+func eachBinding(t *testing.T, test func(t *testing.T, b *scriptBackend, w wiretest.Wire)) {
+	for _, bd := range bindings {
+		t.Run(bd.name, func(t *testing.T) {
+			b := newScript()
+			test(t, b, bd.start(t, b))
+		})
+	}
+}
+
+// whileGetHeld sends a get for id held at a gate, runs during while it is
+// in flight, then opens the gate and expects its answer.
+func whileGetHeld(t *testing.T, b *scriptBackend, w wiretest.Wire, id any, during func()) {
+	t.Helper()
+	send(t, w, getReq(id, "gate:a"))
+	<-b.Started("gate:a")
+	during()
+	b.Open("gate:a")
+	expect(t, w, getResp(id))
+}
+
 func send(t *testing.T, w wiretest.Wire, frames ...string) {
 	t.Helper()
 	for _, f := range frames {

@@ -38,16 +38,22 @@ func closeStatus(t *testing.T, w *wiretest.WSWire) (ws.StatusCode, string) {
 	}
 }
 
+// expectClose reads until the server closes the connection and checks the
+// close code and reason.
+func expectClose(t *testing.T, w *wiretest.WSWire, code ws.StatusCode, reason string) {
+	t.Helper()
+	if gotCode, gotReason := closeStatus(t, w); gotCode != code || gotReason != reason {
+		t.Fatalf("close %d %q, want %d %q", gotCode, gotReason, code, reason)
+	}
+}
+
 func TestBinaryFrameClosesWithUnsupportedData(t *testing.T) {
 	srv := wiretest.NewWSServer(t, server.EmptyBackend{}, wiretest.Options{})
 	w := srv.Dial(t, nil)
 	if err := w.SendBinary([]byte(getReq)); err != nil {
 		t.Fatal(err)
 	}
-	code, reason := closeStatus(t, w)
-	if code != 1003 || reason != "binary frames are not supported" {
-		t.Fatalf("close %d %q", code, reason)
-	}
+	expectClose(t, w, 1003, "binary frames are not supported")
 }
 
 func TestOversizedTextFrameClosesWithMessageTooBig(t *testing.T) {
@@ -56,10 +62,7 @@ func TestOversizedTextFrameClosesWithMessageTooBig(t *testing.T) {
 	if err := w.Send(strings.Repeat(" ", 1<<20+16)); err != nil {
 		t.Fatal(err)
 	}
-	code, reason := closeStatus(t, w)
-	if code != 1009 || reason != "message too big" {
-		t.Fatalf("close %d %q", code, reason)
-	}
+	expectClose(t, w, 1009, "message too big")
 }
 
 // TestExactlyOneMebibyteIsAccepted: the bound is inclusive.
@@ -128,10 +131,7 @@ func TestExpiryAtBoundaryCloses4401WithoutBackendCalls(t *testing.T) {
 	<-b.calls
 	clock <- now.Add(time.Hour) // exactly expiresAt
 	_ = w.Send(getReq)
-	code, reason := closeStatus(t, w)
-	if code != 4401 || reason != "connection identity expired" {
-		t.Fatalf("close %d %q", code, reason)
-	}
+	expectClose(t, w, 4401, "connection identity expired")
 	select {
 	case c := <-b.calls:
 		t.Fatalf("backend called after expiry: %s", c)
@@ -145,10 +145,7 @@ func TestIdleConnectionIsClosedAtExpiry(t *testing.T) {
 	id := identity.ConnectionIdentity{Principal: "p", Tenant: "t", ExpiresAt: time.Now().Add(300 * time.Millisecond)}
 	srv := wiretest.NewWSServer(t, server.EmptyBackend{}, wiretest.Options{Resolver: identity.Static(id)})
 	w := srv.Dial(t, nil)
-	code, reason := closeStatus(t, w)
-	if code != 4401 || reason != "connection identity expired" {
-		t.Fatalf("close %d %q", code, reason)
-	}
+	expectClose(t, w, 4401, "connection identity expired")
 }
 
 func TestBearerTokens(t *testing.T) {
@@ -207,8 +204,5 @@ func TestShutdownClosesGoingAway(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 	cancel()
-	code, reason := closeStatus(t, w)
-	if code != 1001 || reason != websocket.ReasonGoingAway {
-		t.Fatalf("close %d %q", code, reason)
-	}
+	expectClose(t, w, 1001, websocket.ReasonGoingAway)
 }
