@@ -23,21 +23,27 @@ import (
 	"github.com/oecp/oecp/server"
 )
 
-// Close codes and reasons of the binding. Reasons stay well under the
-// 123-byte limit of a close frame, or the library would send 1011 instead.
+// Close codes of the binding beyond the library's own.
 const (
-	CodeUnsupported  = ws.StatusUnsupportedData // 1003
-	CodeTooBig       = ws.StatusMessageTooBig   // 1009
-	CodeExpired      = ws.StatusCode(4401)
-	CodeGoingAway    = ws.StatusGoingAway // 1001
-	ReasonBinary     = "binary frames are not supported"
-	ReasonTooBig     = "message too big"
-	ReasonExpired    = "connection identity expired"
-	ReasonGoingAway  = "server shutting down"
-	ReasonStalled    = "peer stopped reading"
-	ReasonInternal   = "connection failed"
-	errBinaryMessage = "binary message"
+	CodeUnsupported = ws.StatusUnsupportedData // 1003: a binary message
+	CodeTooBig      = ws.StatusMessageTooBig   // 1009: over protocol.MaxFrameBytes
+	CodeExpired     = ws.StatusCode(4401)      // the connection identity expired
+	CodeGoingAway   = ws.StatusGoingAway       // 1001: the server is shutting down
 )
+
+// Close reasons, one per close code the binding sends. They stay well
+// under the 123-byte limit of a close frame, or the library would send
+// 1011 instead.
+const (
+	ReasonBinary    = "binary frames are not supported" // CodeUnsupported
+	ReasonTooBig    = "message too big"                 // CodeTooBig
+	ReasonExpired   = "connection identity expired"     // CodeExpired
+	ReasonGoingAway = "server shutting down"            // CodeGoingAway
+	ReasonStalled   = "peer stopped reading"            // 1008, policy violation
+	ReasonInternal  = "connection failed"               // 1011, internal error
+)
+
+const errBinaryMessage = "binary message"
 
 // errClosedByPolicy ends the reader after the binding closed the socket.
 var errClosedByPolicy = errors.New("websocket closed by policy")
