@@ -134,7 +134,6 @@ type Conn struct {
 	inFlight       inFlight
 	cancelledFreed chan struct{} // signalled when cancelledRunning drops
 	closeOnce      sync.Once
-	closeReason    CloseReason
 	endOnce        sync.Once
 	done           chan struct{} // closed when the close sequence has run
 
@@ -243,7 +242,6 @@ func (c *Conn) cutOff(reason CloseReason) {
 
 func (c *Conn) close(reason CloseReason) {
 	c.closeOnce.Do(func() {
-		c.closeReason = reason
 		if err := c.t.Close(reason); err != nil {
 			c.opts.Log.Debug("transport close", "err", err)
 		}
