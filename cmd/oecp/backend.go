@@ -31,13 +31,13 @@ type backendConfig struct {
 }
 
 func (b *backendConfig) addFlags(fs *flag.FlagSet) {
-	fs.StringVar(&b.kind, "backend", "default", "backend: default (the real cluster) or fixture (deterministic, reference-compatible, for conformance tests)")
-	fs.StringVar(&b.store, "store", "", "ledger store: sqlite (default of the default backend) or memory")
-	fs.StringVar(&b.dataDir, "data", "", "data directory of the sqlite store (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")
-	fs.StringVar(&b.sync, "sync", "full", "sqlite durability: full (fsync every commit) or normal (fsync at WAL checkpoints)")
-	fs.StringVar(&b.tenancy, "tenancy", "isolated", "isolated (one cluster per tenant) or shared (one cluster for all)")
-	fs.StringVar(&b.workers, "workers", "", "JSON file of host-configured command workers")
-	fs.StringVar(&b.harness, "harness", "", "JSON file of the agent harnesses native runs (run/submit) may use; without it every run/submit is refused")
+	fs.StringVar(&b.kind, "backend", "default", "`default|fixture`: the real cluster, or a deterministic in-memory cluster without an engine (reference-compatible, for conformance tests)")
+	fs.StringVar(&b.store, "store", "", "ledger store, `sqlite|memory` (default sqlite; the fixture backend keeps memory)")
+	fs.StringVar(&b.dataDir, "data", "", "data directory `DIR` of the sqlite store (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")
+	fs.StringVar(&b.sync, "sync", "full", "sqlite durability, `full|normal`: fsync every commit, or at WAL checkpoints")
+	fs.StringVar(&b.tenancy, "tenancy", "isolated", "`isolated|shared`: one cluster per tenant, or one cluster for all")
+	fs.StringVar(&b.workers, "workers", "", "JSON `FILE` of host-configured command workers")
+	fs.StringVar(&b.harness, "harness", "", "JSON `FILE` of the agent harnesses native runs (run/submit) may use; without it every run/submit is refused")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 }
 

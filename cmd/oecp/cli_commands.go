@@ -13,7 +13,7 @@ import (
 
 func runPlan(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("plan", "plan -f GRAPH [flags]", "Verifies a graph on the server without admitting it and prints its diagnostics\nand structural bounds. Exits 1 when the graph is rejected.", stdout, stderr, false, false)
-	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
+	file := c.fs.String("f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
 	if err := c.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -104,8 +104,8 @@ func runApply(args []string, stdout, stderr io.Writer) error {
 node diff. --watch follows the new run's events to its end and exits 1 if it fails.
 apply sends --if-generation only when given: without it the apply is an upsert.`,
 		stdout, stderr, true, false)
-	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
-	input := c.fs.String("input", "", "root input of the new run: JSON value, or @FILE")
+	file := c.fs.String("f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
+	input := c.fs.String("input", "", "root input of the new run: a `JSON` value, or @FILE")
 	dry := c.fs.Bool("dry-run", false, "show the diff against the current graph; change nothing")
 	watch := c.fs.Bool("watch", false, "follow the new run until it finishes")
 	if err := c.parse(args, 0, 0); err != nil {
@@ -250,9 +250,9 @@ func runUpdate(args []string, stdout, stderr io.Writer) error {
 --replace-labels sends exactly the given labels instead (none: clear them all).`,
 		stdout, stderr, true, false)
 	var labels labelEdits
-	c.fs.Var(&labels, "label", "set a label (key=value) or remove one (key-); repeatable")
+	c.fs.Var(&labels, "label", "set a label (`k=v`) or remove one (k-); repeatable")
 	replace := c.fs.Bool("replace-labels", false, "replace all labels with the given ones instead of merging")
-	logLevel := c.fs.String("log-level", "", "log level: trace, debug, info, warn or error")
+	logLevel := c.fs.String("log-level", "", "log `LEVEL`: trace, debug, info, warn or error")
 	suspend := c.fs.Bool("suspend", false, "stop dispatching new steps (running ones continue)")
 	resume := c.fs.Bool("resume", false, "resume dispatching")
 	if err := c.parse(args, 0, 0); err != nil {
@@ -357,7 +357,7 @@ func runRetry(args []string, stdout, stderr io.Writer) error {
 
 func runResubmit(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("resubmit", "resubmit [--input JSON] [flags]", "Starts a new run of the finished graph, with the prior run's input or --input.", stdout, stderr, true, true)
-	input := c.fs.String("input", "", "replacement root input: JSON value, or @FILE (default: the prior run's input)")
+	input := c.fs.String("input", "", "replacement root input: a `JSON` value, or @FILE (default: the prior run's input)")
 	if err := c.parse(args, 0, 0); err != nil {
 		return err
 	}

@@ -22,8 +22,8 @@ run's result: exit 0 if it succeeded, 1 if it failed or was stopped. The watch
 survives dropped connections, resuming after the last event it printed.
 --json prints one event notification object per line.`,
 		stdout, stderr, false, false)
-	run := c.fs.String("run", "", "run id to watch (default: the current run)")
-	from := c.fs.String("from", "", "print only events after this cursor")
+	run := c.fs.String("run", "", "run `ID` to watch (default: the current run)")
+	from := c.fs.String("from", "", "print only events after this `CURSOR` (unknown to the server: NOT_FOUND)")
 	forever := c.fs.Bool("follow", false, "keep watching after the run finishes (until interrupted)")
 	s, err := c.start(args)
 	if err != nil {
@@ -274,8 +274,8 @@ func runAttach(args []string, stdout, stderr io.Writer) error {
 --node finds the execution of that node (its latest attempt unless --attempt)
 in the current run's events.`,
 		stdout, stderr, false, false)
-	node := c.fs.String("node", "", "node whose execution to attach to")
-	attempt := c.fs.Int64("attempt", 0, "attempt of --node (default: the latest)")
+	node := c.fs.String("node", "", "`NAME` of the node whose execution to attach to")
+	attempt := c.fs.Int64("attempt", 0, "attempt `N` of --node (default: the latest)")
 	if err := c.parse(args, 0, 1); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +20,7 @@ const (
 // connection it opens.
 type cli struct {
 	name           string
-	fs             *flag.FlagSet
+	fs             *cmdFlags
 	stdout, stderr io.Writer
 
 	server         string
@@ -72,37 +71,34 @@ const casHelp = "When --if-generation / --if-run are absent, the command first r
 	"convenient, not atomic (a change between the read and the request is not detected). " +
 	"Pass them explicitly to pin the state you checked."
 
+// exitStatusHelp is the exit status paragraph of the client commands.
+const exitStatusHelp = `Exit status: 0 success; 1 the server refused the request, or the run failed or was stopped;
+2 usage error, unreadable file, refused URL, connection or authentication failure;
+3 (watch, apply --watch) the run is held on a failed step; 130 interrupted (Ctrl-C).`
+
 // newCLI prepares a subcommand. mutating adds --idempotency-key and, with
 // cas, --if-generation/--if-run.
 func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, runCAS bool) *cli {
 	c := &cli{name: name, stdout: stdout, stderr: stderr}
-	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
-	c.fs.SetOutput(stderr)
+	c.fs = newFlags(name, synopsis, about, stdout, stderr)
 	def := os.Getenv("OECP_SERVER")
 	if def == "" {
 		def = defaultServerURL
 	}
-	c.fs.StringVar(&c.server, "server", def, "server URL, ws:// or wss:// (env OECP_SERVER)")
-	c.fs.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token (else env OECP_TOKEN)")
-	c.fs.StringVar(&c.caFile, "ca-file", "", "PEM file of extra CA certificates to trust for wss://")
+	c.fs.StringVar(&c.server, "server", def, "server `URL`, ws:// or wss:// (env OECP_SERVER)")
+	c.fs.StringVar(&c.tokenFile, "token-file", "", "`FILE` holding the bearer token (else env OECP_TOKEN)")
+	c.fs.StringVar(&c.caFile, "ca-file", "", "PEM `FILE` of extra CA certificates to trust for wss://")
 	c.fs.BoolVar(&c.allowPlaintext, "allow-plaintext", false, "allow ws:// to a non-loopback host (traffic and token in clear)")
 	c.fs.BoolVar(&c.jsonOut, "json", false, "print the method's JSON result instead of text")
 	if mutating {
-		c.fs.StringVar(&c.idemKey, "idempotency-key", "", "idempotency key of the request (default: a fresh random key)")
-		c.fs.Var(&c.ifGeneration, "if-generation", "expected cluster generation (default: read with get first)")
+		c.fs.StringVar(&c.idemKey, "idempotency-key", "", "idempotency `KEY` of the request (default: a fresh random key)")
+		c.fs.Var(&c.ifGeneration, "if-generation", "expected cluster generation `N` (default: read with get first)")
 		if runCAS {
-			c.fs.Var(&c.ifRun, "if-run", "expected current run id (default: read with get first)")
+			c.fs.Var(&c.ifRun, "if-run", "expected current run `ID` (default: read with get first)")
 		}
+		c.fs.note(casHelp)
 	}
-	c.fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: oecp %s\n\n%s\n", synopsis, about)
-		if mutating {
-			fmt.Fprintf(stderr, "\n%s\n", casHelp)
-		}
-		fmt.Fprintln(stderr, "\nflags:")
-		c.fs.PrintDefaults()
-		fmt.Fprintln(stderr, "\nExit status: 0 success; 1 the server answered with an error, or the run failed or was stopped;\n2 usage error, unreadable file, refused URL, connection failure or authentication failure.")
-	}
+	c.fs.note(exitStatusHelp)
 	return c
 }
 
@@ -110,7 +106,7 @@ func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, ru
 // error ends the command (flag.ErrHelp after --help).
 func (c *cli) parse(args []string, minPos, maxPos int) error {
 	for {
-		if err := parseFlags(c.fs, args); err != nil {
+		if err := c.fs.parse(args); err != nil {
 			return err
 		}
 		args = c.fs.Args()
@@ -125,26 +121,16 @@ func (c *cli) parse(args []string, minPos, maxPos int) error {
 		args = args[1:]
 	}
 	if len(c.args) > maxPos {
-		return c.usageErr("unexpected argument %q; see 'oecp %s --help'", c.args[maxPos], c.name)
+		return c.fs.usageErr("unexpected argument %q", c.args[maxPos])
 	}
 	if len(c.args) < minPos {
-		return c.usageErr("missing argument; see 'oecp %s --help'", c.name)
+		return c.fs.usageErr("missing argument")
 	}
 	return nil
 }
 
-// parseFlags parses fs. The flag package has already reported a bad flag
-// (exit 2); --help returns flag.ErrHelp (exit 0).
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	err := fs.Parse(args)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return exitWith(exitUsage)
-}
-
 // flagGiven reports whether the flag name was set on the command line.
-func flagGiven(fs *flag.FlagSet, name string) bool {
+func flagGiven(fs *cmdFlags, name string) bool {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
 	return given

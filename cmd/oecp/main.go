@@ -42,20 +42,32 @@ var commands = map[string]command{
 	"version":  {"print the oecp version and protocol version", runVersion},
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: oecp <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
+func init() {
+	// Set here rather than in the literal: they read the table themselves.
+	commands["help"] = command{"print the usage of oecp, or of one command (oecp help CMD)", runHelp}
+	commands["completion"] = command{"print a shell completion script: oecp completion bash|zsh", runCompletion}
+}
+
+// commandNames are the subcommands in alphabetical order.
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
+	return names
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: oecp <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'oecp <command> --help' for a command's flags.")
+	fmt.Fprintln(w, "Run 'oecp help <command>' (or 'oecp <command> --help') for a command's flags;")
+	fmt.Fprintln(w, "'oecp --version' prints the version.")
 }
 
 func main() {
@@ -63,18 +75,37 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "oecp: unknown command %q\n\n", args[0])
+	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
 	}
+	switch args[0] {
+	case "-h", "--help":
+		usage(stdout)
+		return exitOK
+	case "--version":
+		args[0] = "version"
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "oecp: unknown command %q\n  Run 'oecp help' for the list of commands.\n", args[0])
+		return exitUsage
+	}
 	return exitCode(cmd.run(args[1:], stdout, stderr), stderr)
+}
+
+// runHelp prints the usage of oecp, or of the named command, on stdout.
+func runHelp(args []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) == 0:
+		usage(stdout)
+		return nil
+	case len(args) > 1:
+		return failf("help", exitUsage, "give at most one command name")
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		return failf("help", exitUsage, "unknown command %q", args[0]).hint("Run 'oecp help' for the list of commands.")
+	}
+	return cmd.run([]string{"--help"}, stdout, stderr)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,25 +45,29 @@ type serveConfig struct {
 
 func runServe(args []string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7300", "address to serve WebSocket on (upgrade at /oecp, health at /healthz)")
+	fs := newFlags("serve", "serve [--listen ADDR | --stdio] [--store sqlite|memory] [--data DIR] [flags]",
+		`Runs a capsule: one cluster served over WebSocket (default 127.0.0.1:7300, upgrade at
+/oecp, health at /healthz) or over NDJSON on stdin/stdout (--stdio), with the engine and
+a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens and TLS
+(or --insecure-plaintext). SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
+	fs.note("Exit status: 0 stopped by a signal (or EOF on --stdio); 1 the server failed while serving;\n2 a flag, a file it names or the listen address is unusable.")
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7300", "host:port `ADDR` to serve WebSocket on (upgrade at /oecp, health at /healthz)")
 	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one NDJSON connection on stdin/stdout instead (diagnostics on stderr)")
-	fs.StringVar(&cfg.authTokens, "auth-tokens", "", "JSON file of bearer tokens: [{\"token\",\"principal\",\"tenant\",\"expiresAt\"}]")
-	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (serve wss://)")
-	fs.StringVar(&cfg.tlsKey, "tls-key", "", "TLS key file")
+	fs.StringVar(&cfg.authTokens, "auth-tokens", "", "JSON `FILE` of bearer tokens: [{\"token\",\"principal\",\"tenant\",\"expiresAt\"}]")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate `FILE` (serve wss://)")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "TLS key `FILE`")
 	fs.BoolVar(&cfg.insecurePlaintext, "insecure-plaintext", false, "allow plaintext ws:// on a non-loopback address (tokens travel in clear)")
-	fs.Var(&cfg.allowOrigins, "allow-origin", "extra Origin host pattern accepted on upgrade (repeatable)")
-	fs.Var(&cfg.faultDelays, "fault-delay", "METHOD=DURATION: delay that method's handler (repeatable; honours cancellation)")
-	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 5*time.Second, "how long in-flight requests may finish on SIGTERM/SIGINT or EOF")
-	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to FILE until the server stops (diagnostics)")
-	cfg.backend.addFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	fs.Var(&cfg.allowOrigins, "allow-origin", "extra Origin host `PATTERN` accepted on upgrade (repeatable)")
+	fs.Var(&cfg.faultDelays, "fault-delay", "`METHOD=DURATION`: delay that method's handler (repeatable; honours cancellation)")
+	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 5*time.Second, "`DURATION` in-flight requests may take to finish on SIGTERM/SIGINT or EOF")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` until the server stops (diagnostics)")
+	cfg.backend.addFlags(fs.FlagSet)
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return failf("serve", exitUsage, "unexpected argument %q", fs.Arg(0))
+		return fs.usageErr("unexpected argument %q", fs.Arg(0))
 	}
 	log, err := newLogger(stderr, cfg.logLevel)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,24 +13,19 @@ import (
 )
 
 func runVerify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	graphFile := fs.String("graph", "", "GraphSpec JSON file to verify")
-	registryFile := fs.String("registry", "", "worker registry table (registry.json layout); default: the built-in workers")
-	workerFile := fs.String("worker", "", "worker descriptor JSON file to validate")
+	fs := newFlags("verify", "verify (--graph FILE [--registry FILE] | --worker FILE) [--json]",
+		`Verifies a graph offline with the server's verifier (the built-in workers, or the
+workers of --registry), or validates a worker descriptor. Nothing is dialled.`, stdout, stderr)
+	fs.note("Exit status: 0 verified (valid); 1 rejected (invalid); 2 unreadable input or bad usage.")
+	graphFile := fs.String("graph", "", "GraphSpec JSON `FILE` to verify")
+	registryFile := fs.String("registry", "", "worker registry table `FILE` (registry.json layout); default: the built-in workers")
+	workerFile := fs.String("worker", "", "worker descriptor JSON `FILE` to validate")
 	asJSON := fs.Bool("json", false, "print exactly one JSON document")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: oecp verify --graph FILE [--registry FILE] [--json]")
-		fmt.Fprintln(stderr, "       oecp verify --worker FILE [--json]")
-		fmt.Fprintln(stderr, "exit status: 0 verified/valid, 1 rejected/invalid, 2 unreadable input or bad usage")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || (*graphFile == "") == (*workerFile == "") || (*workerFile != "" && *registryFile != "") {
-		fs.Usage()
-		return exitWith(exitUsage)
+		return fs.usageErr("bad usage: give --graph FILE (optionally with --registry FILE) or --worker FILE")
 	}
 	if *workerFile != "" {
 		return verifyWorker(*workerFile, *asJSON, stdout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -8,10 +9,26 @@ import (
 	"github.com/oecp/oecp/protocol"
 )
 
-func runVersion(_ []string, stdout, _ io.Writer) error {
+func runVersion(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", "version [--json]", "Prints the version of oecp and of the protocol it speaks.", stdout, stderr)
+	asJSON := fs.Bool("json", false, `print {"version","protocolVersion"} as JSON`)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fs.usageErr("unexpected argument %q", fs.Arg(0))
+	}
 	v := "(devel)"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		v = bi.Main.Version
+	}
+	if *asJSON {
+		b, _ := json.Marshal(struct {
+			Version         string `json:"version"`
+			ProtocolVersion string `json:"protocolVersion"`
+		}{v, protocol.Version})
+		fmt.Fprintf(stdout, "%s\n", b)
+		return nil
 	}
 	fmt.Fprintf(stdout, "oecp %s (protocol %s)\n", v, protocol.Version)
 	return nil
