@@ -20,7 +20,8 @@ type FollowOptions struct {
 	// there is none yet, the next one to start). Once the watch knows its
 	// run it stays on it across reconnects.
 	RunID string
-	// FromCursor replays history strictly after this cursor.
+	// FromCursor replays history strictly after this cursor. A cursor the
+	// server does not know fails FollowWatch with NOT_FOUND.
 	FromCursor string
 	// Forever keeps watching after the run's finished event (until ctx ends
 	// or Close); otherwise the watch ends after delivering it.
@@ -90,7 +91,7 @@ func FollowWatch(ctx context.Context, opts FollowOptions) (*Watcher, error) {
 		}
 		w.conn, w.ownConn = c, true
 	}
-	if err := w.establish(ctx); err != nil {
+	if err := w.establish(ctx, false); err != nil {
 		w.dropConn()
 		return nil, err
 	}
@@ -141,16 +142,17 @@ func (w *Watcher) Close() {
 	<-w.done
 }
 
-// establish subscribes on w.conn from the last delivered cursor. A
-// NOT_FOUND for that cursor restarts the run from its first event (events
-// already delivered are skipped).
-func (w *Watcher) establish(ctx context.Context) error {
+// establish subscribes on w.conn from the last delivered cursor. When
+// resuming, a NOT_FOUND for that cursor restarts the run from its first
+// event (events already delivered are skipped); the caller's own
+// FromCursor is never replaced, so an unknown one is an error.
+func (w *Watcher) establish(ctx context.Context, resuming bool) error {
 	w.mu.Lock()
 	p := WatchParams{RunID: w.runID, FromCursor: w.last}
 	c := w.conn
 	w.mu.Unlock()
 	sub, res, err := c.Watch(ctx, p)
-	if ErrorCode(err) == protocol.NotFound && p.FromCursor != "" {
+	if ErrorCode(err) == protocol.NotFound && p.FromCursor != "" && resuming {
 		w.opts.Log.Debug("oecp client: cursor unknown, replaying the run from its start", "cursor", p.FromCursor)
 		p.FromCursor = ""
 		sub, res, err = c.Watch(ctx, p)
@@ -261,7 +263,7 @@ func (w *Watcher) resume(ctx context.Context, cause error) bool {
 		if w.opts.OnReconnect != nil {
 			w.opts.OnReconnect(cause, w.LastCursor())
 		}
-		err := w.establish(ctx)
+		err := w.establish(ctx, true)
 		if err == nil {
 			return true
 		}
@@ -297,7 +299,7 @@ func (w *Watcher) resume(ctx context.Context, cause error) bool {
 			w.mu.Lock()
 			w.conn, w.ownConn = c, true
 			w.mu.Unlock()
-			err = w.establish(ctx)
+			err = w.establish(ctx, true)
 			if err == nil {
 				return true
 			}

@@ -131,6 +131,19 @@ func TestFollowWatchNotFoundRestartsAndDedups(t *testing.T) {
 	}
 }
 
+// TestFollowWatchUnknownFromCursorIsNotFound: a FromCursor the server
+// does not know is the caller's error, never a silent replay from the
+// start.
+func TestFollowWatchUnknownFromCursorIsNotFound(t *testing.T) {
+	fb := newFake()
+	fb.appendEvents(evAdmission, evBegin)
+	fb.rejectCursors = true
+	dial, _ := startWS(t, fb)
+	if _, err := client.FollowWatch(context.Background(), client.FollowOptions{Dial: dial, FromCursor: "c9"}); client.ErrorCode(err) != protocol.NotFound {
+		t.Fatalf("FollowWatch from an unknown cursor: %v, want NOT_FOUND", err)
+	}
+}
+
 func TestFollowWatchStopsOnGone(t *testing.T) {
 	fb := newFake()
 	fb.gone = true

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -171,41 +172,15 @@ func TestCLIQuickStart(t *testing.T) {
 // from another process ends it and the watch exits 1 saying so.
 func TestCLIApplyWatchUntilStopped(t *testing.T) {
 	srv := startServer(t)
-	cmd := exec.Command(oecpBin, "apply", "-f", sleepy, "--input", sleepLong, "--watch")
-	cmd.Env = cliEnv(srv)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	var lines []string
-	readUntil := func(want string) {
-		t.Helper()
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if strings.Contains(sc.Text(), want) {
-				return
-			}
-		}
-		t.Fatalf("output ended without %q: %q (stderr %s)", want, lines, errb.String())
-	}
-	readUntil("nap started")
+	p := startCLI(t, srv, "apply", "-f", sleepy, "--input", sleepLong, "--watch")
+	p.waitStdout("nap started")
 	expect(t, oecp(t, srv, "stop", "--force"), 0, []string{"stop (force) accepted for run run-1"}, nil)
-	readUntil("run run-1 stopped (force)")
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+	p.waitStdout("run run-1 stopped (force)")
+	if code := p.wait(); code != exitError {
+		t.Fatalf("apply --watch ended with exit %d, want 1; output %q", code, p.seen)
 	}
-	err = cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
-		t.Fatalf("apply --watch ended with %v, want exit 1; output %q", err, lines)
-	}
-	if lines[0] != "applied: run run-1, generation 1, phase running" {
-		t.Fatalf("first line %q", lines[0])
+	if p.seen[0] != "applied: run run-1, generation 1, phase running" {
+		t.Fatalf("first line %q", p.seen[0])
 	}
 }
 
@@ -249,6 +224,11 @@ func TestCLILifecycle(t *testing.T) {
 		t.Fatalf("--from replayed the admission: %s", r.stdout)
 	}
 	expect(t, oecp(t, srv, "watch", "--run", "run-9"), 1, nil, []string{"NOT_FOUND"})
+	// TestCLIWatchUnknownFromCursor: a cursor the server does not know is
+	// an error, never a replay from the start.
+	if r := oecp(t, srv, "watch", "--from", "cursor-999"); r.code != 1 || !strings.Contains(r.stderr, "NOT_FOUND") || r.stdout != "" {
+		t.Fatalf("watch --from an unknown cursor: %+v", r)
+	}
 
 	expect(t, oecp(t, srv, "resubmit", "--input", "{nope"), 2, nil, []string{"not valid JSON"})
 	expect(t, oecp(t, srv, "resubmit", "--input", `{"ms":1}`), 0, []string{"resubmitted: run run-2 replaces run-1"}, nil)
@@ -426,27 +406,7 @@ func TestClientOverServeStdio(t *testing.T) {
 // execution ref (<runId>/<node>/<k>) from the run's events and streams the
 // worker's live output until the execution settles.
 func TestCLIAttachByNodeStreamsLiveOutput(t *testing.T) {
-	dir := t.TempDir()
-	workers := filepath.Join(dir, "workers.json")
-	spec := `[{"worker":"test.ticker@1","kind":"step","input":{"kind":"null"},"output":{"kind":"null"},
-		"argv":["/bin/sh","-c","i=0; while true; do i=$((i+1)); echo tick $i >&2; sleep 0.05; done"],"env":["PATH"]}]`
-	if err := os.WriteFile(workers, []byte(spec), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--workers", workers)
-	expect(t, oecp(t, srv, "apply", "-f", ticker, "--input", "null"), 0, nil, nil)
-	// Wait for the dispatch through a watch that ends at "work started".
-	w := exec.Command(oecpBin, "watch")
-	w.Env = cliEnv(srv)
-	wout, _ := w.StdoutPipe()
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	wsc := bufio.NewScanner(wout)
-	for wsc.Scan() && !strings.Contains(wsc.Text(), "work started") {
-	}
-	_ = w.Process.Kill()
-	_ = w.Wait()
+	srv := tickerServer(t)
 
 	a := exec.Command(oecpBin, "attach", "--node", "work")
 	a.Env = cliEnv(srv)
@@ -466,7 +426,118 @@ func TestCLIAttachByNodeStreamsLiveOutput(t *testing.T) {
 	if err := a.Wait(); err != nil {
 		t.Fatalf("attach: %v; stderr %s", err, aerr.String())
 	}
-	if !strings.Contains(aerr.String(), "attaching to execution run-1/work/1") || !strings.Contains(aerr.String(), "[settled]") {
+	if !strings.Contains(aerr.String(), "attached to execution run-1/work/1") || !strings.Contains(aerr.String(), "[settled]") {
 		t.Fatalf("attach stderr %s", aerr.String())
+	}
+}
+
+// tickerServer serves a cluster whose test.ticker@1 worker writes "tick N"
+// lines until stopped, and applies testdata/ticker.json; it returns once
+// the run's step "work" has started.
+func tickerServer(t *testing.T) *testServer {
+	t.Helper()
+	workers := filepath.Join(t.TempDir(), "workers.json")
+	spec := `[{"worker":"test.ticker@1","kind":"step","input":{"kind":"null"},"output":{"kind":"null"},
+		"argv":["/bin/sh","-c","i=0; while true; do i=$((i+1)); echo tick $i >&2; sleep 0.05; done"],"env":["PATH"]}]`
+	if err := os.WriteFile(workers, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--workers", workers)
+	expect(t, oecp(t, srv, "apply", "-f", ticker, "--input", "null"), 0, nil, nil)
+	w := startCLI(t, srv, "watch")
+	w.waitStdout("work started")
+	w.interrupt()
+	return srv
+}
+
+// cliProc is a CLI command running in the background.
+type cliProc struct {
+	t              *testing.T
+	cmd            *exec.Cmd
+	stdout, stderr *bufio.Scanner
+	seen           []string
+}
+
+// startCLI starts the CLI against srv with its output on pipes.
+func startCLI(t *testing.T, srv *testServer, args ...string) *cliProc {
+	t.Helper()
+	cmd := exec.Command(oecpBin, args...)
+	cmd.Env = cliEnv(srv)
+	out, err1 := cmd.StdoutPipe()
+	errp, err2 := cmd.StderrPipe()
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return &cliProc{t: t, cmd: cmd, stdout: bufio.NewScanner(out), stderr: bufio.NewScanner(errp)}
+}
+
+func (p *cliProc) waitStdout(want string) { p.t.Helper(); p.waitLine(p.stdout, want) }
+func (p *cliProc) waitStderr(want string) { p.t.Helper(); p.waitLine(p.stderr, want) }
+
+// waitLine reads sc until a line contains want.
+func (p *cliProc) waitLine(sc *bufio.Scanner, want string) {
+	p.t.Helper()
+	for sc.Scan() {
+		p.seen = append(p.seen, sc.Text())
+		if strings.Contains(sc.Text(), want) {
+			return
+		}
+	}
+	p.t.Fatalf("%v: output ended without %q: %q", p.cmd.Args[1:], want, p.seen)
+}
+
+// interrupt sends SIGINT (Ctrl-C) and returns the exit code.
+func (p *cliProc) interrupt() int {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		p.t.Fatal(err)
+	}
+	return p.wait()
+}
+
+// wait drains the output and returns the exit code.
+func (p *cliProc) wait() int {
+	p.t.Helper()
+	for p.stdout.Scan() {
+		p.seen = append(p.seen, p.stdout.Text())
+	}
+	for p.stderr.Scan() {
+		p.seen = append(p.seen, p.stderr.Text())
+	}
+	err := p.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatal(err)
+	}
+	return 0
+}
+
+// TestCLIInterruptExits130: Ctrl-C on watch, logs and attach ends them
+// with exit 130.
+func TestCLIInterruptExits130(t *testing.T) {
+	srv := tickerServer(t)
+	for _, c := range []struct {
+		args     []string
+		ready    string
+		onStderr bool
+	}{
+		{[]string{"watch"}, "work started", false},
+		{[]string{"logs"}, "following the cluster's log records", true},
+		{[]string{"attach", "--node", "work"}, "tick ", false},
+	} {
+		p := startCLI(t, srv, c.args...)
+		if c.onStderr {
+			p.waitStderr(c.ready)
+		} else {
+			p.waitStdout(c.ready)
+		}
+		if code := p.interrupt(); code != 130 {
+			t.Errorf("%v after Ctrl-C: exit %d, want 130; output %q", c.args, code, p.seen)
+		}
 	}
 }

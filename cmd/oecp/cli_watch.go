@@ -224,6 +224,7 @@ func runLogs(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return c.fail(err)
 	}
+	fmt.Fprintln(stderr, "oecp logs: following the cluster's log records (Ctrl-C to stop)")
 	return pump(s, sub, "oecp logs", func(ev client.LogEvent) bool {
 		if c.jsonOut {
 			c.printJSON(ev.Raw)
@@ -304,12 +305,12 @@ in the current run's events.`,
 			}
 			return c.failf(exitError, "%v", err).hint("Pass the execution ref directly: oecp attach EXECUTION")
 		}
-		fmt.Fprintf(stderr, "oecp attach: attaching to execution %s\n", execution)
 	}
 	sub, err := s.conn.AgentAttach(s.ctx, execution)
 	if err != nil {
 		return c.fail(err)
 	}
+	fmt.Fprintf(stderr, "oecp attach: attached to execution %s (Ctrl-C to detach)\n", execution)
 	return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
 		if c.jsonOut {
 			c.printJSON(ev.Raw)

@@ -91,7 +91,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oecp: unknown command %q\n  Run 'oecp help' for the list of commands.\n", args[0])
 		return exitUsage
 	}
-	return exitCode(cmd.run(args[1:], stdout, stderr), stderr)
+	err := cmd.run(args[1:], stdout, stderr)
+	if n := caught.Load(); n != 0 {
+		return 128 + int(n) // interrupted: whatever the command was doing is moot
+	}
+	return exitCode(err, stderr)
 }
 
 // runHelp prints the usage of oecp, or of the named command, on stdout.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/oecp/oecp/client"
@@ -69,9 +70,26 @@ func (c *cli) connect(ctx context.Context) (*client.Conn, client.Dialer, error) 
 	return conn, dial, nil
 }
 
-// signalContext ends on SIGINT/SIGTERM.
+// caught is the number of the signal that interrupted a client command
+// (0: none); run exits 128 plus it, as shells do (130 for Ctrl-C).
+var caught atomic.Int32
+
+// signalContext ends on SIGINT/SIGTERM, recording the signal in caught.
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			if n, ok := s.(syscall.Signal); ok {
+				caught.Store(int32(n))
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
 // session is a command's open connection and the context it runs in
