@@ -55,6 +55,9 @@ func (b *backendConfig) validate() error {
 	if b.kind == "fixture" && b.store == "sqlite" {
 		return errors.New("--backend fixture keeps its state in memory: use --store memory or leave --store out")
 	}
+	if b.dataDir != "" && (b.store == "memory" || b.kind == "fixture") {
+		return errors.New("--data names the sqlite store's directory: it does not go with --store memory or --backend fixture")
+	}
 	switch b.sync {
 	case "full", "normal":
 	default:

@@ -30,7 +30,9 @@ const (
 	crash     = "testdata/crash.json"
 	sleepy    = "testdata/sleep.json"
 	ticker    = "testdata/ticker.json"
-	sleepLong = `{"ms":3600000}`
+	// tickerWorkers declares test.ticker@1: "tick N" lines until stopped.
+	tickerWorkers = "testdata/ticker-workers.json"
+	sleepLong     = `{"ms":3600000}`
 )
 
 // testServer is a running `oecp serve` on 127.0.0.1 port 0.
@@ -436,13 +438,7 @@ func TestCLIAttachByNodeStreamsLiveOutput(t *testing.T) {
 // the run's step "work" has started.
 func tickerServer(t *testing.T) *testServer {
 	t.Helper()
-	workers := filepath.Join(t.TempDir(), "workers.json")
-	spec := `[{"worker":"test.ticker@1","kind":"step","input":{"kind":"null"},"output":{"kind":"null"},
-		"argv":["/bin/sh","-c","i=0; while true; do i=$((i+1)); echo tick $i >&2; sleep 0.05; done"],"env":["PATH"]}]`
-	if err := os.WriteFile(workers, []byte(spec), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--workers", workers)
+	srv := startServer(t, "--workers", tickerWorkers)
 	expect(t, oecp(t, srv, "apply", "-f", ticker, "--input", "null"), 0, nil, nil)
 	w := startCLI(t, srv, "watch")
 	w.waitStdout("work started")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -92,7 +93,9 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 	}
 	backend, closeBackend, err := newBackend(cfg.backend, log)
 	if err != nil {
-		return failf("serve", exitError, "%v", err)
+		// What fails here is a file a flag names: the workers file, or the
+		// data directory and its ledger.
+		return failf("serve", exitUsage, "%v", err)
 	}
 	defer closeBackend()
 
@@ -153,6 +156,17 @@ func isLoopbackListen(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// reachable is an address clients can dial for the listener at addr: a
+// wildcard (0.0.0.0, ::; Go's wildcard sockets are dual-stack) becomes
+// 127.0.0.1.
+func reachable(addr net.Addr) string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+}
+
 // wsSecurity checks the WebSocket listener's security flags and loads the
 // token resolver and TLS configuration (nil for plaintext). A non-loopback
 // listen needs tokens, and TLS or an explicit --insecure-plaintext.
@@ -162,11 +176,15 @@ func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
 		return nil, nil, failf("serve", exitUsage, "--tls-cert and --tls-key go together")
 	}
 	if !isLoopbackListen(cfg.listen) {
+		var missing []string
 		if cfg.authTokens == "" {
-			return nil, nil, failf("serve", exitUsage, "%s is not a loopback address: give --auth-tokens FILE so that connections are authenticated", cfg.listen)
+			missing = append(missing, "--auth-tokens FILE (so that connections are authenticated)")
 		}
 		if !useTLS && !cfg.insecurePlaintext {
-			return nil, nil, failf("serve", exitUsage, "%s is not a loopback address: serve TLS with --tls-cert/--tls-key, or accept plaintext with --insecure-plaintext", cfg.listen)
+			missing = append(missing, "--tls-cert FILE --tls-key FILE (or --insecure-plaintext to accept plaintext)")
+		}
+		if len(missing) > 0 {
+			return nil, nil, failf("serve", exitUsage, "%s is not a loopback address: give %s", cfg.listen, strings.Join(missing, " and "))
 		}
 	}
 	var resolver identity.Resolver = identity.Static(identity.Local())
@@ -213,7 +231,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	})
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		return failf("serve", exitError, "listen on %s: %v", cfg.listen, err)
+		return failf("serve", exitUsage, "listen on %s: %v", cfg.listen, err)
 	}
 	scheme := "ws"
 	if tlsConfig != nil {
@@ -221,7 +239,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 		scheme = "wss"
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 32 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	log.Info("serving", "url", fmt.Sprintf("%s://%s/oecp", scheme, ln.Addr()))
+	log.Info("serving", "url", fmt.Sprintf("%s://%s/oecp", scheme, reachable(ln.Addr())), "listen", ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

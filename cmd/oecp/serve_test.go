@@ -17,33 +17,62 @@ import (
 )
 
 // TestServeRefusesUnsafeNonLoopbackListen: a non-loopback listen needs
-// tokens and TLS (or an explicit --insecure-plaintext).
+// tokens and TLS (or an explicit --insecure-plaintext), and one refusal
+// names every missing flag. Every unusable flag, file or address exits 2.
 func TestServeRefusesUnsafeNonLoopbackListen(t *testing.T) {
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.json")
 	if err := os.WriteFile(tokens, []byte(`[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	for _, c := range []struct {
 		args []string
-		want string
+		want []string
 	}{
-		{[]string{"--listen", "0.0.0.0:0"}, "--auth-tokens"},
-		{[]string{"--listen", "0.0.0.0:0", "--auth-tokens", tokens}, "--insecure-plaintext"},
-		{[]string{"--tls-cert", "x.pem"}, "go together"},
-		{[]string{"--fault-delay", "get"}, "METHOD=DURATION"},
-		{[]string{"--fault-delay", "nope=1s"}, "unknown method"},
-		{[]string{"--sync", "sometimes"}, "--sync"},
-		{[]string{"--backend", "fixture", "--store", "sqlite"}, "memory"},
+		{[]string{"--listen", "0.0.0.0:0"}, []string{"--auth-tokens", "--tls-cert", "--insecure-plaintext"}},
+		{[]string{"--listen", "0.0.0.0:0", "--auth-tokens", tokens}, []string{"--insecure-plaintext"}},
+		{[]string{"--tls-cert", "x.pem"}, []string{"go together"}},
+		{[]string{"--fault-delay", "get"}, []string{"METHOD=DURATION"}},
+		{[]string{"--fault-delay", "nope=1s"}, []string{"unknown method"}},
+		{[]string{"--sync", "sometimes"}, []string{"--sync"}},
+		{[]string{"--data", dir}, []string{"--data", "--store memory"}},
+		{[]string{"--workers", filepath.Join(dir, "missing.json")}, []string{"workers file"}},
+		{[]string{"--auth-tokens", filepath.Join(dir, "missing.json")}, []string{"missing.json"}},
+		{[]string{"--listen", busy.Addr().String()}, []string{"listen on"}},
+		{[]string{"--cpuprofile", filepath.Join(dir, "no", "such", "dir")}, []string{"--cpuprofile"}},
 	} {
 		r := oecp(t, nil, append([]string{"serve", "--store", "memory"}, c.args...)...)
-		if c.args[0] == "--backend" {
-			r = oecp(t, nil, append([]string{"serve"}, c.args...)...)
+		if r.code != exitUsage {
+			t.Errorf("serve %v: exit %d, stderr %q; want exit 2", c.args, r.code, r.stderr)
 		}
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("serve %v: exit %d, stderr %q; want exit 2 mentioning %q", c.args, r.code, r.stderr, c.want)
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("serve %v: stderr %q lacks %q", c.args, r.stderr, w)
+			}
 		}
 	}
+	if r := oecp(t, nil, "serve", "--backend", "fixture", "--store", "sqlite"); r.code != exitUsage || !strings.Contains(r.stderr, "memory") {
+		t.Errorf("serve --backend fixture --store sqlite: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestServeWildcardListenLogsReachableURL: a wildcard listen announces a
+// loopback URL that clients can dial, and the bound address.
+func TestServeWildcardListenLogsReachableURL(t *testing.T) {
+	dir := t.TempDir()
+	tokens, tokenFile := filepath.Join(dir, "tokens.json"), filepath.Join(dir, "token")
+	_ = os.WriteFile(tokens, []byte(`[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`), 0o600)
+	_ = os.WriteFile(tokenFile, []byte("t"), 0o600)
+	srv := startServer(t, "--listen", "0.0.0.0:0", "--auth-tokens", tokens, "--insecure-plaintext")
+	if !strings.HasPrefix(srv.url, "ws://127.0.0.1:") {
+		t.Fatalf("announced %s, want a ws://127.0.0.1:PORT URL", srv.url)
+	}
+	expect(t, oecp(t, srv, "get", "--token-file", tokenFile), 0, []string{"phase:"}, nil)
 }
 
 // TestServeTLS: --tls-cert/--tls-key serve wss://, and the CLI reaches it

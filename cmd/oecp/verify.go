@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/oecp/oecp/capsule"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/verifier"
 )
@@ -18,7 +21,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 workers of --registry), or validates a worker descriptor. Nothing is dialled.`, stdout, stderr)
 	fs.note("Exit status: 0 verified (valid); 1 rejected (invalid); 2 unreadable input or bad usage.")
 	graphFile := fs.String("graph", "", "GraphSpec JSON `FILE` to verify")
-	registryFile := fs.String("registry", "", "worker registry table `FILE` (registry.json layout); default: the built-in workers")
+	registryFile := fs.String("registry", "", "worker registry `FILE`: a registry table (registry.json layout) or the workers file of serve --workers; default: the built-in workers")
 	workerFile := fs.String("worker", "", "worker descriptor JSON `FILE` to validate")
 	asJSON := fs.Bool("json", false, "print exactly one JSON document")
 	if err := fs.parse(args); err != nil {
@@ -40,11 +43,9 @@ func verifyGraph(graphFile, registryFile string, asJSON bool, stdout io.Writer) 
 	}
 	var reg verifier.Registry = verifier.BuiltinRegistry{}
 	if registryFile != "" {
-		sr, err := readDecoded(registryFile, "registry", "a valid registry", verifier.LoadStaticRegistry)
-		if err != nil {
+		if reg, err = readDecoded(registryFile, "registry", "a valid registry or workers file", decodeRegistry); err != nil {
 			return err
 		}
-		reg = sr
 	}
 	res := verifier.New(reg).Verify(g)
 	if asJSON {
@@ -60,6 +61,22 @@ func verifyGraph(graphFile, registryFile string, asJSON bool, stdout io.Writer) 
 		return nil
 	}
 	return exitWith(exitError)
+}
+
+// decodeRegistry decodes a --registry file: a registry table (the
+// registry.json layout, a JSON object), or the workers file of `oecp serve
+// --workers` (a JSON array), which verifies as that server would: the
+// built-in workers and the file's.
+func decodeRegistry(data []byte) (verifier.Registry, error) {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '[' {
+		return verifier.LoadStaticRegistry(data)
+	}
+	specs, err := worker.ParseCommandSpecs(data)
+	if err != nil {
+		return nil, err
+	}
+	reg, _, err := capsule.Registries(specs)
+	return reg, err
 }
 
 // readDecoded reads file (a what) and decodes it; either failure exits 2,

@@ -46,6 +46,10 @@ func TestVerifyCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(t.TempDir(), "missing.json")
+	badWorkers := filepath.Join(t.TempDir(), "workers.json")
+	if err := os.WriteFile(badWorkers, []byte(`[{"worker":"x@1","bogus":1}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	validWorker := filepath.Join(verifyFixtures, "workers", "positive", "builtin-v1.json")
 	invalidWorker := filepath.Join(t.TempDir(), "worker.json")
 	{
@@ -71,6 +75,9 @@ func TestVerifyCLI(t *testing.T) {
 		{"undecodable graph", []string{"--graph", garbage}, exitUsage, "", garbage, false},
 		{"missing graph", []string{"--graph", missing}, exitUsage, "", missing, false},
 		{"missing registry", []string{"--graph", verified, "--registry", missing}, exitUsage, "", missing, false},
+		{"serve's workers file as registry", []string{"--graph", ticker, "--registry", tickerWorkers}, exitOK, "verified", "", false},
+		{"workers file needed", []string{"--graph", ticker}, exitError, "test.ticker@1", "", false},
+		{"invalid workers file", []string{"--graph", ticker, "--registry", badWorkers}, exitUsage, "", "not a valid registry or workers file", false},
 		{"valid worker", []string{"--worker", validWorker}, exitOK, "valid worker descriptor", "", false},
 		{"valid worker json", []string{"--worker", validWorker, "--json"}, exitOK, `"valid":true`, "", true},
 		{"invalid worker", []string{"--worker", invalidWorker}, exitError, "forbidden field", "", false},
