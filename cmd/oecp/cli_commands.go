@@ -344,14 +344,14 @@ func orKey(k string) string {
 }
 
 func runRetry(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("retry", "retry [flags]", "Reserves a retry of the current run's latest failed step.", stdout, stderr, true, false)
+	c := newCLI("retry", "retry [flags]", "Gives the current run's held step (its last attempt failed) one more attempt.", stdout, stderr, true, false)
 	var r protocol.RetryResult
 	if done, err := c.mutate(args, protocol.MethodRetry, func(st casState) any {
 		return client.RetryParams{IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
 	}, &r); done {
 		return err
 	}
-	fmt.Fprintf(stdout, "retry reserved in run %s: turn %s retries %s%s\n", r.RunID, r.RetryTurnID, r.RetriedTurnID, dedupNote(r.Deduped))
+	fmt.Fprintf(stdout, "retry accepted for run %s: the failed step gets one more attempt; `oecp watch` follows it%s\n", r.RunID, dedupNote(r.Deduped))
 	return nil
 }
 

@@ -188,8 +188,12 @@ func TestCLIApplyWatchUntilStopped(t *testing.T) {
 
 func TestCLILifecycle(t *testing.T) {
 	srv := startServer(t)
-	expect(t, oecp(t, srv, "update", "--label", "a=b"), 1, nil, []string{"INVALID_PHASE", "oecp get"})
+	expect(t, oecp(t, srv, "update", "--label", "a=b"), 1, nil, []string{"oecp update refused: there is no run — `oecp apply", "INVALID_PHASE, phase empty"})
 	expect(t, oecp(t, srv, "apply", "-f", sleepy, "--input", sleepLong), 0, nil, nil)
+	// TestCLIRefusalNamesCommand: the CLI's line names the command, the
+	// phase in plain words and what to do.
+	expect(t, oecp(t, srv, "delete"), 1, nil, []string{"oecp delete refused: the run is still running — `oecp stop` it first\n", "(server: INVALID_PHASE, phase running)"})
+	expect(t, oecp(t, srv, "resubmit"), 1, nil, []string{"oecp resubmit refused: the run is still running"})
 
 	expect(t, oecp(t, srv, "update", "--label", "a=b", "--label", "c=d"), 0, []string{"labels a=b, c=d"}, nil)
 	expect(t, oecp(t, srv, "update", "--label", "e=f", "--label", "a-", "--log-level", "debug"), 0, []string{"log level debug, labels c=d, e=f"}, nil)
@@ -200,7 +204,7 @@ func TestCLILifecycle(t *testing.T) {
 	expect(t, oecp(t, srv, "update", "--replace-labels"), 0, []string{"labels (none)"}, nil)
 	expect(t, oecp(t, srv, "update", "--suspend"), 0, []string{"dispatch suspended"}, nil)
 	expect(t, oecp(t, srv, "update", "--suspend", "--if-generation", "7"), 1, nil, []string{"GENERATION_CONFLICT", "generation 1"})
-	expect(t, oecp(t, srv, "retry"), 1, nil, []string{"INVALID_PHASE", "suspended"})
+	expect(t, oecp(t, srv, "retry"), 1, nil, []string{"oecp retry refused: the run is suspended — `oecp update --resume` first", "(server: INVALID_PHASE, dispatch suspended)"})
 	expect(t, oecp(t, srv, "update", "--resume"), 0, []string{"dispatch active"}, nil)
 	expect(t, oecp(t, srv, "stop", "--force"), 0, []string{"stop (force) accepted for run run-1: phase finished"}, nil)
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -90,11 +91,7 @@ func (c *cli) fail(err error) *exitErr {
 	var se *client.Error
 	switch {
 	case errors.As(err, &se):
-		e := c.failf(exitError, "the server refused the request: %s", describeServerError(se))
-		if hint := serverHint(c.name, se); hint != "" {
-			e.hint(hint)
-		}
-		return e
+		return c.refused(se)
 	case errors.Is(err, client.ErrURLRefused):
 		return c.usageErr("%v", err).hint(fmt.Sprintf("Use a ws:// or wss:// URL with a host and no credentials, query or fragment (e.g. %s);\n  plaintext ws:// to a non-loopback host needs --allow-plaintext.", defaultServerURL))
 	case errors.Is(err, client.ErrUnauthorized):
@@ -106,79 +103,86 @@ func (c *cli) fail(err error) *exitErr {
 	if errors.As(err, &le) {
 		return c.usageErr("%v", err)
 	}
-	return c.usageErr("cannot talk to the server at %s: %v", c.server, err).hint("Is `oecp serve` running there? Start it, or point --server / OECP_SERVER at the right URL.")
+	return c.usageErr("cannot talk to the server at %s: %v", c.server, err).hint(dialHint(c.server, err))
 }
 
-func describeServerError(e *client.Error) string {
-	s := e.Message
-	if e.DataCode != "" {
-		s += " (" + e.DataCode + ")"
-	} else {
-		s += fmt.Sprintf(" (code %d)", e.Code)
+// dialHint says what to do after a failed dial: trust the server's
+// certificate, use wss:// for a TLS port, or start the server.
+func dialHint(server string, err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &hostname), strings.Contains(err.Error(), "x509:"), strings.Contains(err.Error(), "tls:"):
+		return "The TLS handshake failed: if the server's certificate comes from a private CA, pass that CA with --ca-file FILE\n  (and dial the name or address the certificate was issued for)."
+	case strings.HasPrefix(server, "ws://") && strings.Contains(err.Error(), "HTTP 400"):
+		return "A ws:// URL to a port that serves TLS answers HTTP 400: if the server runs with --tls-cert, use wss:// (with --ca-file for a private CA)."
 	}
-	var reason string
-	if e.Detail("reason", &reason) {
+	return "Is `oecp serve` running there? Start it, or point --server / OECP_SERVER at the right URL."
+}
+
+// refused reports a server error: the CLI's own first line says which
+// command was refused, why in plain words and what to do; the protocol's
+// code and details follow (its message text is fixed per code, e.g.
+// "Cluster phase does not admit apply" for every phase refusal, so it is
+// shown only where it says more than the code).
+func (c *cli) refused(e *client.Error) *exitErr {
+	why, todo := explain(c.name, e)
+	line := why
+	if todo != "" {
+		line += " — " + todo
+	}
+	x := &exitErr{code: exitError, text: fmt.Sprintf("oecp %s refused: %s\n", c.name, line)}
+	x.hint("(" + describeServerError(e) + ")")
+	if more := serverHint(e); more != "" {
+		x.hint(more)
+	}
+	return x
+}
+
+// describeServerError renders the protocol's side of a refusal: the data
+// code (or JSON-RPC code) and its details.
+func describeServerError(e *client.Error) string {
+	var s string
+	switch {
+	case e.DataCode == protocol.InvalidPhase && isPhaseMessage(e.Message):
+		s = "server: " + e.DataCode // the message is fixed and misleading; the details say it all
+	case e.DataCode != "":
+		s = "server: " + e.Message + ", " + e.DataCode
+	default:
+		s = fmt.Sprintf("server: %s, code %d", e.Message, e.Code)
+	}
+	var phase, dispatch, reason string
+	switch {
+	case e.Detail("currentPhase", &phase):
+		s += ", phase " + phase
+	case e.Detail("dispatchState", &dispatch):
+		s += ", dispatch " + dispatch
+	case e.Detail("reason", &reason):
 		s += ": " + reason
-	} else if len(e.Details) > 0 && string(e.Details) != "null" && e.DataCode != protocol.GraphInvalid {
+	case len(e.Details) > 0 && string(e.Details) != "null" && e.DataCode != protocol.GraphInvalid:
 		s += " " + string(e.Details)
 	}
 	return s
 }
 
-// serverHint says what to do next after a server error.
-func serverHint(cmd string, e *client.Error) string {
-	switch e.DataCode {
-	case protocol.GenerationConflict:
-		var g any
-		e.Detail("currentGeneration", &g)
-		return fmt.Sprintf("The cluster is at generation %v, not the one sent: check `oecp get` and retry (or pass --if-generation).", jsonString(g))
-	case protocol.RunConflict:
-		var r any
-		e.Detail("currentRunId", &r)
-		return fmt.Sprintf("The current run is %v, not the one sent: check `oecp get` and retry (or pass --if-run).", jsonString(r))
-	case protocol.InvalidPhase:
-		var phase, dispatch string
-		e.Detail("currentPhase", &phase)
-		e.Detail("dispatchState", &dispatch)
-		switch {
-		case phase == protocol.PhaseFinished && cmd == "apply":
-			return "The cluster's run has finished: `oecp delete` it before applying a graph, or `oecp resubmit` to run the same graph again."
-		case phase == protocol.PhaseRunning && cmd == "apply":
-			return "A run is in progress: a changed graph is accepted only while the run is held on a failure; `oecp stop` it (or wait for it to finish, then `oecp delete`)."
-		case phase == protocol.PhaseEmpty:
-			return "The cluster is empty (see `oecp get`): `oecp apply -f GRAPH --input JSON` starts a run."
-		case dispatch == protocol.DispatchSuspended:
-			return "The run is suspended: `oecp update --resume` first."
-		}
-		return "The cluster's current state does not allow " + cmd + " now: see `oecp get`."
-	case protocol.IdempotencyReuse:
-		return "This --idempotency-key was already used for a different request: use a new key (or omit it)."
-	case protocol.GraphInvalid:
-		var diags []json.RawMessage
-		e.Detail("diagnostics", &diags)
-		var b strings.Builder
-		for _, d := range diags {
-			b.WriteString(formatDiagnostic(d))
-			b.WriteString("\n  ")
-		}
-		return b.String() + "Fix the graph; `oecp plan -f FILE` shows these diagnostics without applying."
-	case protocol.SchemaViolation:
-		return "The request does not fit the protocol schema: check the graph file, --input and the flags."
-	case protocol.NotFound:
-		return "Nothing with that id exists: check the run id or execution with `oecp get` / `oecp watch`."
-	case protocol.Gone:
-		return "It was deleted or is no longer active."
-	case protocol.NoRetryableFrontier:
-		return "There is no failed step to retry now (see the reason above; `oecp watch` shows the run's events)."
-	case protocol.ServerBusy:
-		return "The server is at its per-connection limit: try again shortly."
-	case protocol.Cancelled:
-		return "The request was cancelled before it committed: retry it with the same --idempotency-key."
+func isPhaseMessage(m string) bool {
+	return m == protocol.MsgInvalidPhase || m == protocol.MsgDispatchDenied
+}
+
+// serverHint adds what only the server's details can say: the graph's
+// diagnostics.
+func serverHint(e *client.Error) string {
+	if e.DataCode != protocol.GraphInvalid {
+		return ""
 	}
-	if e.Code == protocol.CodeInternalError {
-		return "The server failed internally: check its log."
+	var diags []json.RawMessage
+	e.Detail("diagnostics", &diags)
+	var b strings.Builder
+	for _, d := range diags {
+		b.WriteString(formatDiagnostic(d))
+		b.WriteString("\n  ")
 	}
-	return ""
+	return b.String() + "Fix the graph; `oecp plan -f FILE` shows these diagnostics without applying."
 }
 
 func jsonString(v any) string {

@@ -91,8 +91,13 @@ func TestServeTLS(t *testing.T) {
 	}
 	// Without the CA the certificate is not trusted: a connection failure.
 	bad := oecp(t, nil, "get", "--server", url)
-	if bad.code != exitUsage {
-		t.Fatalf("get over wss without the CA: exit %d, want 2\n%s", bad.code, bad.stderr)
+	if bad.code != exitUsage || !strings.Contains(bad.stderr, "--ca-file") {
+		t.Fatalf("get over wss without the CA: exit %d, want 2 and a hint to --ca-file\n%s", bad.code, bad.stderr)
+	}
+	// A ws:// URL to the TLS port says so.
+	plain := oecp(t, nil, "get", "--server", "ws://"+strings.TrimPrefix(url, "wss://"))
+	if plain.code != exitUsage || !strings.Contains(plain.stderr, "use wss://") {
+		t.Fatalf("get with ws:// against a TLS port: exit %d\n%s", plain.code, plain.stderr)
 	}
 }
 
@@ -127,4 +132,11 @@ func writeSelfSigned(t *testing.T, certFile, keyFile string) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCLIFixtureBackendHasNoEngine: a method the fixture backend lacks is
+// refused with a line that says so.
+func TestCLIFixtureBackendHasNoEngine(t *testing.T) {
+	srv := startServer(t, "--backend", "fixture")
+	expect(t, oecp(t, srv, "logs"), 1, nil, []string{"oecp logs refused: the server's backend does not support logs — a `oecp serve --backend fixture` server has no engine"})
 }
