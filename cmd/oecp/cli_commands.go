@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 
@@ -104,6 +105,7 @@ func runApply(args []string, stdout, stderr io.Writer) error {
 node diff. --watch follows the new run's events to its end and exits 1 if it fails.
 apply sends --if-generation only when given: without it the apply is an upsert.`,
 		stdout, stderr, true, false)
+	c.upsert = true
 	file := c.fs.String("f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
 	input := c.fs.String("input", "", "root input of the new run: a `JSON` value, or @FILE")
 	dry := c.fs.Bool("dry-run", false, "show the diff against the current graph; change nothing")
@@ -142,6 +144,11 @@ apply sends --if-generation only when given: without it the apply is an upsert.`
 		return err
 	}
 	defer s.close()
+	if c.ifRun.set {
+		if _, err := c.readCAS(s.ctx, s.conn, false); err != nil {
+			return c.fail(err)
+		}
+	}
 	var r protocol.ApplyResult
 	raw, err := s.call(protocol.MethodApply, p, &r)
 	if err != nil {
@@ -277,13 +284,11 @@ func runUpdate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.close()
-	p := client.UpdateParams{LogLevel: *logLevel, IfGeneration: st.generation, IdempotencyKey: c.idemKey}
+	p := client.UpdateParams{LogLevel: *logLevel, IfGeneration: st.Generation, IdempotencyKey: c.idemKey}
 	if labelsChange {
 		p.Labels = map[string]string{}
-		if mergeNeeded && st.status.Operational != nil {
-			for k, v := range st.status.Operational.Labels {
-				p.Labels[k] = v
-			}
+		if mergeNeeded {
+			maps.Copy(p.Labels, st.Labels)
 		}
 		for k, v := range labels.set {
 			p.Labels[k] = v
@@ -325,7 +330,7 @@ func runStop(args []string, stdout, stderr io.Writer) error {
 		if *force {
 			mode = "force"
 		}
-		return client.StopParams{Mode: mode, IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
+		return client.StopParams{Mode: mode, IfGeneration: st.Generation, IdempotencyKey: orKey(c.idemKey)}
 	}, &r); done {
 		return err
 	}
@@ -347,7 +352,7 @@ func runRetry(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("retry", "retry [flags]", "Gives the current run's held step (its last attempt failed) one more attempt.", stdout, stderr, true, false)
 	var r protocol.RetryResult
 	if done, err := c.mutate(args, protocol.MethodRetry, func(st casState) any {
-		return client.RetryParams{IfGeneration: st.generation, IdempotencyKey: orKey(c.idemKey)}
+		return client.RetryParams{IfGeneration: st.Generation, IdempotencyKey: orKey(c.idemKey)}
 	}, &r); done {
 		return err
 	}
@@ -373,10 +378,10 @@ func runResubmit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.close()
-	if st.runID == "" {
-		return c.failf(exitError, "there is no run to resubmit (the cluster is %s); start one with `oecp apply`", orPhase(st.status.Phase))
+	if st.RunID == "" {
+		return c.failf(exitError, "there is no run to resubmit (the cluster is %s); start one with `oecp apply`", orPhase(st.Phase))
 	}
-	p := client.ResubmitParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey), ReplacementInput: repl}
+	p := client.ResubmitParams{IfGeneration: st.Generation, IfRunID: st.RunID, IdempotencyKey: orKey(c.idemKey), ReplacementInput: repl}
 	var r protocol.ResubmitResult
 	if done, err := s.result(protocol.MethodResubmit, p, &r); done {
 		return err
@@ -396,7 +401,7 @@ func runDelete(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("delete", "delete [flags]", "Deletes the finished cluster: the graph, the generation and the run history.", stdout, stderr, true, true)
 	var r protocol.DeleteResult
 	if done, err := c.mutate(args, protocol.MethodDelete, func(st casState) any {
-		return client.DeleteParams{IfGeneration: st.generation, IfRunID: st.runID, IdempotencyKey: orKey(c.idemKey)}
+		return client.DeleteParams{IfGeneration: st.Generation, IfRunID: st.RunID, IdempotencyKey: orKey(c.idemKey)}
 	}, &r); done {
 		return err
 	}

@@ -35,10 +35,12 @@ const (
 	sleepLong     = `{"ms":3600000}`
 )
 
-// testServer is a running `oecp serve` on 127.0.0.1 port 0.
+// testServer is a running `oecp serve` on 127.0.0.1 port 0, and the
+// cache directory of the CLI commands run against it.
 type testServer struct {
-	url string
-	cmd *exec.Cmd
+	url   string
+	cmd   *exec.Cmd
+	cache string
 }
 
 // startServer runs `oecp serve` with extra flags and waits for the line
@@ -65,7 +67,7 @@ func startServer(t *testing.T, extra ...string) *testServer {
 		}
 		close(urlc)
 	}()
-	s := &testServer{cmd: cmd}
+	s := &testServer{cmd: cmd, cache: t.TempDir()}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
@@ -107,7 +109,7 @@ func oecp(t *testing.T, srv *testServer, args ...string) result {
 func cliEnv(srv *testServer) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	if srv != nil {
-		env = append(env, "OECP_SERVER="+srv.url)
+		env = append(env, "OECP_SERVER="+srv.url, "XDG_CACHE_HOME="+srv.cache)
 	}
 	return env
 }
@@ -540,4 +542,43 @@ func TestCLIInterruptExits130(t *testing.T) {
 			t.Errorf("%v after Ctrl-C: exit %d, want 130; output %q", c.args, code, p.seen)
 		}
 	}
+}
+
+// TestCLIIfRun: --if-run on every mutating command. resubmit and delete
+// send it; apply, update, stop and retry check it with get before the
+// request and refuse a mismatch as the server would, sending nothing.
+func TestCLIIfRun(t *testing.T) {
+	srv := startServer(t)
+	expect(t, oecp(t, srv, "apply", "-f", sleepy, "--input", sleepLong), 0, nil, nil)
+	conflict := []string{`refused: the current run is "run-1", not the one expected`, "RUN_CONFLICT"}
+	for _, args := range [][]string{{"stop", "--force"}, {"retry"}, {"update", "--suspend"}, {"apply", "-f", sleepy}, {"resubmit"}} {
+		expect(t, oecp(t, srv, append(args, "--if-run", "run-9")...), 1, nil, conflict)
+	}
+	if g := getJSON(t, srv); g.Status.Phase != "running" || g.Status.Operational.DispatchState != "active" {
+		t.Fatalf("a refused --if-run changed the cluster: %+v", g.Status)
+	}
+	expect(t, oecp(t, srv, "update", "--suspend", "--if-run", "run-1"), 0, []string{"dispatch suspended"}, nil)
+	expect(t, oecp(t, srv, "stop", "--force", "--if-run", "run-1"), 0, []string{"stop (force) accepted for run run-1"}, nil)
+	expect(t, oecp(t, srv, "resubmit", "--if-run", "run-1", "--input", `{"ms":1}`), 0, []string{"run run-2 replaces run-1"}, nil)
+	expect(t, oecp(t, srv, "stop", "--help"), 0, []string{"--if-run ID", "not atomic"}, nil)
+}
+
+// TestCLIIdempotentRetrySameKey: the same command with the same
+// --idempotency-key sends the same request, so after a first call that
+// succeeded (and changed the run or emptied the cluster) the second
+// answers the first call's receipt, deduped, exit 0.
+func TestCLIIdempotentRetrySameKey(t *testing.T) {
+	srv := startServer(t)
+	expect(t, oecp(t, srv, "apply", "-f", sleepy, "--input", sleepLong), 0, nil, nil)
+	for range 2 {
+		expect(t, oecp(t, srv, "stop", "--force", "--idempotency-key", "stop-1"), 0, []string{"stop (force) accepted for run run-1"}, nil)
+	}
+	first := oecp(t, srv, "resubmit", "--idempotency-key", "again-1", "--input", `{"ms":1}`)
+	expect(t, first, 0, []string{"resubmitted: run run-2 replaces run-1"}, nil)
+	expect(t, oecp(t, srv, "watch"), 0, []string{"run run-2 succeeded"}, nil)
+	expect(t, oecp(t, srv, "resubmit", "--idempotency-key", "again-1", "--input", `{"ms":1}`), 0, []string{"resubmitted: run run-2 replaces run-1", "replayed"}, nil)
+	// A different request under the same key is still refused.
+	expect(t, oecp(t, srv, "resubmit", "--idempotency-key", "again-1", "--input", `{"ms":2}`), 1, nil, []string{"IDEMPOTENCY_REUSE"})
+	expect(t, oecp(t, srv, "delete", "--idempotency-key", "del-1"), 0, []string{"deleted: the cluster is now empty\n"}, nil)
+	expect(t, oecp(t, srv, "delete", "--idempotency-key", "del-1"), 0, []string{"deleted: the cluster is now empty (replayed"}, nil)
 }

@@ -33,6 +33,8 @@ type cli struct {
 	idemKey      string
 	ifGeneration optInt
 	ifRun        optString
+	runOnWire    bool // the method carries ifRunId; else --if-run is checked with get
+	upsert       bool // the method's ifGeneration is optional (apply): not read with get
 
 	args []string // positional arguments
 }
@@ -71,15 +73,23 @@ const casHelp = "When --if-generation / --if-run are absent, the command first r
 	"convenient, not atomic (a change between the read and the request is not detected). " +
 	"Pass them explicitly to pin the state you checked."
 
+// localRunHelp explains --if-run on a method without a run precondition.
+const localRunHelp = "--if-run is checked against `get` just before the request, not by the server (the method " +
+	"carries no run precondition), so that check is not atomic either."
+
+const keyHelp = "With --idempotency-key, the preconditions read for the key are remembered (in the user's cache " +
+	"directory, 30 days), so the same command with the same key sends the same request and gets the first " +
+	"call's receipt back, even after that call changed the cluster: retrying after an ambiguous failure is safe."
+
 // exitStatusHelp is the exit status paragraph of the client commands.
 const exitStatusHelp = `Exit status: 0 success; 1 the server refused the request, or the run failed or was stopped;
 2 usage error, unreadable file, refused URL, connection or authentication failure;
 3 (watch, apply --watch) the run is held on a failed step; 130 interrupted (Ctrl-C).`
 
-// newCLI prepares a subcommand. mutating adds --idempotency-key and, with
-// cas, --if-generation/--if-run.
-func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, runCAS bool) *cli {
-	c := &cli{name: name, stdout: stdout, stderr: stderr}
+// newCLI prepares a subcommand. mutating adds --idempotency-key,
+// --if-generation and --if-run; runOnWire says the method carries ifRunId.
+func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, runOnWire bool) *cli {
+	c := &cli{name: name, stdout: stdout, stderr: stderr, runOnWire: runOnWire}
 	c.fs = newFlags(name, synopsis, about, stdout, stderr)
 	def := os.Getenv("OECP_SERVER")
 	if def == "" {
@@ -93,10 +103,14 @@ func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, ru
 	if mutating {
 		c.fs.StringVar(&c.idemKey, "idempotency-key", "", "idempotency `KEY` of the request (default: a fresh random key)")
 		c.fs.Var(&c.ifGeneration, "if-generation", "expected cluster generation `N` (default: read with get first)")
-		if runCAS {
+		if runOnWire {
 			c.fs.Var(&c.ifRun, "if-run", "expected current run `ID` (default: read with get first)")
+			c.fs.note(casHelp)
+		} else {
+			c.fs.Var(&c.ifRun, "if-run", "expected current run `ID`, checked with get just before the request (not atomic)")
+			c.fs.note(casHelp + "\n" + localRunHelp)
 		}
-		c.fs.note(casHelp)
+		c.fs.note(keyHelp)
 	}
 	c.fs.note(exitStatusHelp)
 	return c

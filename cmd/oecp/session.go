@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/oecp/oecp/client"
-	"github.com/oecp/oecp/protocol"
 )
 
 // dialOptions builds the dialing options from flags and environment.
@@ -116,12 +115,12 @@ func (c *cli) open() (*session, error) {
 
 // openCAS opens a session for a mutating command and reads its
 // preconditions (see readCAS).
-func (c *cli) openCAS(needGet bool) (*session, casState, error) {
+func (c *cli) openCAS(always bool) (*session, casState, error) {
 	s, err := c.open()
 	if err != nil {
 		return nil, casState{}, err
 	}
-	st, err := c.readCAS(s.ctx, s.conn, needGet)
+	st, err := c.readCAS(s.ctx, s.conn, always)
 	if err != nil {
 		s.close()
 		return nil, casState{}, c.fail(err)
@@ -188,37 +187,4 @@ func (s *session) result(method string, params, r any) (done bool, err error) {
 		return true, s.fail(err)
 	}
 	return false, nil
-}
-
-// casState is what a mutating command reads with get when the caller did
-// not pin it.
-type casState struct {
-	generation int64
-	runID      string // "" when there is no current run
-	status     protocol.ClusterStatus
-}
-
-// readCAS fills the generation / run preconditions: flags win, else get.
-func (c *cli) readCAS(ctx context.Context, conn *client.Conn, needGet bool) (casState, error) {
-	var s casState
-	if !c.ifGeneration.set || !c.ifRun.set || needGet {
-		g, err := conn.Get(ctx, client.GetParams{})
-		if err != nil {
-			return s, err
-		}
-		s.status = g.Status
-		if g.Status.ObservedGeneration != nil {
-			s.generation = *g.Status.ObservedGeneration
-		}
-		if g.Status.CurrentRunID != nil {
-			s.runID = *g.Status.CurrentRunID
-		}
-	}
-	if c.ifGeneration.set {
-		s.generation = c.ifGeneration.v
-	}
-	if c.ifRun.set {
-		s.runID = c.ifRun.v
-	}
-	return s, nil
 }
