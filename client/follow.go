@@ -54,6 +54,7 @@ type Watcher struct {
 	mu      sync.Mutex
 	err     error
 	runID   string
+	tail    string // the run's last cursor when the watch was first established
 	last    string // cursor of the last event delivered to the consumer
 	seen    map[string]struct{}
 	conn    *Conn // current connection
@@ -129,6 +130,15 @@ func (w *Watcher) RunID() string {
 	return w.runID
 }
 
+// HistoryTail is the run's last cursor when the watch was established:
+// events up to and including it are history, later ones happened live
+// ("" when the watch waited for a run, so every event is live).
+func (w *Watcher) HistoryTail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tail
+}
+
 // LastCursor is the cursor of the last event delivered.
 func (w *Watcher) LastCursor() string {
 	w.mu.Lock()
@@ -163,6 +173,9 @@ func (w *Watcher) establish(ctx context.Context, resuming bool) error {
 	w.mu.Lock()
 	if w.runID == "" && res.RunID != nil {
 		w.runID = *res.RunID
+	}
+	if !resuming && res.AtCursor != nil {
+		w.tail = *res.AtCursor
 	}
 	w.sub = sub
 	w.mu.Unlock()

@@ -63,6 +63,10 @@ func TestFollowWatchReconnectsAfterDrop(t *testing.T) {
 		if want := []string{"c1", "c2", "c3", "c4", "c5"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("events %v, want %v", got, want)
 		}
+		// The history ended at the first establishment; resuming keeps it.
+		if h := w.HistoryTail(); h != "c2" {
+			t.Fatalf("HistoryTail = %q, want c2", h)
+		}
 		if err := w.Err(); err != nil {
 			t.Fatalf("Err = %v", err)
 		}

@@ -35,8 +35,8 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return c.failGraph(err, *file, graph)
 	}
-	if c.jsonOut {
-		c.printJSON(raw)
+	if c.machine() {
+		c.printRaw(raw)
 	} else {
 		var diags []json.RawMessage
 		_ = json.Unmarshal(r.Diagnostics, &diags)
@@ -53,7 +53,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if !r.OK {
-		if !c.jsonOut {
+		if !c.machine() {
 			return c.failf(exitError, "the graph was rejected; fix the diagnostics above and plan again.")
 		}
 		return exitWith(exitError)
@@ -110,6 +110,7 @@ apply sends --if-generation only when given: without it the apply is an upsert.`
 	input := c.fs.String("input", "", "root input of the new run: a `JSON` value, or @FILE")
 	dry := c.fs.Bool("dry-run", false, "show the diff against the current graph; change nothing")
 	watch := c.fs.Bool("watch", false, "follow the new run until it finishes")
+	c.addTimestamps()
 	if err := c.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -154,8 +155,8 @@ apply sends --if-generation only when given: without it the apply is an upsert.`
 	if err != nil {
 		return c.failGraph(err, *file, graph)
 	}
-	if c.jsonOut {
-		c.printJSON(raw)
+	if c.machine() {
+		c.printRaw(raw)
 	} else if r.Diff != nil {
 		fmt.Fprintf(stdout, "dry run (nothing changed): generation %s, run %s, phase %s\n", intOr(r.Generation, "none"), strOr(r.RunID, "none"), r.Phase)
 		fmt.Fprintf(stdout, "  added:   %s\n  removed: %s\n  changed: %s\n", list(r.Diff.Added), list(r.Diff.Removed), list(r.Diff.Changed))
@@ -179,7 +180,11 @@ func list(s []string) string {
 }
 
 func runGet(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("get", "get [flags]", "Shows the cluster: phase, generation, current run, operational status and,\nonce the run has ended, its result.", stdout, stderr, false, false)
+	c := newCLI("get", "get [--spec] [-o json|yaml|wide] [flags]", `Shows the cluster: phase, generation, current run, operational status, the failed
+step a run is held on, and once the run has ended, its result (or how it was stopped).
+-o json (--json) and -o yaml print the whole get result, the admitted graph included;
+-o wide adds the cursor; --spec adds the admitted graph to the text.`, stdout, stderr, false, false)
+	c.addOutput()
 	showSpec := c.fs.Bool("spec", false, "also print the admitted graph")
 	s, err := c.start(args)
 	if err != nil {
@@ -190,20 +195,59 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 	if done, err := s.result(protocol.MethodGet, struct{}{}, &g); done {
 		return err
 	}
+	held, err := s.heldOn(g.Status)
+	if err != nil {
+		return c.fail(err)
+	}
+	printGet(c, g, held, *showSpec)
+	return nil
+}
+
+// heldOn is the failed step a running run holds on (nil when it does not
+// hold): with nothing in flight, it replays the run's events (see
+// runTracker).
+func (s *session) heldOn(st protocol.ClusterStatus) (*failure, error) {
+	if st.Phase != protocol.PhaseRunning || st.Operational == nil || st.Operational.InFlight > 0 {
+		return nil, nil
+	}
+	t := newRunTracker()
+	_, err := replayRun(s.ctx, s.conn, func(ev client.WatchEvent) { t.observe(ev.Event) })
+	return t.held, err
+}
+
+// printGet prints get's text output.
+func printGet(c *cli, g protocol.GetResult, held *failure, showSpec bool) {
+	w := c.stdout
 	st := g.Status
-	fmt.Fprintf(stdout, "phase:       %s\n", st.Phase)
-	fmt.Fprintf(stdout, "generation:  %s\n", intOr(st.ObservedGeneration, "none"))
-	fmt.Fprintf(stdout, "run:         %s\n", strOr(st.CurrentRunID, "none"))
-	fmt.Fprintf(stdout, "cursor:      %s\n", strOr(st.AtCursor, "none"))
+	fmt.Fprintf(w, "phase:       %s\n", st.Phase)
+	fmt.Fprintf(w, "generation:  %s\n", intOr(st.ObservedGeneration, "none"))
+	fmt.Fprintf(w, "run:         %s\n", strOr(st.CurrentRunID, "none"))
+	if c.output == "wide" {
+		fmt.Fprintf(w, "cursor:      %s\n", strOr(st.AtCursor, "none"))
+	}
 	if op := st.Operational; op != nil {
 		stopMode := op.StopMode
 		if stopMode == "" {
 			stopMode = "-"
 		}
-		fmt.Fprintf(stdout, "dispatch:    %s (in flight: %d, stop mode: %s)\n", op.DispatchState, op.InFlight, stopMode)
-		fmt.Fprintf(stdout, "log level:   %s\n", op.LogLevel)
-		fmt.Fprintf(stdout, "labels:      %s\n", formatLabels(op.Labels))
+		fmt.Fprintf(w, "dispatch:    %s (in flight: %d, stop mode: %s)\n", op.DispatchState, op.InFlight, stopMode)
+		fmt.Fprintf(w, "log level:   %s\n", op.LogLevel)
+		fmt.Fprintf(w, "labels:      %s\n", formatLabels(op.Labels))
 	}
+	if held != nil {
+		fmt.Fprintf(w, "%-12s %s\n", "held:", strings.TrimPrefix(held.heldLine(), "held: "))
+	}
+	if r := howEnded(g); r != "" {
+		fmt.Fprintf(w, "result:      %s\n", r)
+	}
+	if showSpec && len(g.Spec) > 0 && string(g.Spec) != "null" {
+		fmt.Fprintf(w, "spec:        %s\n", g.Spec)
+	}
+}
+
+// howEnded says how the cluster's run ended: its terminal result, else the
+// stop that ended it ("" while it runs).
+func howEnded(g protocol.GetResult) string {
 	if tr := g.TerminalResult; tr != nil {
 		switch tr.Status {
 		case "succeeded":
@@ -211,17 +255,16 @@ func runGet(args []string, stdout, stderr io.Writer) error {
 			if tr.Output != nil {
 				out = string(*tr.Output)
 			}
-			fmt.Fprintf(stdout, "result:      succeeded, output %s\n", out)
+			return "succeeded, output " + out
 		case "failed":
-			fmt.Fprintf(stdout, "result:      failed: %s\n", tr.Reason)
-		default:
-			fmt.Fprintf(stdout, "result:      %s\n", tr.Status)
+			return "failed: " + tr.Reason
 		}
+		return tr.Status
 	}
-	if *showSpec && len(g.Spec) > 0 && string(g.Spec) != "null" {
-		fmt.Fprintf(stdout, "spec:        %s\n", g.Spec)
+	if op := g.Status.Operational; g.Status.Phase == protocol.PhaseFinished && op != nil && op.StopMode != "" {
+		return "stopped (" + op.StopMode + ")"
 	}
-	return nil
+	return ""
 }
 
 // labelEdits parses --label k=v (set) and --label k- (remove).

@@ -149,7 +149,8 @@ func TestCLIQuickStart(t *testing.T) {
 		"applied: run run-1, generation 1, phase running\n",
 		"run run-1 started (generation 1)\n",
 		"echo started\n",
-		"echo finished (verified)\n",
+		// Step outputs are shown (truncated) on the "finished" line.
+		"echo finished (verified): {\"text\":\"hello\"}\n",
 		"run run-1 succeeded\n",
 		`output: {"text":"hello"}`,
 	}, nil)
@@ -211,7 +212,8 @@ func TestCLILifecycle(t *testing.T) {
 	expect(t, oecp(t, srv, "stop", "--force"), 0, []string{"stop (force) accepted for run run-1: phase finished"}, nil)
 
 	// The run has finished: watch replays it and reports the stop.
-	expect(t, oecp(t, srv, "watch"), 1, []string{"run run-1 started (generation 1)", "phase running, suspended", "phase finished", "run run-1 stopped (force)"}, nil)
+	expect(t, oecp(t, srv, "watch"), 1, []string{"run run-1 started (generation 1)", "labels: set a=b, c=d\n", "labels: set e=f; removed a\n", "log level: info → debug\n",
+		"labels: set x=y; removed c, e\n", "labels: removed x\n", "phase running, suspended", "phase finished", "run run-1 stopped (force)"}, nil)
 	r := oecp(t, srv, "watch", "--json", "--run", "run-1")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	for _, l := range lines {

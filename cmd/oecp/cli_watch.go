@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine"
@@ -15,16 +13,22 @@ import (
 )
 
 func runWatch(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("watch", "watch [--run ID] [--from CURSOR] [--follow] [flags]",
+	c := newCLI("watch", "watch [--run ID] [--from CURSOR] [--follow] [-o json|yaml|wide] [flags]",
 		`Prints a run's events as they arrive (the current run by default, or the next one
 to start if there is none), replaying its history after --from, and ends with the
-run's result: exit 0 if it succeeded, 1 if it failed or was stopped. The watch
-survives dropped connections, resuming after the last event it printed.
---json prints one event notification object per line.`,
+run's result: exit 0 if it succeeded, 1 if it failed or was stopped. A step whose last
+attempt failed holds the run until `+"`oecp retry` or `oecp stop`"+`: watch prints the hold
+and exits 3 (--follow keeps watching). The watch survives dropped connections,
+resuming after the last event it printed. Each line starts with the local time the
+event arrived; "finished" lines show how long a step ran when the watch saw it start.
+-o json (--json) prints one event notification per line, -o yaml one document each,
+-o wide adds the run and cursor to each line.`,
 		stdout, stderr, false, false)
+	c.addOutput()
+	c.addTimestamps()
 	run := c.fs.String("run", "", "run `ID` to watch (default: the current run)")
 	from := c.fs.String("from", "", "print only events after this `CURSOR` (unknown to the server: NOT_FOUND)")
-	forever := c.fs.Bool("follow", false, "keep watching after the run finishes (until interrupted)")
+	forever := c.fs.Bool("follow", false, "keep watching after the run finishes or holds (until interrupted)")
 	s, err := c.start(args)
 	if err != nil {
 		return err
@@ -33,8 +37,13 @@ survives dropped connections, resuming after the last event it printed.
 	return c.followRun(s.ctx, s.conn, s.dial, *run, *from, *forever)
 }
 
-// followRun prints a run's events until it finishes and reports how it
-// ended. The exit status reflects the run's result.
+// exitHeld is the exit status of watch (and apply --watch) when the run
+// holds on a failed step.
+const exitHeld = 3
+
+// followRun prints a run's events until it finishes (or holds, unless
+// forever) and reports how it ended. The exit status reflects the run's
+// result.
 func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dialer, runID, from string, forever bool) error {
 	w, err := client.FollowWatch(ctx, client.FollowOptions{
 		RunID: runID, FromCursor: from, Forever: forever, Conn: conn, Dial: dial,
@@ -52,13 +61,17 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 	if w.RunID() == "" {
 		fmt.Fprintf(c.stderr, "oecp %s: no run yet; waiting for the next run to start (Ctrl-C to stop)…\n", c.name)
 	}
-	p := &eventPrinter{w: c.stdout, json: c.jsonOut}
+	p := c.newEventPrinter(w.HistoryTail())
 	var end error
 	sawEnd := false
 	for ev := range w.Events() {
-		p.print(ev)
-		if ev.Event.Type == protocol.EventNodeEnd && ev.Event.Node != nil && strings.HasPrefix(outcomeSummary(ev.Event.Outcome), "error") {
-			fmt.Fprintf(c.stderr, "oecp %s: %s failed; once it has no attempts left the run waits: `oecp retry` retries it, `oecp stop` ends the run\n", c.name, ev.Event.Node.Node)
+		if p.print(ev) {
+			if c.machine() {
+				fmt.Fprintln(c.stderr, p.t.held.heldLine())
+			}
+			if !forever {
+				return &exitErr{code: exitHeld, text: fmt.Sprintf("oecp %s: run %s is held on a failed step: `oecp retry` gives it one more attempt, `oecp stop` ends the run (exit 3; --follow keeps watching)\n", c.name, ev.RunID)}
+			}
 		}
 		if ev.Event.Type == protocol.EventFinished {
 			sawEnd = true
@@ -82,7 +95,7 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 // result comes from get's terminalResult.
 func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dialer, ev client.WatchEvent) error {
 	out := c.stdout
-	if c.jsonOut {
+	if c.machine() {
 		out = c.stderr
 	}
 	if conn.Err() != nil {
@@ -101,7 +114,7 @@ func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dial
 		switch tr.Status {
 		case "succeeded":
 			fmt.Fprintf(out, "run %s succeeded\n", ev.RunID)
-			if tr.Output != nil && !tr.Output.IsNull() && !c.jsonOut {
+			if tr.Output != nil && !tr.Output.IsNull() && !c.machine() {
 				fmt.Fprintf(out, "output: %s\n", *tr.Output)
 			}
 			return nil
@@ -126,95 +139,9 @@ func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dial
 	return nil
 }
 
-// eventPrinter renders watch events for people, or as JSON lines.
-type eventPrinter struct {
-	w         io.Writer
-	json      bool
-	lastPhase string
-}
-
-func (p *eventPrinter) print(ev client.WatchEvent) {
-	if p.json {
-		fmt.Fprintf(p.w, "%s\n", ev.Raw)
-		return
-	}
-	e := ev.Event
-	switch e.Type {
-	case protocol.EventPhase:
-		if e.Admission != nil {
-			gen := ""
-			if e.Status != nil && e.Status.ObservedGeneration != nil {
-				gen = " (generation " + strconv.FormatInt(*e.Status.ObservedGeneration, 10) + ")"
-			}
-			fmt.Fprintf(p.w, "run %s started%s\n", e.Admission.RunID, gen)
-		}
-		if e.Status != nil {
-			ph := e.Status.Phase
-			if op := e.Status.Operational; op != nil {
-				ph += ", " + op.DispatchState
-			}
-			if ph != p.lastPhase {
-				fmt.Fprintf(p.w, "phase %s\n", ph)
-				p.lastPhase = ph
-			}
-		}
-	case protocol.EventNodeBegin:
-		if e.Node != nil {
-			fmt.Fprintf(p.w, "%s started%s\n", e.Node.Node, attemptNote(e.Node.Attempt))
-		}
-	case protocol.EventNodeEnd:
-		if e.Node != nil {
-			fmt.Fprintf(p.w, "%s finished (%s)%s\n", e.Node.Node, outcomeSummary(e.Outcome), attemptNote(e.Node.Attempt))
-		}
-	case protocol.EventFault:
-		var f struct {
-			Code     string `json:"code"`
-			Severity string `json:"severity"`
-			Summary  string `json:"summary"`
-		}
-		_ = json.Unmarshal(e.Fault, &f)
-		fmt.Fprintf(p.w, "fault (%s, %s): %s\n", f.Severity, f.Code, f.Summary)
-	case protocol.EventFinished:
-		if e.FinalStatus != nil {
-			fmt.Fprintf(p.w, "phase %s\n", e.FinalStatus.Phase)
-			p.lastPhase = e.FinalStatus.Phase
-		}
-	}
-}
-
-func attemptNote(n int64) string {
-	if n > 1 {
-		return " [attempt " + strconv.FormatInt(n, 10) + "]"
-	}
-	return ""
-}
-
-// outcomeSummary renders a WorkerOutcome: its status, and for an error its
-// code and reason.
-func outcomeSummary(raw json.RawMessage) string {
-	var o struct {
-		Status string `json:"status"`
-		Code   string `json:"code"`
-		Reason string `json:"reason"`
-	}
-	if json.Unmarshal(raw, &o) != nil || o.Status == "" {
-		return "unknown outcome"
-	}
-	if o.Status == "error" {
-		s := "error"
-		if o.Code != "" {
-			s += ": " + o.Code
-		}
-		if o.Reason != "" {
-			s += ", " + o.Reason
-		}
-		return s
-	}
-	return o.Status
-}
-
 func runLogs(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("logs", "logs [flags]", "Streams the cluster's log records as they are written (no history), until\ninterrupted. --json prints one notification object per line.", stdout, stderr, false, false)
+	c := newCLI("logs", "logs [--timestamps=false] [flags]", "Streams the cluster's log records as they are written (no history), until\ninterrupted, each after the local time it arrived. --json prints one notification\nobject per line.", stdout, stderr, false, false)
+	c.addTimestamps()
 	s, err := c.start(args)
 	if err != nil {
 		return err
@@ -226,10 +153,10 @@ func runLogs(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr, "oecp logs: following the cluster's log records (Ctrl-C to stop)")
 	return pump(s, sub, "oecp logs", func(ev client.LogEvent) bool {
-		if c.jsonOut {
-			c.printJSON(ev.Raw)
+		if c.machine() {
+			c.printRaw(ev.Raw)
 		} else {
-			fmt.Fprintf(stdout, "%-5s %s: %s\n", ev.Record.Level, ev.Record.Target, ev.Record.Message)
+			c.streamLine(stdout, fmt.Sprintf("%-5s %s: %s", ev.Record.Level, ev.Record.Target, ev.Record.Message))
 		}
 		return false
 	})
@@ -312,8 +239,8 @@ in the current run's events.`,
 	}
 	fmt.Fprintf(stderr, "oecp attach: attached to execution %s (Ctrl-C to detach)\n", execution)
 	return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
-		if c.jsonOut {
-			c.printJSON(ev.Raw)
+		if c.machine() {
+			c.printRaw(ev.Raw)
 			return ev.Event.Type == "settled"
 		}
 		switch ev.Event.Type {
@@ -337,19 +264,9 @@ in the current run's events.`,
 // "<runId>/<node>/<k>" (engine.ExecutionRef), so the reference follows
 // from counting node_begin events; the latest matching one wins.
 func resolveExecution(ctx context.Context, conn *client.Conn, node string, attempt int64) (string, error) {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sub, res, err := conn.Watch(wctx, client.WatchParams{})
-	if err != nil {
-		return "", err
-	}
-	defer sub.Close()
-	if res.RunID == nil || res.AtCursor == nil {
-		return "", fmt.Errorf("there is no current run, so node %q has no execution", node)
-	}
 	var best string
 	counts := map[string]int{}
-	for ev := range sub.Events() {
+	runID, err := replayRun(ctx, conn, func(ev client.WatchEvent) {
 		if ev.Event.Type == protocol.EventNodeBegin && ev.Event.Node != nil {
 			n := ev.Event.Node.Node
 			counts[n]++
@@ -357,19 +274,18 @@ func resolveExecution(ctx context.Context, conn *client.Conn, node string, attem
 				best = engine.ExecutionRef(ev.RunID, n, counts[n])
 			}
 		}
-		if ev.Cursor == *res.AtCursor {
-			break
-		}
-	}
-	if err := sub.Err(); err != nil {
+	})
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if best == "" {
+	case runID == "":
+		return "", fmt.Errorf("there is no current run, so node %q has no execution", node)
+	case best == "":
 		which := "any attempt"
 		if attempt > 0 {
 			which = "attempt " + strconv.FormatInt(attempt, 10)
 		}
-		return "", fmt.Errorf("no execution of node %q (%s) found in run %s", node, which, *res.RunID)
+		return "", fmt.Errorf("no execution of node %q (%s) found in run %s", node, which, runID)
 	}
 	return best, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,8 @@ type cli struct {
 	caFile         string
 	allowPlaintext bool
 	jsonOut        bool
+	output         string // "" (text), json, yaml or wide; --json is -o json
+	timestamps     bool   // prefix streamed lines with the local time
 
 	// Mutating commands only.
 	idemKey      string
@@ -116,6 +119,30 @@ func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, ru
 	return c
 }
 
+// addOutput adds -o (kubectl's convention) to a command that prints
+// something besides JSON.
+func (c *cli) addOutput() {
+	c.fs.StringVar(&c.output, "o", "", "output `FORMAT`: json, yaml or wide (default: text)")
+}
+
+// addTimestamps adds --timestamps to a command that streams lines.
+func (c *cli) addTimestamps() {
+	c.fs.BoolVar(&c.timestamps, "timestamps", true, "prefix each line with the local time it arrived (--timestamps=false drops it)")
+}
+
+// machine reports whether the command prints the method's JSON (as JSON
+// or YAML) instead of text.
+func (c *cli) machine() bool { return c.output == "json" || c.output == "yaml" }
+
+// printRaw prints a method's JSON result, or a notification, as -o asks.
+func (c *cli) printRaw(raw json.RawMessage) {
+	if c.output == "yaml" {
+		c.printYAML(raw)
+		return
+	}
+	c.printJSON(raw)
+}
+
 // parse parses flags and positional arguments in any order. A non-nil
 // error ends the command (flag.ErrHelp after --help).
 func (c *cli) parse(args []string, minPos, maxPos int) error {
@@ -133,6 +160,17 @@ func (c *cli) parse(args []string, minPos, maxPos int) error {
 		}
 		c.args = append(c.args, args[0])
 		args = args[1:]
+	}
+	if c.jsonOut {
+		if c.output != "" && c.output != "json" {
+			return c.fs.usageErr("--json is -o json: it does not go with -o %s", c.output)
+		}
+		c.output = "json"
+	}
+	switch c.output {
+	case "", "json", "yaml", "wide":
+	default:
+		return c.fs.usageErr("-o %q: want json, yaml or wide", c.output)
 	}
 	if len(c.args) > maxPos {
 		return c.fs.usageErr("unexpected argument %q", c.args[maxPos])

@@ -173,14 +173,14 @@ func (s *session) call(method string, params, r any) (json.RawMessage, error) {
 
 // result sends method and decodes its result into r for printing as text.
 // done reports that the command is over: the call failed (err says how),
-// or --json printed the raw result.
+// or --json (-o json|yaml) printed the raw result.
 func (s *session) result(method string, params, r any) (done bool, err error) {
 	var raw json.RawMessage
 	if err := s.conn.Call(s.ctx, method, params, &raw); err != nil {
 		return true, s.fail(err)
 	}
-	if s.jsonOut {
-		s.printJSON(raw)
+	if s.machine() {
+		s.printRaw(raw)
 		return true, nil
 	}
 	if err := json.Unmarshal(raw, r); err != nil {
