@@ -149,8 +149,10 @@ func TestCLIQuickStart(t *testing.T) {
 		"applied: run run-1, generation 1, phase running\n",
 		"run run-1 started (generation 1)\n",
 		"echo started\n",
-		// Step outputs are shown (truncated) on the "finished" line.
-		"echo finished (verified): {\"text\":\"hello\"}\n",
+		// Step outputs are shown (truncated) on the "finished" line, after
+		// the duration when the watch saw the step start.
+		"echo finished (verified)",
+		`: {"text":"hello"}` + "\n",
 		"run run-1 succeeded\n",
 		`output: {"text":"hello"}`,
 	}, nil)

@@ -82,7 +82,8 @@ func (f *failure) heldLine() string {
 // The engine records a hold as a bookmark once nothing is in flight after
 // a step's last attempt failed (with no error route in the graph), so a
 // bookmark that follows such a failure, with no dispatch of that node
-// since and the run not stopping, is the hold. Map items run concurrently
+// since and the run not stopping, is the hold; the next bookmark is the
+// retry that ends it (until the node is dispatched again). Map items run concurrently
 // and node_end does not say which item ended, so an end is numbered only
 // when one item of its node is in flight.
 type runTracker struct {
@@ -129,7 +130,10 @@ func (t *runTracker) observe(ev protocol.WatchEvent) (heldNow bool) {
 		}
 	case protocol.EventBookmark:
 		f := t.failure
-		if f != nil && f.finalAttempt && !f.reportedAsHeld && (t.op == nil || !stopping(t.op.DispatchState)) {
+		switch {
+		case f != nil && f.reportedAsHeld:
+			t.held = nil // a bookmark after the hold: a retry was granted
+		case f != nil && f.finalAttempt && (t.op == nil || !stopping(t.op.DispatchState)):
 			f.reportedAsHeld = true
 			t.held = f
 			return true
