@@ -29,6 +29,8 @@ func TestCLIHeldRunOutput(t *testing.T) {
 	}
 	held := "held:        boom failed (crash, declared_failure) after 2 attempts — oecp retry | oecp stop\n"
 	expect(t, oecp(t, srv, "get"), 0, []string{held}, nil)
+	// A changed graph may replace a held run.
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", oneInput, "--dry-run"), 0, []string{"outcome: a new run"}, nil)
 	expect(t, oecp(t, srv, "watch"), exitHeld, []string{"held: boom failed"}, []string{"oecp watch: run run-1 is held"})
 
 	// A retry gives one more attempt; the run holds again after it, and a
@@ -107,4 +109,40 @@ func TestCLIWatchShowsDurations(t *testing.T) {
 	if code := p.wait(); code != 0 {
 		t.Fatalf("watch: exit %d, output %q", code, p.seen)
 	}
+}
+
+// TestCLIDryRunPredictsApply: apply --dry-run takes the real command's
+// flags and ends as the real apply would: the same refusal (exit code and
+// message), or the no-op of an unchanged graph, which is a no-op in every
+// phase.
+func TestCLIDryRunPredictsApply(t *testing.T) {
+	srv := startServer(t)
+	same := func(want string, args ...string) {
+		t.Helper()
+		dry := oecp(t, srv, append(append([]string{"apply"}, args...), "--dry-run", "--watch", "--idempotency-key", "dry-1")...)
+		real := oecp(t, srv, append([]string{"apply"}, args...)...)
+		if dry.code != real.code || dry.stderr != real.stderr || !strings.Contains(real.stderr, want) {
+			t.Errorf("apply %v: dry run exit %d %q, real exit %d %q; want the same, with %q", args, dry.code, dry.stderr, real.code, real.stderr, want)
+		}
+	}
+	same("oecp apply refused: apply that starts a run requires input", "-f", oneStep)
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--dry-run"), 1, []string{"dry run (nothing changed)", "added:   done, echo, main"}, nil)
+	same("SCHEMA_VIOLATION: $", "-f", sleepy, "--input", `{"ms":"x"}`)
+	expect(t, oecp(t, srv, "apply", "-f", sleepy, "--input", sleepLong), 0, nil, nil)
+	same("oecp apply refused: the cluster's run is still running", "-f", oneStep, "--input", oneInput)
+	same("unchanged apply must omit input", "-f", sleepy, "--input", sleepLong)
+	same("GENERATION_CONFLICT", "-f", oneStep, "--input", oneInput, "--if-generation", "5")
+
+	// An unchanged graph without --input is a no-op in every phase.
+	for _, step := range [][]string{nil, {"update", "--suspend"}, {"stop", "--force"}} {
+		if step != nil {
+			expect(t, oecp(t, srv, step...), 0, nil, nil)
+		}
+		expect(t, oecp(t, srv, "apply", "-f", sleepy, "--dry-run"), 0, []string{"outcome: a no-op"}, nil)
+		real := oecp(t, srv, "apply", "-f", sleepy)
+		if real.code != 0 || !(strings.Contains(real.stdout, "unchanged: the cluster already has this graph") || strings.Contains(real.stdout, "applied: run run-1")) {
+			t.Errorf("after %v, apply of the unchanged graph: %+v", step, real)
+		}
+	}
+	same("oecp apply refused: the cluster's run has finished", "-f", oneStep, "--input", oneInput)
 }

@@ -144,7 +144,7 @@ func getJSON(t *testing.T, srv *testServer) protocol.GetResult {
 func TestCLIQuickStart(t *testing.T) {
 	srv := startServer(t)
 	expect(t, oecp(t, srv, "plan", "-f", oneStep), 0, []string{"graph is valid", "termination:         acyclic", "max node executions: 1"}, nil)
-	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--dry-run"), 0, []string{"dry run (nothing changed)", "added:   "}, nil)
+	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", oneInput, "--dry-run"), 0, []string{"dry run (nothing changed)", "added:   ", "outcome: a new run"}, nil)
 	expect(t, oecp(t, srv, "apply", "-f", oneStep, "--input", oneInput, "--watch"), 0, []string{
 		"applied: run run-1, generation 1, phase running\n",
 		"run run-1 started (generation 1)\n",

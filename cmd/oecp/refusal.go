@@ -34,6 +34,11 @@ func explain(cmd string, e *client.Error) (why, todo string) {
 		var r any
 		e.Detail("currentRunId", &r)
 		return fmt.Sprintf("the current run is %s, not the one expected", jsonString(r)), "check `oecp get`, then run the command again (--if-run pins the run)"
+	case protocol.SchemaViolation:
+		var reason string
+		if e.Detail("reason", &reason) {
+			return reason, "" // the server's own rule, in its words
+		}
 	}
 	if p, ok := plainRefusals[e.DataCode]; ok {
 		return p[0], p[1]
