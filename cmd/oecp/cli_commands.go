@@ -19,7 +19,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *file == "" {
-		return c.usageErr("give the graph file with -f GRAPH")
+		return c.fs.usageErr("give the graph file with -f GRAPH")
 	}
 	graph, err := readGraph(*file)
 	if err != nil {
@@ -235,17 +235,17 @@ func runUpdate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *suspend && *resume {
-		return c.usageErr("--suspend and --resume exclude each other")
+		return c.fs.usageErr("--suspend and --resume exclude each other")
 	}
 	if *replace && len(labels.remove) > 0 {
-		return c.usageErr("--replace-labels takes key=value labels only")
+		return c.fs.usageErr("--replace-labels takes key=value labels only")
 	}
 	if *logLevel != "" && !isLogLevel(*logLevel) {
-		return c.usageErr("--log-level %q: want trace, debug, info, warn or error", *logLevel)
+		return c.fs.usageErr("--log-level %q: want trace, debug, info, warn or error", *logLevel)
 	}
 	labelsChange := *replace || labels.set != nil || len(labels.remove) > 0
 	if !labelsChange && *logLevel == "" && !*suspend && !*resume {
-		return c.usageErr("nothing to update: give --label, --replace-labels, --log-level, --suspend or --resume")
+		return c.fs.usageErr("nothing to update: give --label, --replace-labels, --log-level, --suspend or --resume")
 	}
 	mergeNeeded := labelsChange && !*replace
 	s, st, err := c.openCAS(mergeNeeded)

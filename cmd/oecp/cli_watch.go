@@ -208,13 +208,13 @@ in the current run's events.`,
 		return err
 	}
 	if (len(c.args) == 1) == (*node != "") {
-		return c.usageErr("give either an EXECUTION ref or --node NAME")
+		return c.fs.usageErr("give either an EXECUTION ref or --node NAME")
 	}
 	if *attempt != 0 && *node == "" {
-		return c.usageErr("--attempt goes with --node")
+		return c.fs.usageErr("--attempt goes with --node")
 	}
 	if *attempt < 0 {
-		return c.usageErr("--attempt must be 1 or more")
+		return c.fs.usageErr("--attempt must be 1 or more")
 	}
 	s, err := c.open()
 	if err != nil {

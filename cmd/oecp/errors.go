@@ -59,7 +59,10 @@ func (c *cli) failf(code int, format string, a ...any) *exitErr {
 	return failf(c.name, code, format, a...)
 }
 
-// usageErr reports a usage problem (exit 2).
+// usageErr ends the command with exit 2 for a problem with what it was
+// given: an unreadable file or value, a refused URL or token, a failed
+// dial. A bad flag or flag combination is c.fs.usageErr, which adds the
+// hint to the command's help.
 func (c *cli) usageErr(format string, a ...any) *exitErr {
 	return c.failf(exitUsage, format, a...)
 }
