@@ -85,7 +85,7 @@ const keyHelp = "With --idempotency-key, the preconditions read for the key are 
 	"call's receipt back, even after that call changed the cluster: retrying after an ambiguous failure is safe."
 
 // exitStatusHelp is the exit status paragraph of the client commands.
-const exitStatusHelp = `Exit status: 0 success; 1 the server refused the request, or the run failed or was stopped;
+const exitStatusHelp = `Exit status: 0 success; 1 the server refused the request, or the run failed or stopped;
 2 usage error, unreadable file, refused URL, connection or authentication failure;
 3 (watch, apply --watch) the run is held on a failed step; 130 interrupted (Ctrl-C).`
 

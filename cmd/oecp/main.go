@@ -101,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runHelp prints the usage of oecp, or of the named command, on stdout.
 func runHelp(args []string, stdout, stderr io.Writer) error {
 	switch {
-	case len(args) == 0:
+	case len(args) == 0, args[0] == "-h", args[0] == "--help":
 		usage(stdout)
 		return nil
 	case len(args) > 1:

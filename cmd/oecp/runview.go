@@ -83,9 +83,9 @@ func (f *failure) heldLine() string {
 // a step's last attempt failed (with no error route in the graph), so a
 // bookmark that follows such a failure, with no dispatch of that node
 // since and the run not stopping, is the hold; the next bookmark is the
-// retry that ends it (until the node is dispatched again). Map items run concurrently
-// and node_end does not say which item ended, so an end is numbered only
-// when one item of its node is in flight.
+// retry that ends it (until the node is dispatched again). Map items run
+// concurrently and node_end does not say which item ended, so an end is
+// numbered only when it is known which dispatch of its node it ends.
 type runTracker struct {
 	info      graphInfo
 	op        *protocol.OperationalStatus

@@ -25,8 +25,36 @@ func newFlags(name, synopsis, about string, stdout, stderr io.Writer) *cmdFlags 
 	return &cmdFlags{FlagSet: fs, name: name, synopsis: synopsis, about: about, stdout: stdout, stderr: stderr}
 }
 
-// note adds a paragraph printed after the flags.
-func (f *cmdFlags) note(s string) { f.notes = append(f.notes, s) }
+// note adds a paragraph printed after the flags, its long lines wrapped.
+func (f *cmdFlags) note(s string) {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = wrap(l, noteWidth)
+	}
+	f.notes = append(f.notes, strings.Join(lines, "\n"))
+}
+
+// noteWidth is the column at which usage notes are wrapped.
+const noteWidth = 90
+
+// wrap breaks s between words so that no line exceeds width (a longer
+// word stays whole).
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
 
 // usage writes the command's whole usage.
 func (f *cmdFlags) usage(w io.Writer) {
@@ -66,16 +94,15 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		if placeholder != "" {
 			line += " " + placeholder
 		}
-		fmt.Fprintf(w, "%s\n        %s", line, strings.ReplaceAll(help, "\n", "\n        "))
 		if d := fl.DefValue; d != "" && d != "false" && d != "0" && d != "0s" {
 			if g, ok := fl.Value.(flag.Getter); ok {
 				if _, isString := g.Get().(string); isString {
 					d = fmt.Sprintf("%q", d)
 				}
 			}
-			fmt.Fprintf(w, " (default %s)", d)
+			help += " (default " + d + ")"
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%s\n        %s\n", line, strings.ReplaceAll(wrap(help, noteWidth-8), "\n", "\n        "))
 	})
 	fmt.Fprintf(w, "  -h, --help\n        print this help\n")
 }
