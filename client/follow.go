@@ -47,6 +47,7 @@ type FollowOptions struct {
 // closes. Each (runId, cursor) is delivered at most once and in order.
 type Watcher struct {
 	opts   FollowOptions
+	tail   string // set by the first establishment, before FollowWatch returns; then read-only
 	out    chan WatchEvent
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -54,7 +55,6 @@ type Watcher struct {
 	mu      sync.Mutex
 	err     error
 	runID   string
-	tail    string // the run's last cursor when the watch was first established
 	last    string // cursor of the last event delivered to the consumer
 	seen    map[string]struct{}
 	conn    *Conn // current connection
@@ -133,11 +133,7 @@ func (w *Watcher) RunID() string {
 // HistoryTail is the run's last cursor when the watch was established:
 // events up to and including it are history, later ones happened live
 // ("" when the watch waited for a run, so every event is live).
-func (w *Watcher) HistoryTail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.tail
-}
+func (w *Watcher) HistoryTail() string { return w.tail }
 
 // LastCursor is the cursor of the last event delivered.
 func (w *Watcher) LastCursor() string {

@@ -15,6 +15,22 @@ import (
 	"github.com/oecp/oecp/verifier"
 )
 
+// decodeRegistry decodes a --registry file: a registry table (the
+// registry.json layout, a JSON object), or the workers file of `oecp serve
+// --workers` (a JSON array), which verifies as that server would: the
+// built-in workers and the file's.
+func decodeRegistry(data []byte) (verifier.Registry, error) {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '[' {
+		return verifier.LoadStaticRegistry(data)
+	}
+	specs, err := worker.ParseCommandSpecs(data)
+	if err != nil {
+		return nil, err
+	}
+	reg, _, err := capsule.Registries(specs)
+	return reg, err
+}
+
 func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", "verify (--graph FILE [--registry FILE] | --worker FILE) [--json]",
 		`Verifies a graph offline with the server's verifier (the built-in workers, or the
@@ -61,22 +77,6 @@ func verifyGraph(graphFile, registryFile string, asJSON bool, stdout io.Writer) 
 		return nil
 	}
 	return exitWith(exitError)
-}
-
-// decodeRegistry decodes a --registry file: a registry table (the
-// registry.json layout, a JSON object), or the workers file of `oecp serve
-// --workers` (a JSON array), which verifies as that server would: the
-// built-in workers and the file's.
-func decodeRegistry(data []byte) (verifier.Registry, error) {
-	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '[' {
-		return verifier.LoadStaticRegistry(data)
-	}
-	specs, err := worker.ParseCommandSpecs(data)
-	if err != nil {
-		return nil, err
-	}
-	reg, _, err := capsule.Registries(specs)
-	return reg, err
 }
 
 // readDecoded reads file (a what) and decodes it; either failure exits 2,
