@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Leases record the right to supervise a run. A lease is a row (name,
@@ -17,8 +18,9 @@ import (
 // SQLite store holds an exclusive lock on its data directory — so a lease
 // held under any other owner id belongs to a process that is gone, and
 // AcquireLease takes it over at once. A store shared by several live
-// processes (PostgreSQL) will add an expiry that owners renew; the port
-// below is shaped so that this needs no change to its callers.
+// processes (PostgreSQL) cannot tell a gone owner from a live one, so its
+// leases expire (ExpiringLeaser): an owner renews its leases while it
+// lives, and a lease is taken over only once released or expired.
 //
 // The epoch fences a lease holder that has been superseded: it grows by one
 // each time the lease changes hands, and a writer acting under a lease calls
@@ -28,6 +30,10 @@ import (
 // ErrLeaseLost: the lease is not held under the given epoch (it was taken
 // over, released, or never acquired). The holder must stop acting on it.
 var ErrLeaseLost = errors.New("store: lease lost")
+
+// ErrLeaseHeld: AcquireLease found the lease held by another owner whose
+// lease has not expired. Only an ExpiringLeaser returns it.
+var ErrLeaseHeld = errors.New("store: lease held by another owner")
 
 // Lease is one lease row. Owner is empty when the lease was released.
 type Lease struct {
@@ -50,6 +56,22 @@ type Leaser interface {
 	// ErrLeaseLost). The row and its epoch are kept, so a later holder gets
 	// a higher epoch and a stale one can never pass CheckLease again.
 	ReleaseLease(ctx context.Context, name, owner string, epoch uint64) error
+}
+
+// ExpiringLeaser is a Leaser shared by several live processes. A lease
+// lasts LeaseTTL from its acquisition or last renewal; AcquireLease takes
+// over a lease only when it was released or has expired, and fails with
+// ErrLeaseHeld otherwise. Expiry never fences by itself: a holder whose
+// lease expired keeps passing CheckLease until another owner takes the
+// lease over (bumping the epoch).
+type ExpiringLeaser interface {
+	Leaser
+	// LeaseTTL is how long a lease lasts without renewal.
+	LeaseTTL() time.Duration
+	// RenewLeases extends every lease owner holds by LeaseTTL and returns
+	// them, lease name to epoch. A lease missing from the result is no
+	// longer owner's.
+	RenewLeases(ctx context.Context, owner string) (map[string]uint64, error)
 }
 
 // LeaseReader is the read side of leases, implemented by the transactions

@@ -133,13 +133,8 @@ type Store struct {
 	log  *slog.Logger
 	lock *dirLock
 
-	// Close waits for the transactions in flight (inflight, under
-	// closeMu); a transaction started during Close, even one nested in a
-	// View, fails with ErrClosed rather than deadlock.
-	closeMu  sync.Mutex
-	drained  *sync.Cond
-	inflight int
-	closed   bool
+	// gate makes Close wait for the transactions in flight.
+	gate store.Gate
 
 	// wmu serializes writers on the one writer connection.
 	wmu     sync.Mutex
@@ -151,8 +146,7 @@ type Store struct {
 	rdb    *sql.DB
 	rstmts [nStmts]*sql.Stmt // read statements, prepared on the pool
 
-	chMu    sync.Mutex
-	changed chan struct{}
+	signal store.Signal // Changed
 }
 
 var (
@@ -186,8 +180,7 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: %w", err)
 	}
-	s := &Store{dir: dir, log: logger, lock: lock, changed: make(chan struct{})}
-	s.drained = sync.NewCond(&s.closeMu)
+	s := &Store{dir: dir, log: logger, lock: lock}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -340,60 +333,22 @@ func (s *Store) release() error {
 // Close waits for transactions in flight, closes the database and unlocks
 // the data directory.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	if s.closed {
-		s.closeMu.Unlock()
-		return store.ErrClosed
+	if err := s.gate.Close(); err != nil {
+		return err
 	}
-	s.closed = true
-	for s.inflight > 0 {
-		s.drained.Wait()
-	}
-	s.closeMu.Unlock()
 	err := s.release()
 	// Wake the watchers: their next read fails with ErrClosed instead of
 	// waiting for a commit that will never come.
-	s.wake()
+	s.signal.Wake()
 	if err != nil {
 		return fmt.Errorf("store/sqlite: close: %w", err)
 	}
 	return nil
 }
 
-// enter registers a transaction, refused once Close has begun; exit ends it.
-func (s *Store) enter() error {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.closed {
-		return store.ErrClosed
-	}
-	s.inflight++
-	return nil
-}
-
-func (s *Store) exit() {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.inflight--; s.inflight == 0 && s.closed {
-		s.drained.Broadcast()
-	}
-}
-
 // Changed returns a channel closed after the next commit that wrote
 // something.
-func (s *Store) Changed() <-chan struct{} {
-	s.chMu.Lock()
-	defer s.chMu.Unlock()
-	return s.changed
-}
-
-func (s *Store) wake() {
-	s.chMu.Lock()
-	ch := s.changed
-	s.changed = make(chan struct{})
-	s.chMu.Unlock()
-	close(ch)
-}
+func (s *Store) Changed() <-chan struct{} { return s.signal.Changed() }
 
 // Update runs fn in one write transaction. ctx is checked before it starts;
 // a started transaction is not interrupted (fn is expected to be short).
@@ -405,7 +360,7 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	})
 	if err == nil && wrote {
-		s.wake()
+		s.signal.Wake()
 	}
 	return err
 }
@@ -416,10 +371,10 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.enter(); err != nil {
+	if err := s.gate.Enter(); err != nil {
 		return err
 	}
-	defer s.exit()
+	defer s.gate.Exit()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	// Statements run without the caller's context: a cancellation must not
@@ -462,10 +417,10 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.enter(); err != nil {
+	if err := s.gate.Enter(); err != nil {
 		return err
 	}
-	defer s.exit()
+	defer s.gate.Exit()
 	// A deferred read transaction takes its WAL snapshot at its first
 	// read and keeps it until the end.
 	rtx, err := s.rdb.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})

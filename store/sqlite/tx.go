@@ -289,19 +289,16 @@ func (t *txn) AppendEvent(tenant, runID string, encode func(seq uint64) ([]byte,
 	if err != nil {
 		return store.Event{}, err
 	}
-	if r == nil {
-		return store.Event{}, fmt.Errorf("%w: %q", store.ErrNoRun, runID)
-	}
-	if r.Tombstoned {
-		return store.Event{}, fmt.Errorf("%w: %q", store.ErrTombstoned, runID)
+	cur := store.Run{ID: runID}
+	if r != nil {
+		cur = *r
 	}
 	seq := t.seq + 1
-	body, err := encode(seq)
+	ev, err := store.NewEvent(cur, r != nil, seq, encode)
 	if err != nil {
 		return store.Event{}, err
 	}
-	ev := store.Event{Seq: seq, RunID: runID, Index: r.Count + 1, Body: body}
-	if _, err := t.exec(stInsertEvent, int64(seq), tenant, runID, int64(ev.Index), body); err != nil {
+	if _, err := t.exec(stInsertEvent, int64(seq), tenant, runID, int64(ev.Index), ev.Body); err != nil {
 		return store.Event{}, dbErr("append event", err)
 	}
 	first := r.FirstSeq

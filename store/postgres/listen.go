@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The listener turns other stores' commits into wake-ups. It keeps one
+// connection of its own (LISTEN is per session) and loops: wait for a
+// notification at most PollInterval; a notification from another store
+// wakes the watchers; a quiet interval polls the database's transaction
+// snapshot and wakes the watchers if it moved (some transaction wrote and
+// ended since the last poll), which covers a notification lost in any way
+// that left the connection up. A lost connection is reopened, and the
+// watchers are woken once it listens again, since what was committed in
+// between was never announced.
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// startListener connects and LISTENs before it returns, so that every
+// commit after Open returns wakes this store.
+func (s *Store) startListener(ctx context.Context, cc *pgx.ConnConfig) error {
+	conn, err := s.listenOn(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("store/postgres: listen: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s.stopListen, s.listenDone = cancel, make(chan struct{})
+	go s.listenLoop(lctx, cc, conn)
+	return nil
+}
+
+func (s *Store) listenOn(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		_ = conn.Close(ctx)
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Conn) {
+	defer close(s.listenDone)
+	for {
+		err := s.waitLoop(ctx, conn)
+		_ = conn.Close(context.Background())
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("store/postgres: listener connection lost; reconnecting", "err", err)
+		for {
+			if sleepCtx(ctx, s.poll) != nil {
+				return
+			}
+			if conn, err = s.listenOn(ctx, cc); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("store/postgres: listener reconnect failed", "err", err)
+		}
+		s.log.Info("store/postgres: listener reconnected")
+		s.signal.Wake()
+	}
+}
+
+// waitLoop waits for notifications and polls until the connection fails
+// or ctx ends.
+func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
+	self := s.id + " "
+	var snapshot string
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.poll)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			if !strings.HasPrefix(n.Payload, self) {
+				s.signal.Wake()
+			}
+			continue
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !errors.Is(err, context.DeadlineExceeded) || conn.IsClosed():
+			return err
+		}
+		cur, err := s.snapshot(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if snapshot != "" && cur != snapshot {
+			s.signal.Wake()
+		}
+		snapshot = cur
+	}
+}
+
+// snapshot reads the database's current transaction snapshot, bounded by
+// the statement timeout on the client side too (a connection that stopped
+// answering counts as lost).
+func (s *Store) snapshot(ctx context.Context, conn *pgx.Conn) (string, error) {
+	qctx, cancel := context.WithTimeout(ctx, s.txTimeout)
+	defer cancel()
+	var cur string
+	err := conn.QueryRow(qctx, "SELECT pg_current_snapshot()::text").Scan(&cur)
+	return cur, err
+}

@@ -1,0 +1,55 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/store/postgres"
+	"github.com/oecp/oecp/store/postgres/pgtest"
+	"github.com/oecp/oecp/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var ctx = context.Background()
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openOn opens a store on dsn, closed when t ends.
+func openOn(t testing.TB, dsn string, opt postgres.Options) *postgres.Store {
+	t.Helper()
+	opt.DSN = dsn
+	s, err := postgres.Open(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// open opens a store on a fresh schema.
+func open(t testing.TB, opt postgres.Options) *postgres.Store {
+	t.Helper()
+	dsn, _ := pgtest.Schema(t)
+	return openOn(t, dsn, opt)
+}
+
+func TestConformance(t *testing.T) {
+	pgtest.Require(t)
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t, postgres.Options{}) })
+	// The lease suite assumes that a lease held by another owner belongs to
+	// a process that is gone (a local store's assumption): a TTL of one
+	// microsecond makes every lease expired by the next statement.
+	t.Run("Leases", func(t *testing.T) {
+		storetest.RunLeases(t, func(t *testing.T) store.Store { return open(t, postgres.Options{LeaseTTL: time.Microsecond}) })
+	})
+}
