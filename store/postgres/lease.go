@@ -90,7 +90,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string) (uint64, e
 	var epoch int64
 	var prev string
 	err := s.exec(ctx, func(ctx context.Context) error {
-		err := s.pool.QueryRow(ctx, qAcquireLease, name, owner, float64(s.ttl.Microseconds())).Scan(&epoch, &prev)
+		err := s.pool.QueryRow(ctx, qAcquireLease, bytesArgs([]any{name, owner, float64(s.ttl.Microseconds())})...).Scan(&epoch, str{&prev})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.leaseHeld(ctx, name)
 		}
@@ -113,7 +113,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string) (uint64, e
 func (s *Store) leaseHeld(ctx context.Context, name string) error {
 	var owner string
 	var epoch, leftUS int64
-	if err := s.pool.QueryRow(ctx, qLeaseHolder, name).Scan(&owner, &epoch, &leftUS); err != nil {
+	if err := s.pool.QueryRow(ctx, qLeaseHolder, []byte(name)).Scan(str{&owner}, &epoch, &leftUS); err != nil {
 		return err
 	}
 	left := time.Duration(leftUS) * time.Microsecond
@@ -124,7 +124,7 @@ func (s *Store) leaseHeld(ctx context.Context, name string) error {
 // ReleaseLease implements store.Leaser.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string, epoch uint64) error {
 	return s.exec(ctx, func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, qReleaseLease, name, owner, int64(epoch))
+		tag, err := s.pool.Exec(ctx, qReleaseLease, bytesArgs([]any{name, owner, epoch})...)
 		if err != nil {
 			return fmt.Errorf("store/postgres: release lease %s: %w", name, err)
 		}
@@ -139,18 +139,18 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string, epoch uint
 func (s *Store) RenewLeases(ctx context.Context, owner string) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	err := s.exec(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, qRenewLeases, owner, float64(s.ttl.Microseconds()))
+		rows, err := s.pool.Query(ctx, qRenewLeases, []byte(owner), float64(s.ttl.Microseconds()))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var name string
-			var epoch int64
-			if err := rows.Scan(&name, &epoch); err != nil {
+			var epoch uint64
+			if err := rows.Scan(str{&name}, &epoch); err != nil {
 				return err
 			}
-			out[name] = uint64(epoch)
+			out[name] = epoch
 		}
 		return rows.Err()
 	})

@@ -45,7 +45,7 @@ func put[K comparable, V any](m map[K]*V, k K, v *V, found bool) map[K]*V {
 func (t *txn) Idempotency(tenant, key string) (store.Receipt, bool, error) {
 	var r store.Receipt
 	var found bool
-	if err := t.send("read receipt", row(&found, qIdem, []any{tenant, key}, &r.Fingerprint, &r.Result)); err != nil {
+	if err := t.send("read receipt", row(&found, qIdem, []any{tenant, key}, str{&r.Fingerprint}, &r.Result)); err != nil {
 		return store.Receipt{}, false, err
 	}
 	if t.write {
@@ -87,14 +87,14 @@ func (t *txn) Run(tenant, runID string) (store.Run, bool, error) {
 func (t *txn) FirstRunAfter(tenant string, seq uint64) (store.Run, bool, error) {
 	var r store.Run
 	var found bool
-	err := t.send("find run", row(&found, qFirstRunAfter, []any{tenant, seq}, &r.ID, &r.Seed, &r.FirstSeq, &r.LastSeq, &r.Count, &r.Tombstoned))
+	err := t.send("find run", row(&found, qFirstRunAfter, []any{tenant, seq}, str{&r.ID}, &r.Seed, &r.FirstSeq, &r.LastSeq, &r.Count, &r.Tombstoned))
 	return r, found && err == nil, err
 }
 
 func (t *txn) Event(tenant string, seq uint64) (store.Event, bool, error) {
 	ev := store.Event{Seq: seq}
 	var found bool
-	err := t.send("read event", row(&found, qEvent, []any{seq, tenant}, &ev.RunID, &ev.Index, &ev.Body))
+	err := t.send("read event", row(&found, qEvent, []any{seq, tenant}, str{&ev.RunID}, &ev.Index, &ev.Body))
 	return ev, found && err == nil, err
 }
 
@@ -254,7 +254,7 @@ func (t *txn) Lease(name string) (store.Lease, bool, error) {
 	}
 	l := store.Lease{Name: name}
 	var found bool
-	if err := t.send("read lease", row(&found, q, []any{name}, &l.Owner, &l.Epoch)); err != nil || !found {
+	if err := t.send("read lease", row(&found, q, []any{name}, str{&l.Owner}, &l.Epoch)); err != nil || !found {
 		return store.Lease{}, false, err
 	}
 	return l, true, nil

@@ -13,18 +13,19 @@ import (
 // from version i to i+1. Entries are never edited once released, only
 // appended; Open applies the missing tail in one transaction.
 var migrations = []string{
-	// 1: the ledger.
+	// 1: the ledger. Every string is bytea: tenants, keys and ids may hold
+	// any byte (NUL included), which text columns refuse.
 	`
 CREATE TABLE clusters (
-	tenant  text PRIMARY KEY,
+	tenant  bytea PRIMARY KEY,
 	version bigint NOT NULL,
 	data    bytea
 );
 
 CREATE TABLE idempotency (
-	tenant      text NOT NULL,
-	key         text NOT NULL,
-	fingerprint text NOT NULL,
+	tenant      bytea NOT NULL,
+	key         bytea NOT NULL,
+	fingerprint bytea NOT NULL,
 	result      bytea,
 	PRIMARY KEY (tenant, key)
 );
@@ -32,8 +33,8 @@ CREATE TABLE idempotency (
 -- A run and its event counters: first_seq, last_seq and count move as
 -- events are appended and survive a tombstone (which deletes the events).
 CREATE TABLE runs (
-	tenant text NOT NULL,
-	id     text NOT NULL,
+	tenant bytea NOT NULL,
+	id     bytea NOT NULL,
 	seed   bytea,
 	first_seq bigint NOT NULL DEFAULT 0, last_seq bigint NOT NULL DEFAULT 0, count bigint NOT NULL DEFAULT 0,
 	tombstoned boolean NOT NULL DEFAULT false,
@@ -45,8 +46,8 @@ CREATE INDEX runs_by_first_seq ON runs (tenant, first_seq) WHERE count > 0;
 -- cursor, assigned from the sequence row below.
 CREATE TABLE events (
 	seq    bigint PRIMARY KEY,
-	tenant text NOT NULL,
-	run_id text NOT NULL,
+	tenant bytea NOT NULL,
+	run_id bytea NOT NULL,
 	idx    bigint NOT NULL,
 	body   bytea
 );
@@ -62,14 +63,14 @@ CREATE TABLE sequence (
 INSERT INTO sequence (id, last) VALUES (1, 0);
 
 CREATE TABLE counters (
-	name  text PRIMARY KEY,
+	name  bytea PRIMARY KEY,
 	value bigint NOT NULL
 );
 
 -- Supervision leases; expires is in the database's clock.
 CREATE TABLE leases (
-	name    text PRIMARY KEY,
-	owner   text NOT NULL,
+	name    bytea PRIMARY KEY,
+	owner   bytea NOT NULL,
 	epoch   bigint NOT NULL,
 	expires timestamptz NOT NULL
 );

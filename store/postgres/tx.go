@@ -21,7 +21,7 @@ const (
 	lockSeq    = `SELECT last FROM sequence WHERE id = 1 FOR UPDATE`
 	readSeq    = `SELECT last FROM sequence WHERE id = 1`
 	saveSeq    = `UPDATE sequence SET last = $1 WHERE id = 1`
-	notify     = `SELECT pg_notify($1, $2)`
+	notify     = `SELECT pg_notify(convert_from($1, 'UTF8'), convert_from($2, 'UTF8'))`
 
 	qCluster       = `SELECT version, data FROM clusters WHERE tenant = $1`
 	qInsertCluster = `INSERT INTO clusters (tenant, version, data) VALUES ($1, 1, $2)`
@@ -141,6 +141,25 @@ func (t *txn) prologue(qs []query) []query {
 	return append(all, qs...)
 }
 
+// bytesArgs turns string arguments into bytes: every string column is
+// bytea (see the schema), and strings come back through str.
+func bytesArgs(args []any) []any {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = []byte(s)
+		}
+	}
+	return args
+}
+
+// str scans a bytea column into a string.
+type str struct{ p *string }
+
+func (x str) ScanBytes(v []byte) error {
+	*x.p = string(v)
+	return nil
+}
+
 // scanSeq reads the locked sequence row.
 func (t *txn) scanSeq(rows pgx.Rows) error {
 	if !rows.Next() {
@@ -153,7 +172,7 @@ func (t *txn) scanSeq(rows pgx.Rows) error {
 func (t *txn) exchange(qs []query) error {
 	b := &pgx.Batch{}
 	for _, q := range qs {
-		b.Queue(q.sql, q.args...)
+		b.Queue(q.sql, bytesArgs(q.args)...)
 	}
 	br := t.conn.SendBatch(t.ctx, b)
 	err := readResults(br, qs)
