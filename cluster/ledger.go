@@ -66,6 +66,9 @@ func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 		return nil
 	}
 	epoch, err := lr.AcquireLease(ctx, store.RunLease(ref.Tenant, ref.RunID), l.owner)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return fmt.Errorf("%w: %w", engine.ErrClaimedElsewhere, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -177,6 +177,7 @@ type Supervisor struct {
 	// (Versioner) and the run's executions in this process. Unguarded:
 	// only the reconcile loop reads or changes it.
 	seen map[RunRef]reading
+	keep claimKeeping // renewal of claims that expire
 }
 
 // reading is what one reconcile of a run found, and under which version.
@@ -201,7 +202,8 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		log = slog.Default()
 	}
 	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}}
+		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{},
+		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}}
 }
 
 // SetMaxActive bounds the executions running at once across every run
@@ -222,7 +224,10 @@ func (s *Supervisor) Run(ctx context.Context) {
 		s.mu.Unlock()
 		s.wg.Wait()
 		s.flush(context.WithoutCancel(ctx))
+		s.releaseClaims(context.WithoutCancel(ctx))
 	}()
+	keepDone := s.keepClaims(ctx)
+	defer func() { <-keepDone }()
 	settleDone := make(chan struct{})
 	go func() {
 		defer close(settleDone)
@@ -243,6 +248,7 @@ func (s *Supervisor) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-s.keep.rescan:
 		}
 	}
 }
@@ -255,13 +261,14 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 		}
 		return
 	}
+	s.dropLost()
 	live := map[RunRef]bool{}
 	var wants []want
 	for _, ref := range runs {
 		live[ref] = true
 		if !s.claimed[ref] {
 			if err := s.ledger.Claim(ctx, ref); err != nil {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && !errors.Is(err, ErrClaimedElsewhere) {
 					s.log.Error("engine: claim run", "run", ref.RunID, "err", err)
 				}
 				continue
@@ -295,7 +302,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 	s.mu.Unlock()
 	for ref := range s.claimed {
 		if !live[ref] {
-			delete(s.claimed, ref)
+			s.unclaim(ctx, ref)
 			delete(s.seen, ref)
 		}
 	}

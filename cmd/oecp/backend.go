@@ -20,7 +20,7 @@ import (
 // backendConfig selects and configures the cluster backend of `oecp serve`.
 type backendConfig struct {
 	kind    string // "default" or "fixture"
-	store   string // "sqlite" or "memory"
+	store   string // "sqlite", "memory" or "postgres"
 	dataDir string
 	sync    string
 	tenancy string
@@ -28,17 +28,19 @@ type backendConfig struct {
 	harness string
 	// maxActive bounds running executions (0: unbounded).
 	maxActive int
+	pg      postgresConfig
 }
 
 func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.kind, "backend", "default", "`default|fixture`: the real cluster, or a deterministic in-memory cluster without an engine (reference-compatible, for conformance tests)")
-	fs.StringVar(&b.store, "store", "", "ledger store, `sqlite|memory` (default sqlite; the fixture backend keeps memory)")
+	fs.StringVar(&b.store, "store", "", "ledger store, `sqlite|memory|postgres` (default sqlite; postgres is shared by replicas; the fixture backend keeps memory)")
 	fs.StringVar(&b.dataDir, "data", "", "data directory `DIR` of the sqlite store (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")
 	fs.StringVar(&b.sync, "sync", "full", "sqlite durability, `full|normal`: fsync every commit, or at WAL checkpoints")
 	fs.StringVar(&b.tenancy, "tenancy", "isolated", "`isolated|shared`: one cluster per tenant, or one cluster for all")
 	fs.StringVar(&b.workers, "workers", "", "JSON `FILE` of host-configured command workers")
 	fs.StringVar(&b.harness, "harness", "", "JSON `FILE` of the agent harnesses native runs (run/submit) may use; without it every run/submit is refused")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
+	b.pg.addFlags(fs)
 }
 
 func (b *backendConfig) validate() error {
@@ -49,10 +51,14 @@ func (b *backendConfig) validate() error {
 	}
 	switch b.store {
 	case "", "memory", "sqlite":
+	case "postgres":
+		if err := b.pg.validate(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("--store %q: want sqlite or memory", b.store)
+		return fmt.Errorf("--store %q: want sqlite, memory or postgres", b.store)
 	}
-	if b.kind == "fixture" && b.store == "sqlite" {
+	if b.kind == "fixture" && b.store != "" && b.store != "memory" {
 		return errors.New("--backend fixture keeps its state in memory: use --store memory or leave --store out")
 	}
 	if b.dataDir != "" && (b.store == "memory" || b.kind == "fixture") {
@@ -128,8 +134,11 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 // openStore opens the configured ledger store: SQLite in the data
 // directory by default, or memory with --store memory.
 func openStore(cfg backendConfig, log *slog.Logger) (store.Store, error) {
-	if cfg.store == "memory" {
+	switch cfg.store {
+	case "memory":
 		return store.NewMemory(), nil
+	case "postgres":
+		return cfg.pg.open(log)
 	}
 	dir := cfg.dataDir
 	if dir == "" {

@@ -1,15 +1,12 @@
 package conformance
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,61 +14,15 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 )
 
-// server is an `oecp serve` child process listening on 127.0.0.1:0.
-type serverProc struct {
-	cmd  *exec.Cmd
-	URL  string
-	done chan error
-}
-
-var servingURL = regexp.MustCompile(`url=(ws://127\.0\.0\.1:\d+/oecp)`)
-
 // startServer runs `oecp serve --listen 127.0.0.1:0 args...` and waits for
 // the line that names its URL.
-func startServer(t *testing.T, args ...string) *serverProc {
+func startServer(t *testing.T, args ...string) *wiretest.Server {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &serverProc{cmd: cmd, done: make(chan error, 1)}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
-			p.URL = m[1]
-			break
-		}
-	}
-	if p.URL == "" {
-		_ = cmd.Process.Kill()
-		t.Fatalf("oecp serve did not report its URL: %v", cmd.Wait())
-	}
-	go func() {
-		for sc.Scan() {
-		}
-		p.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	return p
-}
-
-func (p *serverProc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-p.done
-	p.done <- nil // let Cleanup's receive return
+	return wiretest.StartServer(t, binPath, nil, args...)
 }
 
 // crashGraph is one step on a command worker that sleeps on its first
@@ -165,7 +116,7 @@ func TestSIGKILLMidRunLosesNothing(t *testing.T) {
 			break
 		}
 	}
-	srv.kill(t)
+	_ = srv.Signal(t, syscall.SIGKILL)
 
 	srv2 := startServer(t, args...)
 	c2 := dialT(t, srv2.URL)
@@ -298,13 +249,9 @@ func TestSIGTERMKillsWorkerProcessGroupsAndExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-srv.done; err != nil {
+	if err := srv.Signal(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("oecp serve exited with %v after SIGTERM, want 0", err)
 	}
-	srv.done <- nil
 	// The worker's child is gone: killed with its process group (at worst a
 	// zombie waiting for init to reap it).
 	for {

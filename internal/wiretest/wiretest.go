@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -366,4 +367,66 @@ func StartProc(t testing.TB, bin string, args ...string) *ProcWire {
 func (p *ProcWire) CloseSend() ([]string, error) {
 	rest := p.closeSend()
 	return rest, p.cmd.Wait()
+}
+
+// Server is an `oecp serve` child process listening on 127.0.0.1:0.
+type Server struct {
+	Cmd  *exec.Cmd
+	URL  string
+	done chan error
+}
+
+var servingURL = regexp.MustCompile(`url=(ws://127\.0\.0\.1:\d+/oecp)`)
+
+// StartServer runs `bin serve --listen 127.0.0.1:0 args...`, waits for the
+// line that names its URL, and kills it when t ends. Its stderr after that
+// line is copied to log (nil discards it).
+func StartServer(t testing.TB, bin string, log io.Writer, args ...string) *Server {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Server{Cmd: cmd, done: make(chan error, 1)}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
+			p.URL = m[1]
+			break
+		}
+	}
+	if p.URL == "" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("oecp serve did not report its URL: %v", cmd.Wait())
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	go func() {
+		for sc.Scan() {
+			fmt.Fprintln(log, sc.Text())
+		}
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// Signal sends sig to the server and waits for it to exit, returning how
+// it exited.
+func (p *Server) Signal(t testing.TB, sig os.Signal) error {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	err := <-p.done
+	p.done <- err // let Cleanup's receive return
+	return err
 }
