@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/oecp/oecp/client"
@@ -90,7 +91,7 @@ func TestSIGKILLMidNativeRunsLosesNothing(t *testing.T) {
 		// Until a is active: its agent is then hanging in its process.
 		before[id] = watchRun(t, c, id, func(s string) bool { return strings.Contains(s, `"node":"a"`) })
 	}
-	srv.kill(t)
+	_ = srv.Signal(t, syscall.SIGKILL)
 
 	srv2 := startServer(t, args...)
 	c2 := dialT(t, srv2.URL)

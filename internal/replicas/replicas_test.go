@@ -26,21 +26,7 @@ import (
 
 var binPath string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "oecp-replicas")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	binPath, err = wiretest.BuildBinary(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(wiretest.RunWithBinary(m, &binPath)) }
 
 var ctx = context.Background()
 
