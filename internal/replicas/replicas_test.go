@@ -5,11 +5,10 @@ package replicas
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,14 +59,11 @@ func dial(t *testing.T, s *wiretest.Server) *client.Conn {
 	return c
 }
 
-func sleepGraph(t *testing.T) json.RawMessage {
-	t.Helper()
-	g, err := os.ReadFile(filepath.Join("testdata", "sleep.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
+// sleepGraph is one builtin.sleep step (input.ms, two attempts) and a
+// succeed.
+//
+//go:embed testdata/sleep.json
+var sleepGraph []byte
 
 func input(ms int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"text":"hi","ms":%d}`, ms)) }
 
@@ -94,8 +90,8 @@ func cursors(t *testing.T, evs []client.WatchEvent) []string {
 	var out []string
 	last := uint64(0)
 	for _, ev := range evs {
-		n, err := strconv.ParseUint(strings.TrimPrefix(ev.Cursor, "cursor-"), 10, 64)
-		if err != nil || n <= last {
+		var n uint64
+		if _, err := fmt.Sscanf(ev.Cursor, "cursor-%d", &n); err != nil || n <= last {
 			t.Fatalf("cursor %q after %d", ev.Cursor, last)
 		}
 		last = n
@@ -119,7 +115,7 @@ func TestApplyOnOneWatchOnOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Apply(ctx, client.ApplyParams{Graph: sleepGraph(t), Input: input(50), IdempotencyKey: "apply-1"})
+	res, err := a.Apply(ctx, client.ApplyParams{Graph: sleepGraph, Input: input(50), IdempotencyKey: "apply-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +150,7 @@ func must(t *testing.T, err error) {
 func TestSameIdempotencyKeyCommitsOnce(t *testing.T) {
 	cl := startCluster(t, 2)
 	conns := []*client.Conn{dial(t, cl.replicas[0]), dial(t, cl.replicas[1])}
-	p := client.ApplyParams{Graph: sleepGraph(t), Input: input(10), IdempotencyKey: "same-key"}
+	p := client.ApplyParams{Graph: sleepGraph, Input: input(10), IdempotencyKey: "same-key"}
 	results := make([]*protocol.ApplyResult, len(conns))
 	var wg sync.WaitGroup
 	for i, c := range conns {
@@ -189,7 +185,7 @@ func TestSameIdempotencyKeyCommitsOnce(t *testing.T) {
 func TestKilledReplicaRunMoves(t *testing.T) {
 	cl := startCluster(t, 3)
 	a := dial(t, cl.replicas[0])
-	res, err := a.Apply(ctx, client.ApplyParams{Graph: sleepGraph(t), Input: input(2000), IdempotencyKey: "kill"})
+	res, err := a.Apply(ctx, client.ApplyParams{Graph: sleepGraph, Input: input(2000), IdempotencyKey: "kill"})
 	if err != nil {
 		t.Fatal(err)
 	}
