@@ -28,7 +28,7 @@ type backendConfig struct {
 	harness string
 	// maxActive bounds running executions (0: unbounded).
 	maxActive int
-	pg      postgresConfig
+	pg        postgresConfig
 }
 
 func (b *backendConfig) addFlags(fs *flag.FlagSet) {

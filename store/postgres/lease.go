@@ -29,7 +29,7 @@ ON CONFLICT (name) DO UPDATE SET
 	expires = excluded.expires
 WHERE l.owner = excluded.owner OR l.owner = '' OR l.expires <= now()
 RETURNING epoch, coalesce((SELECT owner FROM prev), '')`
-	qLeaseHolder = `SELECT owner, epoch, greatest(0, extract(epoch FROM expires - now()) * 1e6)::bigint FROM leases WHERE name = $1`
+	qLeaseHolder  = `SELECT owner, epoch, greatest(0, extract(epoch FROM expires - now()) * 1e6)::bigint FROM leases WHERE name = $1`
 	qReleaseLease = `UPDATE leases SET owner = '' WHERE name = $1 AND owner = $2 AND owner <> '' AND epoch = $3`
 	qRenewLeases  = `UPDATE leases SET expires = now() + $2::float8 * interval '1 microsecond' WHERE owner = $1 RETURNING name, epoch`
 )

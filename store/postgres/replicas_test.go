@@ -19,8 +19,8 @@ import (
 type migrations struct{ n atomic.Int32 }
 
 func (m *migrations) Enabled(context.Context, slog.Level) bool { return true }
-func (m *migrations) WithAttrs([]slog.Attr) slog.Handler      { return m }
-func (m *migrations) WithGroup(string) slog.Handler           { return m }
+func (m *migrations) WithAttrs([]slog.Attr) slog.Handler       { return m }
+func (m *migrations) WithGroup(string) slog.Handler            { return m }
 func (m *migrations) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "ledger schema migrated" {
 		m.n.Add(1)
