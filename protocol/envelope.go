@@ -8,7 +8,7 @@ import (
 )
 
 // ID is a JSON-RPC request id: a string or an integer literal that fits
-// int64 (spec/01 §1.2). "1" and 1 are distinct ids.
+// int64. "1" and 1 are distinct ids.
 type ID struct {
 	str   string
 	num   int64
@@ -115,7 +115,7 @@ const (
 	FrameRequest
 )
 
-// Frame is one decoded inbound frame (spec/01 §1.1 steps 1–4).
+// Frame is one decoded inbound frame.
 type Frame struct {
 	Kind FrameKind
 	// AdmissionID is set when the frame passed the "classified request"
@@ -143,10 +143,15 @@ const (
 	MethodSubscriptionCancel = "subscription/cancel"
 )
 
-// DecodeFrame applies spec/01 §1.1 steps 1–4 to one frame. The
-// $/cancelRequest notification is recognised on every binding (a
-// deliberate improvement over the reference, which only does so on
-// WebSocket).
+// DecodeFrame classifies one inbound frame, checking in this order:
+//
+//  1. not valid UTF-8 JSON: FrameParseError; not an object: FrameInvalid;
+//  2. a $/cancelRequest notification (on every binding), then, for a frame
+//     that is not a classified request, a subscription/cancel notification;
+//  3. the classified-request test, which sets AdmissionID;
+//  4. strict envelope validation, last value of a repeated member winning:
+//     jsonrpc "2.0", a string method and a valid id make a FrameRequest,
+//     anything else is FrameInvalid.
 func DecodeFrame(data []byte) Frame {
 	// Bindings reject invalid UTF-8 before decoding; an in-process caller
 	// that passes it gets a parse error, as serde_json would give.
@@ -161,79 +166,94 @@ func DecodeFrame(data []byte) Frame {
 	if !ok {
 		return Frame{Kind: FrameParseError}
 	}
-
-	var (
-		jsonrpcN, idN, methodN, paramsN int
-		jsonrpcRaw, idRaw, methodRaw    json.RawMessage
-		paramsRaw                       json.RawMessage
-	)
-	for _, m := range members {
-		switch m.Key {
-		case "jsonrpc":
-			jsonrpcN++
-			jsonrpcRaw = m.Value
-		case "id":
-			idN++
-			idRaw = m.Value
-		case "method":
-			methodN++
-			methodRaw = m.Value
-		case "params":
-			paramsN++
-			paramsRaw = m.Value
-		}
-	}
-	jsonrpc, jsonrpcIsStr := unquote(jsonrpcRaw)
-	method, methodIsStr := unquote(methodRaw)
-
-	// Step 2a: $/cancelRequest, checked on every parsed frame.
-	if jsonrpcN == 1 && jsonrpcIsStr && methodN == 1 && methodIsStr && paramsN == 1 && method == MethodCancelRequest {
-		if pm, ok := ObjectMembers(trimSpace(paramsRaw)); ok && len(pm) == 1 && pm[0].Key == "id" {
-			if cid, ok := parseID(pm[0].Value); ok {
+	e := scanEnvelope(members)
+	if e.notification(MethodCancelRequest) {
+		if v, ok := singleParam(e.params, "id"); ok {
+			if cid, ok := parseID(v); ok {
 				return Frame{Kind: FrameCancelRequest, CancelID: cid}
 			}
 		}
 	}
-
-	// Step 3: the classified-request test.
 	var admission *ID
-	if jsonrpcN == 1 && jsonrpcIsStr && idN == 1 && methodN == 1 && methodIsStr && paramsN == 1 {
-		if id, ok := parseID(idRaw); ok {
+	if e.shaped() && e.idN == 1 {
+		if id, ok := parseID(e.id); ok {
 			admission = &id
 		}
 	}
-
-	// Step 2b: subscription/cancel, only for unclassified frames.
-	if admission == nil && jsonrpcN == 1 && jsonrpcIsStr && methodN == 1 && methodIsStr && paramsN == 1 && method == MethodSubscriptionCancel {
-		if pm, ok := ObjectMembers(trimSpace(paramsRaw)); ok && len(pm) == 1 && pm[0].Key == "subscriptionId" {
-			if sid, ok := unquote(pm[0].Value); ok {
+	if admission == nil && e.notification(MethodSubscriptionCancel) {
+		if v, ok := singleParam(e.params, "subscriptionId"); ok {
+			if sid, ok := unquote(v); ok {
 				return Frame{Kind: FrameSubscriptionCancel, SubscriptionID: sid}
 			}
 		}
 	}
-
-	// Step 4: strict envelope validation, last value wins.
 	f := Frame{Kind: FrameInvalid, AdmissionID: admission}
-	if jsonrpcN == 0 || !jsonrpcIsStr || jsonrpc != JSONRPCVersion {
+	if e.jsonrpcN == 0 || !e.jsonrpcIsStr || e.jsonrpc != JSONRPCVersion || e.methodN == 0 || !e.methodIsStr || e.idN == 0 {
 		return f
 	}
-	if methodN == 0 || !methodIsStr {
-		return f
-	}
-	if idN == 0 {
-		return f
-	}
-	id, ok := parseID(idRaw)
+	id, ok := parseID(e.id)
 	if !ok {
 		return f
 	}
-	f.Kind = FrameRequest
-	f.ID = id
-	f.Method = method
-	if paramsN > 0 {
-		f.Params = trimSpace(paramsRaw)
+	f.Kind, f.ID, f.Method = FrameRequest, id, e.method
+	if e.paramsN > 0 {
+		f.Params = trimSpace(e.params)
 	}
 	return f
+}
+
+// envelope is what DecodeFrame reads from a frame's members: how often each
+// envelope member occurs and its last value.
+type envelope struct {
+	jsonrpcN, idN, methodN, paramsN int
+	jsonrpc, method                 string
+	jsonrpcIsStr, methodIsStr       bool
+	id, params                      json.RawMessage
+}
+
+func scanEnvelope(members []Member) envelope {
+	var e envelope
+	var jsonrpcRaw, methodRaw json.RawMessage
+	for _, m := range members {
+		switch m.Key {
+		case "jsonrpc":
+			e.jsonrpcN++
+			jsonrpcRaw = m.Value
+		case "id":
+			e.idN++
+			e.id = m.Value
+		case "method":
+			e.methodN++
+			methodRaw = m.Value
+		case "params":
+			e.paramsN++
+			e.params = m.Value
+		}
+	}
+	e.jsonrpc, e.jsonrpcIsStr = unquote(jsonrpcRaw)
+	e.method, e.methodIsStr = unquote(methodRaw)
+	return e
+}
+
+// shaped reports whether jsonrpc and method (both strings) and params occur
+// exactly once: the shape of a notification, and with one id of a
+// classified request.
+func (e *envelope) shaped() bool {
+	return e.jsonrpcN == 1 && e.jsonrpcIsStr && e.methodN == 1 && e.methodIsStr && e.paramsN == 1
+}
+
+// notification reports whether the frame is shaped as a notification of
+// method.
+func (e *envelope) notification(method string) bool { return e.shaped() && e.method == method }
+
+// singleParam returns the value of params when params is an object whose
+// only member is key.
+func singleParam(params json.RawMessage, key string) (json.RawMessage, bool) {
+	pm, ok := ObjectMembers(trimSpace(params))
+	if !ok || len(pm) != 1 || pm[0].Key != key {
+		return nil, false
+	}
+	return pm[0].Value, true
 }
 
 // ObjectMembers splits a syntactically valid JSON object into its members in
