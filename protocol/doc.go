@@ -1,15 +1,19 @@
 // Package protocol holds the OECP v1 wire contract: JSON-RPC envelopes and
-// request ids, the exact inbound decode order of spec/01 §1.1, the error
-// catalogue of §1.7, strict closed-object decoding helpers, and a JSON writer
-// that reproduces the reference implementation's bytes (§1.4: compact, no
-// HTML escaping, U+2028/U+2029 raw, sorted keys for free-form values,
-// Rust-style floats).
+// request ids with the exact order of inbound frame checks (envelope.go), the
+// error catalogue (errors.go), the method registry (methods.go), strictly
+// decoded closed params (params.go, over the reader in object.go), result
+// and event types (results.go), the lexical rules shared with the graph
+// contract (lexical.go: control characters, BoundedString256), and a JSON
+// writer that reproduces the reference implementation's bytes (writer.go:
+// compact, no HTML escaping, U+2028/U+2029 raw, sorted keys for free-form
+// values, Rust-style floats).
 //
-// It knows nothing about connections, transports or backends; it is pure
-// data in, data out, and safe for concurrent use.
+// It knows nothing about connections, transports or backends, and imports no
+// other package of this module; it is pure data in, data out, and safe for
+// concurrent use.
 package protocol
 
-// Version is the only protocol version this implementation speaks (§1.6).
+// Version is the only protocol version this implementation speaks.
 const Version = "openengine.cluster/v1"
 
 // JSONRPCVersion is the required value of the envelope's "jsonrpc" member.
@@ -21,7 +25,7 @@ const (
 	ProfileSingleWorker = "openengine.graph.single-worker/v1"
 )
 
-// Limits of the wire contract (spec/01 §1.8, §2; spec/02 §3).
+// Limits of the wire contract.
 const (
 	// MaxFrameBytes bounds one inbound frame: an NDJSON line without its
 	// newline, or one reassembled WebSocket text message. Exactly this many

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -168,70 +169,69 @@ func DecodeFrame(data []byte) Frame {
 	}
 	e := scanEnvelope(members)
 	if e.notification(MethodCancelRequest) {
-		if v, ok := singleParam(e.params, "id"); ok {
+		if v, ok := singleParam(e.raw[envParams], "id"); ok {
 			if cid, ok := parseID(v); ok {
 				return Frame{Kind: FrameCancelRequest, CancelID: cid}
 			}
 		}
 	}
 	var admission *ID
-	if e.shaped() && e.idN == 1 {
-		if id, ok := parseID(e.id); ok {
+	if e.shaped() && e.n[envID] == 1 {
+		if id, ok := parseID(e.raw[envID]); ok {
 			admission = &id
 		}
 	}
 	if admission == nil && e.notification(MethodSubscriptionCancel) {
-		if v, ok := singleParam(e.params, "subscriptionId"); ok {
+		if v, ok := singleParam(e.raw[envParams], "subscriptionId"); ok {
 			if sid, ok := unquote(v); ok {
 				return Frame{Kind: FrameSubscriptionCancel, SubscriptionID: sid}
 			}
 		}
 	}
 	f := Frame{Kind: FrameInvalid, AdmissionID: admission}
-	if e.jsonrpcN == 0 || !e.jsonrpcIsStr || e.jsonrpc != JSONRPCVersion || e.methodN == 0 || !e.methodIsStr || e.idN == 0 {
+	if !e.jsonrpcIsStr || e.jsonrpc != JSONRPCVersion || !e.methodIsStr || e.n[envID] == 0 {
 		return f
 	}
-	id, ok := parseID(e.id)
+	id, ok := parseID(e.raw[envID])
 	if !ok {
 		return f
 	}
 	f.Kind, f.ID, f.Method = FrameRequest, id, e.method
-	if e.paramsN > 0 {
-		f.Params = trimSpace(e.params)
+	if e.n[envParams] > 0 {
+		f.Params = trimSpace(e.raw[envParams])
 	}
 	return f
 }
 
 // envelope is what DecodeFrame reads from a frame's members: how often each
-// envelope member occurs and its last value.
+// envelope member occurs (n) and its last value (raw), indexed like
+// envelopeKeys.
 type envelope struct {
-	jsonrpcN, idN, methodN, paramsN int
-	jsonrpc, method                 string
-	jsonrpcIsStr, methodIsStr       bool
-	id, params                      json.RawMessage
+	n                         [len(envelopeKeys)]int
+	raw                       [len(envelopeKeys)]json.RawMessage
+	jsonrpc, method           string
+	jsonrpcIsStr, methodIsStr bool
 }
+
+var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params"}
+
+const (
+	envJSONRPC = iota
+	envID
+	envMethod
+	envParams
+)
 
 func scanEnvelope(members []Member) envelope {
 	var e envelope
-	var jsonrpcRaw, methodRaw json.RawMessage
 	for _, m := range members {
-		switch m.Key {
-		case "jsonrpc":
-			e.jsonrpcN++
-			jsonrpcRaw = m.Value
-		case "id":
-			e.idN++
-			e.id = m.Value
-		case "method":
-			e.methodN++
-			methodRaw = m.Value
-		case "params":
-			e.paramsN++
-			e.params = m.Value
+		if i := slices.Index(envelopeKeys[:], m.Key); i >= 0 {
+			e.n[i]++
+			e.raw[i] = m.Value
 		}
 	}
-	e.jsonrpc, e.jsonrpcIsStr = unquote(jsonrpcRaw)
-	e.method, e.methodIsStr = unquote(methodRaw)
+	e.jsonrpc, e.jsonrpcIsStr = unquote(e.raw[envJSONRPC])
+	e.method, e.methodIsStr = unquote(e.raw[envMethod])
 	return e
 }
 
@@ -239,7 +239,7 @@ func scanEnvelope(members []Member) envelope {
 // exactly once: the shape of a notification, and with one id of a
 // classified request.
 func (e *envelope) shaped() bool {
-	return e.jsonrpcN == 1 && e.jsonrpcIsStr && e.methodN == 1 && e.methodIsStr && e.paramsN == 1
+	return e.n[envJSONRPC] == 1 && e.jsonrpcIsStr && e.n[envMethod] == 1 && e.methodIsStr && e.n[envParams] == 1
 }
 
 // notification reports whether the frame is shaped as a notification of

@@ -4,7 +4,7 @@ import (
 	"strconv"
 )
 
-// JSON-RPC error codes (spec/01 §1.7).
+// JSON-RPC error codes.
 const (
 	CodeParseError     = -32700
 	CodeInvalidRequest = -32600
@@ -59,7 +59,7 @@ const (
 
 // Error is a JSON-RPC error object. It doubles as the Go error a backend
 // returns: the dispatcher writes it as is, except that -32603 errors lose
-// their details (redaction, spec/02 §1.4 step 6).
+// their details (an internal error never shows its cause to the peer).
 type Error struct {
 	Code    int
 	Message string

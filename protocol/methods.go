@@ -11,7 +11,7 @@ const (
 	Subscription
 )
 
-// MethodInfo describes one method of the registry (spec/02 §1.3).
+// MethodInfo describes one method of the registry.
 type MethodInfo struct {
 	Name string
 	Kind MethodKind
@@ -19,8 +19,7 @@ type MethodInfo struct {
 	DecodeData DecodeDataVariant
 }
 
-// DecodeDataVariant is the shape of error.data on a params decode failure
-// (spec/01 §1.7).
+// DecodeDataVariant is the shape of error.data on a params decode failure.
 type DecodeDataVariant int
 
 const (

@@ -2,8 +2,8 @@ package protocol
 
 import "encoding/json"
 
-// Result and event types, declared in the reference's key order (spec/01
-// §3–§4, §8). Encode them with Marshal. Fields that are omitted when unset
+// Result and event types, declared in the reference's key order. Encode
+// them with Marshal. Fields that are omitted when unset
 // are pointers or slices with omitempty; fields that are written as null
 // are plain pointers without omitempty.
 

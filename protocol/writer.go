@@ -12,6 +12,11 @@ import (
 	"unicode/utf8"
 )
 
+const hexDigits = "0123456789abcdef"
+
+// shortEscapes maps the bytes with a two-character escape to its letter.
+var shortEscapes = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 // AppendString appends s as a JSON string the way the reference serializer
 // does: only '"', '\\' and C0 controls are escaped (\b \f \n \r \t, the rest
 // as lowercase \u00xx); '<', '>', '&', U+2028, U+2029 and all other
@@ -38,24 +43,10 @@ func AppendString(b []byte, s string) []byte {
 			continue
 		}
 		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			const hex = "0123456789abcdef"
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		if e := shortEscapes[c]; e != 0 {
+			b = append(b, '\\', e)
+		} else {
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 		i++
 		start = i

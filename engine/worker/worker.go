@@ -201,7 +201,7 @@ func SanitizeLine(s string, bound int, marker string) string {
 			b.WriteString(`\n`)
 		case r == '\r':
 			b.WriteString(`\r`)
-		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
+		case protocol.IsControl(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
