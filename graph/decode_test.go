@@ -10,7 +10,7 @@ import (
 )
 
 // goldenSpec is the fixture graph of every golden transcript, byte for byte
-// as `get` returns it (01-protocol.md §12).
+// as `get` returns it.
 const goldenSpec = `{"profile":"openengine.graph.single-worker/v1","initialInput":{"kind":"null"},"policy":{"policy":"policy.default@1","default":"deny"},"root":{"kind":"step","name":"worker","worker":"legacy.zeroshot.ship@1","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":1000,"attempts":1}}`
 
 func TestEncodeMatchesGoldenSpecBytes(t *testing.T) {

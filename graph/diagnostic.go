@@ -8,17 +8,17 @@ import (
 // Severity of a GraphDiagnostic.
 type Severity string
 
-// Severities (§5.8).
+// Severities.
 const (
 	SeverityError   Severity = "error"
 	SeverityWarning Severity = "warning"
 	SeverityInfo    Severity = "info"
 )
 
-// DiagnosticCode is a GraphDiagnostic code (§5.8).
+// DiagnosticCode is a GraphDiagnostic code.
 type DiagnosticCode string
 
-// Diagnostic codes in their sort rank order (§5.8).
+// Diagnostic codes in their sort rank order.
 const (
 	CodeSchemaSafety           DiagnosticCode = "schema_safety"
 	CodeReachability           DiagnosticCode = "reachability"
@@ -38,8 +38,8 @@ var codeRank = []DiagnosticCode{
 	CodeUndefinedRead, CodeInvalidGraphShape,
 }
 
-// Rank is the code's position in the §5.8 diagnostic order (unknown codes
-// sort last).
+// Rank is the code's position in the diagnostic order: schema_safety first,
+// invalid_graph_shape last, unknown codes after every known one.
 func (c DiagnosticCode) Rank() int {
 	if i := slices.Index(codeRank, c); i >= 0 {
 		return i
@@ -50,7 +50,7 @@ func (c DiagnosticCode) Rank() int {
 // SegmentKind tags a diagnostic PathSegment.
 type SegmentKind string
 
-// Path segment kinds (§5.8).
+// Path segment kinds.
 const (
 	SegmentField SegmentKind = "field"
 	SegmentIndex SegmentKind = "index"
@@ -58,7 +58,7 @@ const (
 )
 
 // InvalidNameIndex is the index a path segment uses for a field name that is
-// not a valid identifier (§5.8).
+// not a valid identifier.
 const InvalidNameIndex = 4294967295
 
 // PathSegment is one step of a diagnostic path: a field name, an array
@@ -70,7 +70,7 @@ type PathSegment struct {
 }
 
 // FieldSeg returns a field segment; a name that is not an identifier becomes
-// an index segment with InvalidNameIndex (§5.8).
+// an index segment with InvalidNameIndex.
 func FieldSeg(name string) PathSegment {
 	if !IsIdentifier(name) {
 		return PathSegment{Kind: SegmentIndex, Index: InvalidNameIndex}
@@ -85,23 +85,17 @@ func IndexSeg(i int) PathSegment { return PathSegment{Kind: SegmentIndex, Index:
 func NodeSeg(name string) PathSegment { return PathSegment{Kind: SegmentNode, Name: name} }
 
 // MarshalJSON writes {"kind":"field"|"node","name"} or {"kind":"index","index"}.
-func (s PathSegment) MarshalJSON() ([]byte, error) {
-	w := &jsonWriter{}
-	s.writeJSON(w)
-	return w.b, nil
-}
+func (s PathSegment) MarshalJSON() ([]byte, error) { return marshal(&s) }
 
 func (s *PathSegment) writeJSON(w *jsonWriter) {
-	w.raw(`{"kind":`)
-	w.str(string(s.Kind))
+	w.open()
+	w.strMember("kind", string(s.Kind))
 	if s.Kind == SegmentIndex {
-		w.raw(`,"index":`)
-		w.uint(uint64(s.Index))
+		w.uintMember("index", uint64(s.Index))
 	} else {
-		w.raw(`,"name":`)
-		w.str(s.Name)
+		w.strMember("name", s.Name)
 	}
-	w.raw("}")
+	w.close()
 }
 
 // Path is a diagnostic path.
@@ -113,7 +107,7 @@ func (p Path) With(segs ...PathSegment) Path {
 	return append(append(out, p...), segs...)
 }
 
-// Diagnostic is a GraphDiagnostic (§5.8).
+// Diagnostic is a GraphDiagnostic.
 type Diagnostic struct {
 	Severity     Severity
 	Code         DiagnosticCode
@@ -123,29 +117,18 @@ type Diagnostic struct {
 }
 
 // MarshalJSON writes severity, code, message, path, relatedNodes.
-func (d Diagnostic) MarshalJSON() ([]byte, error) {
-	w := &jsonWriter{}
-	d.writeJSON(w)
-	return w.b, nil
-}
+func (d Diagnostic) MarshalJSON() ([]byte, error) { return marshal(&d) }
 
 func (d *Diagnostic) writeJSON(w *jsonWriter) {
-	w.raw(`{"severity":`)
-	w.str(string(d.Severity))
-	w.raw(`,"code":`)
-	w.str(string(d.Code))
-	w.raw(`,"message":`)
-	w.str(d.Message)
-	w.raw(`,"path":[`)
-	for i, s := range d.Path {
-		if i > 0 {
-			w.raw(",")
-		}
-		s.writeJSON(w)
-	}
-	w.raw(`],"relatedNodes":`)
+	w.open()
+	w.strMember("severity", string(d.Severity))
+	w.strMember("code", string(d.Code))
+	w.strMember("message", d.Message)
+	w.member("path")
+	w.array(len(d.Path), func(i int) { d.Path[i].writeJSON(w) })
+	w.member("relatedNodes")
 	w.strings(d.RelatedNodes)
-	w.raw("}")
+	w.close()
 }
 
 func segKey(s PathSegment) int {
@@ -159,7 +142,7 @@ func segKey(s PathSegment) int {
 }
 
 // ComparePaths orders paths segment by segment (field < index < node, then
-// name by bytes or index numerically); a prefix sorts first (§5.8).
+// name by bytes or index numerically); a prefix sorts first.
 func ComparePaths(a, b Path) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		ka, kb := segKey(a[i]), segKey(b[i])
@@ -182,7 +165,7 @@ func ComparePaths(a, b Path) int {
 	return len(a) - len(b)
 }
 
-// CompareDiagnostics is the §5.8 order: path, code rank, message,
+// CompareDiagnostics is the diagnostic order: path, code rank, message,
 // relatedNodes.
 func CompareDiagnostics(a, b Diagnostic) int {
 	if c := ComparePaths(a.Path, b.Path); c != 0 {
@@ -197,109 +180,63 @@ func CompareDiagnostics(a, b Diagnostic) int {
 	return slices.Compare(a.RelatedNodes, b.RelatedNodes)
 }
 
-// SortDiagnostics sorts ds deterministically per §5.8.
+// SortDiagnostics sorts ds stably in CompareDiagnostics order.
 func SortDiagnostics(ds []Diagnostic) { slices.SortStableFunc(ds, CompareDiagnostics) }
 
 // DecodeDiagnostic strictly decodes one GraphDiagnostic.
 func DecodeDiagnostic(data []byte) (Diagnostic, error) {
-	var d Diagnostic
-	tree, err := parseJSON(data)
-	if err != nil {
-		return d, errAt("$", ViolationMalformedJSON, "%v", err)
-	}
-	obj, err := asObject(tree, "$", "diagnostic", ViolationInvalidType)
-	if err != nil {
-		return d, err
-	}
-	if err := closed(obj, "$", "diagnostic", ViolationUnknownField, "severity", "code", "message", "path", "relatedNodes"); err != nil {
-		return d, err
-	}
-	r := &nodeReader{obj: obj, path: "$", what: "diagnostic"}
-	str := func(key string) string {
-		v, p, ok := r.get(key)
-		if !ok {
-			return ""
-		}
-		s, err := asString(v, p, key)
-		r.err = err
-		return s
-	}
-	d.Severity = Severity(str("severity"))
+	return decodeDocument(data, decodeDiagnostic)
+}
+
+func decodeDiagnostic(v any, path string) (Diagnostic, error) {
+	r := openClosed(v, path, "diagnostic", ViolationInvalidType, ViolationUnknownField, "severity", "code", "message", "path", "relatedNodes")
+	d := Diagnostic{Severity: Severity(r.str("severity", "severity"))}
 	if r.err == nil && d.Severity != SeverityError && d.Severity != SeverityWarning && d.Severity != SeverityInfo {
-		r.err = errAt("$.severity", ViolationInvalidValue, "unknown severity %q", clip(string(d.Severity)))
+		r.fail("severity", ViolationInvalidValue, "unknown severity %q", clip(string(d.Severity)))
 	}
-	d.Code = DiagnosticCode(str("code"))
+	d.Code = DiagnosticCode(r.str("code", "code"))
 	if r.err == nil && d.Code.Rank() == len(codeRank) {
-		r.err = errAt("$.code", ViolationInvalidValue, "unknown diagnostic code %q", clip(string(d.Code)))
+		r.fail("code", ViolationInvalidValue, "unknown diagnostic code %q", clip(string(d.Code)))
 	}
-	d.Message = str("message")
-	if v, p, ok := r.get("path"); ok {
-		d.Path, r.err = decodeDiagPath(v, p)
-	}
-	if v, p, ok := r.get("relatedNodes"); ok {
-		var a []any
-		if a, r.err = asArray(v, p, "relatedNodes"); r.err == nil {
-			d.RelatedNodes = make([]string, len(a))
-			for i, e := range a {
-				if d.RelatedNodes[i], r.err = decodeIdentifier(e, index(p, i), "node name"); r.err != nil {
-					break
-				}
-			}
-		}
-	}
+	d.Message = r.str("message", "message")
+	d.Path = member(r, "path", func(v any, p string) (Path, error) {
+		return decodeList(v, p, "diagnostic path", false, decodeSegment)
+	})
+	d.RelatedNodes = member(r, "relatedNodes", func(v any, p string) ([]string, error) {
+		return decodeList(v, p, "relatedNodes", false, named("node name", decodeIdentifier))
+	})
 	return d, r.err
 }
 
-func decodeDiagPath(v any, path string) (Path, error) {
-	a, err := asArray(v, path, "diagnostic path")
-	if err != nil {
-		return nil, err
+// decodeSegment reads a path segment: a field or node segment has a name,
+// an index segment an index that fits uint32.
+func decodeSegment(v any, path string) (PathSegment, error) {
+	r := openObject(v, path, "path segment", ViolationInvalidType)
+	kv, kind := r.kind()
+	seg := PathSegment{Kind: SegmentKind(kind)}
+	// The reader keeps naming the object "path segment"; only the
+	// closedness message names the segment's kind.
+	shape := func(allowed ...string) bool {
+		if r.err == nil {
+			r.err = closed(r.obj, path, kind+" segment", ViolationUnknownField, allowed...)
+		}
+		return r.err == nil
 	}
-	out := make(Path, len(a))
-	for i, e := range a {
-		p := index(path, i)
-		obj, err := asObject(e, p, "path segment", ViolationInvalidType)
-		if err != nil {
-			return nil, err
+	switch seg.Kind {
+	case SegmentField, SegmentNode:
+		if shape("kind", "name") {
+			seg.Name = r.ident("name", "segment name")
 		}
-		kv, err := need(obj, "kind", p, "path segment")
-		if err != nil {
-			return nil, err
+	case SegmentIndex:
+		if shape("kind", "index") {
+			u := member(r, "index", named("segment index", decodeCount))
+			if r.err == nil && u > InvalidNameIndex {
+				r.fail("index", ViolationInvalidBound, "segment index %d exceeds uint32", u)
+			}
+			seg.Index = uint32(u)
 		}
-		kind, _ := kv.(string)
-		switch SegmentKind(kind) {
-		case SegmentField, SegmentNode:
-			if err := closed(obj, p, kind+" segment", ViolationUnknownField, "kind", "name"); err != nil {
-				return nil, err
-			}
-			nv, err := need(obj, "name", p, "path segment")
-			if err != nil {
-				return nil, err
-			}
-			name, err := decodeIdentifier(nv, field(p, "name"), "segment name")
-			if err != nil {
-				return nil, err
-			}
-			out[i] = PathSegment{Kind: SegmentKind(kind), Name: name}
-		case SegmentIndex:
-			if err := closed(obj, p, "index segment", ViolationUnknownField, "kind", "index"); err != nil {
-				return nil, err
-			}
-			iv, err := need(obj, "index", p, "path segment")
-			if err != nil {
-				return nil, err
-			}
-			u, err := decodeUint(iv, field(p, "index"), "segment index", 0)
-			if err != nil {
-				return nil, err
-			}
-			if u > InvalidNameIndex {
-				return nil, errAt(field(p, "index"), ViolationInvalidBound, "segment index %d exceeds uint32", u)
-			}
-			out[i] = PathSegment{Kind: SegmentIndex, Index: uint32(u)}
-		default:
-			return nil, errAt(field(p, "kind"), ViolationInvalidValue, "unknown path segment kind %s", quoteAny(kv))
-		}
+	default:
+		r.fail("kind", ViolationInvalidValue, "unknown path segment kind %s", quoteAny(kv))
 	}
-	return out, nil
+	return seg, r.err
 }

@@ -1,60 +1,55 @@
 package graph
 
-import "sort"
+import (
+	"slices"
+	"strconv"
+)
 
-// MarshalJSON writes the graph in the reference field order (§5.1–§5.4)
-// with enum sets, signal maps and record fields sorted and the reference's
-// string escaping (§1.4). This is the form `get` returns as `spec`.
-func (g GraphSpec) MarshalJSON() ([]byte, error) {
-	w := &jsonWriter{}
-	w.graph(&g, nil)
-	return w.b, nil
-}
+// Encoders write the reference field order with enum sets, signal maps and
+// record fields sorted, in the reference's string escaping.
+
+// MarshalJSON writes the graph in the reference field order. This is the
+// form `get` returns as `spec`.
+func (g GraphSpec) MarshalJSON() ([]byte, error) { return marshal(&g) }
+
+func (g *GraphSpec) writeJSON(w *jsonWriter) { w.graph(g, nil) }
 
 // MarshalJSON writes the payload type in reference order.
-func (p PayloadType) MarshalJSON() ([]byte, error) {
-	w := &jsonWriter{}
-	p.writeJSON(w)
-	return w.b, nil
-}
+func (p PayloadType) MarshalJSON() ([]byte, error) { return marshal(&p) }
 
 // MarshalJSON writes the guard in reference order.
-func (g Guard) MarshalJSON() ([]byte, error) {
-	w := &jsonWriter{}
-	g.writeJSON(w)
-	return w.b, nil
-}
+func (g Guard) MarshalJSON() ([]byte, error) { return marshal(&g) }
 
 // MarshalNode writes one node (and its subtree) in reference order.
 func MarshalNode(n Node) ([]byte, error) {
 	w := &jsonWriter{}
-	writeNode(w, n)
+	w.node(n)
 	return w.b, nil
 }
 
+// graph writes g and, when b is set, its bounds as a last member.
 func (w *jsonWriter) graph(g *GraphSpec, b *Bounds) {
 	if g == nil {
 		w.raw("null")
 		return
 	}
-	w.raw(`{"profile":`)
-	w.str(g.Profile)
-	w.raw(`,"initialInput":`)
-	g.InitialInput.writeJSON(w)
-	w.raw(`,"policy":{"policy":`)
-	w.str(g.Policy.Policy)
-	w.raw(`,"default":`)
-	w.str(g.Policy.Default)
-	w.raw(`},"root":`)
-	writeNode(w, g.Root)
+	w.open()
+	w.strMember("profile", g.Profile)
+	w.valueMember("initialInput", &g.InitialInput)
+	w.valueMember("policy", &g.Policy)
+	w.nodeMember("root", g.Root)
 	if b != nil {
-		w.raw(`,"bounds":`)
-		b.writeJSON(w)
+		w.valueMember("bounds", b)
 	}
-	w.raw("}")
+	w.close()
 }
 
-func writeNode(w *jsonWriter, n Node) {
+func (p *PolicyBinding) writeJSON(w *jsonWriter) {
+	w.strObject("policy", p.Policy, "default", p.Default)
+}
+
+// node writes n, or null for no node.
+func (w *jsonWriter) node(n Node) {
 	if n == nil {
 		w.raw("null")
 		return
@@ -62,362 +57,302 @@ func writeNode(w *jsonWriter, n Node) {
 	n.writeJSON(w)
 }
 
+func (w *jsonWriter) strMember(k, s string) {
+	w.member(k)
+	w.str(s)
+}
+
+// strObject writes an object of string members given as key, value pairs.
+func (w *jsonWriter) strObject(kv ...string) {
+	w.open()
+	for i := 0; i+1 < len(kv); i += 2 {
+		w.strMember(kv[i], kv[i+1])
+	}
+	w.close()
+}
+
+func (w *jsonWriter) uintMember(k string, u uint64) {
+	w.member(k)
+	w.uint(u)
+}
+
+func (w *jsonWriter) valueMember(k string, v jsonValue) {
+	w.member(k)
+	v.writeJSON(w)
+}
+
+// setMember writes a label set sorted.
+func (w *jsonWriter) setMember(k string, labels []string) {
+	w.member(k)
+	w.strings(sortedCopy(labels))
+}
+
+func (w *jsonWriter) nodesMember(k string, ns []Node) {
+	w.member(k)
+	w.array(len(ns), func(i int) { w.node(ns[i]) })
+}
+
+func (w *jsonWriter) pathsMember(k string, ps []FieldPath) {
+	w.member(k)
+	w.array(len(ps), func(i int) { w.strings(ps[i]) })
+}
+
+// nullable writes v, or null when isNil (a nil pointer held by v).
+func (w *jsonWriter) nullable(isNil bool, v jsonValue) {
+	if isNil {
+		w.raw("null")
+	} else {
+		v.writeJSON(w)
+	}
+}
+
 func (p *PayloadType) writeJSON(w *jsonWriter) {
-	w.raw(`{"kind":`)
-	w.str(string(p.Kind))
+	w.open()
+	w.strMember("kind", string(p.Kind))
 	switch p.Kind {
 	case PayloadRecord:
-		w.raw(`,"fields":{`)
-		names := make([]string, 0, len(p.Fields))
-		for k := range p.Fields {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for i, k := range names {
+		w.member("fields")
+		w.open()
+		for _, k := range sortedKeys(p.Fields) {
 			f := p.Fields[k]
-			w.key(k, i == 0)
-			w.raw(`{"type":`)
-			f.Type.writeJSON(w)
-			if f.Required {
-				w.raw(`,"required":true}`)
-			} else {
-				w.raw(`,"required":false}`)
-			}
+			w.member(k)
+			w.open()
+			w.valueMember("type", &f.Type)
+			w.member("required")
+			w.b = strconv.AppendBool(w.b, f.Required)
+			w.close()
 		}
-		w.raw("}")
+		w.close()
 	case PayloadArray:
-		w.raw(`,"items":`)
-		if p.Items == nil {
-			w.raw("null")
-		} else {
-			p.Items.writeJSON(w)
-		}
+		w.member("items")
+		w.nullable(p.Items == nil, p.Items)
 	case PayloadEnum:
-		w.raw(`,"values":`)
-		w.strings(sortedCopy(p.Values))
+		w.setMember("values", p.Values)
 	}
-	w.raw("}")
+	w.close()
 }
 
 func sortedCopy(ss []string) []string {
-	if sort.StringsAreSorted(ss) {
+	if slices.IsSorted(ss) {
 		return ss
 	}
-	c := append([]string(nil), ss...)
-	sort.Strings(c)
-	return c
+	return slices.Sorted(slices.Values(ss))
 }
 
-func (w *jsonWriter) path(p FieldPath) { w.strings(p) }
-
-func (w *jsonWriter) paths(ps []FieldPath) {
-	w.raw("[")
-	for i, p := range ps {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.path(p)
-	}
-	w.raw("]")
-}
+func (p FieldPath) writeJSON(w *jsonWriter) { w.strings(p) }
 
 func (s *DataSelector) writeJSON(w *jsonWriter) {
-	w.raw(`{"source":`)
-	w.str(string(s.Source))
-	w.raw(`,"path":`)
-	w.path(s.Path)
-	w.raw("}")
+	w.open()
+	w.strMember("source", string(s.Source))
+	w.valueMember("path", s.Path)
+	w.close()
 }
 
 func (b *InputBinding) writeJSON(w *jsonWriter) {
-	w.raw(`{"target":`)
-	w.path(b.Target)
-	w.raw(`,"value":`)
-	b.Value.writeJSON(w)
-	w.raw("}")
+	w.open()
+	w.valueMember("target", b.Target)
+	w.valueMember("value", &b.Value)
+	w.close()
+}
+
+func (s *NodeOutputSelector) writeJSON(w *jsonWriter) {
+	w.open()
+	w.strMember("node", s.Node)
+	w.strMember("channel", string(s.Channel))
+	w.valueMember("path", s.Path)
+	w.close()
 }
 
 func (b *WriteBinding) writeJSON(w *jsonWriter) {
-	w.raw(`{"value":{"node":`)
-	w.str(b.Value.Node)
-	w.raw(`,"channel":`)
-	w.str(string(b.Value.Channel))
-	w.raw(`,"path":`)
-	w.path(b.Value.Path)
-	w.raw(`},"target":`)
-	w.path(b.Target)
-	w.raw("}")
+	w.open()
+	w.valueMember("value", &b.Value)
+	w.valueMember("target", b.Target)
+	w.close()
 }
 
-func (w *jsonWriter) inputBindings(bs []InputBinding) {
-	w.raw("[")
-	for i := range bs {
-		if i > 0 {
-			w.raw(",")
-		}
-		bs[i].writeJSON(w)
-	}
-	w.raw("]")
+func (w *jsonWriter) inputBindings(k string, bs []InputBinding) {
+	w.member(k)
+	w.array(len(bs), func(i int) { bs[i].writeJSON(w) })
 }
 
 func (w *jsonWriter) writeBindings(bs []WriteBinding) {
-	w.raw("[")
-	for i := range bs {
-		if i > 0 {
-			w.raw(",")
-		}
-		bs[i].writeJSON(w)
-	}
-	w.raw("]")
+	w.member("writeBindings")
+	w.array(len(bs), func(i int) { bs[i].writeJSON(w) })
 }
 
 func (s *ControlSelector) writeJSON(w *jsonWriter) {
-	w.raw(`{"name":`)
-	w.str(s.Name)
-	w.raw(`,"source":`)
-	w.str(string(s.Source))
-	w.raw(`,"field":`)
+	w.open()
+	w.strMember("name", s.Name)
+	w.strMember("source", string(s.Source))
+	w.member("field")
 	if s.Field == nil {
 		w.raw("null")
 	} else {
 		w.str(*s.Field)
 	}
-	w.raw("}")
+	w.close()
 }
 
 func (g *Guard) writeJSON(w *jsonWriter) {
-	w.raw(`{"kind":`)
-	w.str(string(g.Kind))
-	sel := func(key string, s *ControlSelector) {
-		w.raw(`,"` + key + `":`)
-		if s == nil {
-			w.raw("null")
-		} else {
-			s.writeJSON(w)
-		}
+	w.open()
+	w.strMember("kind", string(g.Kind))
+	if g.Kind == GuardKOfN || g.Kind == GuardKOfMap {
+		w.uintMember("count", g.Count)
 	}
 	switch g.Kind {
-	case GuardIn:
-		sel("value", g.Value)
+	case GuardIn, GuardKOfMap:
+		w.member("value")
+		w.nullable(g.Value == nil, g.Value)
 	case GuardAll, GuardAny:
-		w.raw(`,"guards":[`)
-		for i := range g.Guards {
-			if i > 0 {
-				w.raw(",")
-			}
-			g.Guards[i].writeJSON(w)
-		}
-		w.raw("]")
+		w.member("guards")
+		w.array(len(g.Guards), func(i int) { g.Guards[i].writeJSON(w) })
 	case GuardNot:
-		w.raw(`,"guard":`)
-		if g.Inner == nil {
-			w.raw("null")
-		} else {
-			g.Inner.writeJSON(w)
-		}
+		w.member("guard")
+		w.nullable(g.Inner == nil, g.Inner)
 	case GuardKOfN:
-		w.raw(`,"count":`)
-		w.uint(g.Count)
-		w.raw(`,"values":[`)
-		for i := range g.Values {
-			if i > 0 {
-				w.raw(",")
-			}
-			g.Values[i].writeJSON(w)
-		}
-		w.raw("]")
-	case GuardKOfMap:
-		w.raw(`,"count":`)
-		w.uint(g.Count)
-		sel("value", g.Value)
+		w.member("values")
+		w.array(len(g.Values), func(i int) { g.Values[i].writeJSON(w) })
 	}
-	switch g.Kind {
-	case GuardIn, GuardKOfN, GuardKOfMap:
-		w.raw(`,"labels":`)
-		w.strings(sortedCopy(g.Labels))
+	if g.Kind == GuardIn || g.Kind == GuardKOfN || g.Kind == GuardKOfMap {
+		w.setMember("labels", g.Labels)
 	}
-	w.raw("}")
+	w.close()
 }
 
+// head opens a node and writes its kind and name.
 func (w *jsonWriter) head(kind NodeKind, name string) {
-	w.raw(`{"kind":`)
-	w.str(string(kind))
-	w.raw(`,"name":`)
-	w.str(name)
+	w.open()
+	w.strMember("kind", string(kind))
+	w.strMember("name", name)
 }
 
+// group opens a group node and writes its kind, name and state.
+func (w *jsonWriter) group(kind NodeKind, name string, state *PayloadType) {
+	w.head(kind, name)
+	w.valueMember("state", state)
+}
+
+// closeGroup writes a group node's promotedStatePaths and closes it.
+func (w *jsonWriter) closeGroup(promoted []FieldPath) {
+	w.pathsMember("promotedStatePaths", promoted)
+	w.close()
+}
+
+func (w *jsonWriter) nodeMember(k string, n Node) {
+	w.member(k)
+	w.node(n)
+}
+
+// instructions writes the optional instructions member; absent when nil.
 func (w *jsonWriter) instructions(s *string) {
 	if s != nil {
-		w.raw(`,"instructions":`)
-		w.str(*s)
+		w.strMember("instructions", *s)
 	}
+}
+
+// executable writes the members a step and a verifier share, from input to
+// attempts.
+func (w *jsonWriter) executable(input, output *PayloadType, in []InputBinding, out []WriteBinding, timeoutMs, attempts uint64) {
+	w.valueMember("input", input)
+	w.valueMember("output", output)
+	w.inputBindings("inputBindings", in)
+	w.writeBindings(out)
+	w.uintMember("timeoutMs", timeoutMs)
+	w.uintMember("attempts", attempts)
 }
 
 func (n *Step) writeJSON(w *jsonWriter) {
 	w.head(KindStep, n.Name)
-	w.raw(`,"worker":`)
-	w.str(n.Worker)
+	w.strMember("worker", n.Worker)
 	w.instructions(n.Instructions)
-	w.raw(`,"input":`)
-	n.Input.writeJSON(w)
-	w.raw(`,"output":`)
-	n.Output.writeJSON(w)
-	w.raw(`,"inputBindings":`)
-	w.inputBindings(n.InputBindings)
-	w.raw(`,"writeBindings":`)
-	w.writeBindings(n.WriteBindings)
-	w.raw(`,"timeoutMs":`)
-	w.uint(n.TimeoutMs)
-	w.raw(`,"attempts":`)
-	w.uint(n.Attempts)
-	w.raw("}")
+	w.executable(&n.Input, &n.Output, n.InputBindings, n.WriteBindings, n.TimeoutMs, n.Attempts)
+	w.close()
 }
 
 func (n *Verifier) writeJSON(w *jsonWriter) {
 	w.head(KindVerifier, n.Name)
-	w.raw(`,"worker":`)
-	w.str(n.Worker)
-	w.raw(`,"input":`)
-	n.Input.writeJSON(w)
-	w.raw(`,"output":`)
-	n.Output.writeJSON(w)
-	w.raw(`,"inputBindings":`)
-	w.inputBindings(n.InputBindings)
-	w.raw(`,"writeBindings":`)
-	w.writeBindings(n.WriteBindings)
-	w.raw(`,"timeoutMs":`)
-	w.uint(n.TimeoutMs)
-	w.raw(`,"attempts":`)
-	w.uint(n.Attempts)
-	w.raw(`,"signals":{`)
-	fields := make([]string, 0, len(n.Signals))
-	for k := range n.Signals {
-		fields = append(fields, k)
+	w.strMember("worker", n.Worker)
+	w.executable(&n.Input, &n.Output, n.InputBindings, n.WriteBindings, n.TimeoutMs, n.Attempts)
+	w.member("signals")
+	w.open()
+	for _, k := range sortedKeys(n.Signals) {
+		w.setMember(k, n.Signals[k])
 	}
-	sort.Strings(fields)
-	for i, k := range fields {
-		w.key(k, i == 0)
-		w.strings(sortedCopy(n.Signals[k]))
-	}
-	w.raw(`},"diagnostic":`)
-	n.Diagnostic.writeJSON(w)
+	w.close()
+	w.valueMember("diagnostic", &n.Diagnostic)
 	w.instructions(n.Instructions)
-	w.raw("}")
-}
-
-func (w *jsonWriter) nodes(ns []Node) {
-	w.raw("[")
-	for i, c := range ns {
-		if i > 0 {
-			w.raw(",")
-		}
-		writeNode(w, c)
-	}
-	w.raw("]")
+	w.close()
 }
 
 func (n *Seq) writeJSON(w *jsonWriter) {
-	w.head(KindSeq, n.Name)
-	w.raw(`,"state":`)
-	n.State.writeJSON(w)
-	w.raw(`,"children":`)
-	w.nodes(n.Children)
-	w.raw(`,"promotedStatePaths":`)
-	w.paths(n.PromotedStatePaths)
-	w.raw("}")
+	w.group(KindSeq, n.Name, &n.State)
+	w.nodesMember("children", n.Children)
+	w.closeGroup(n.PromotedStatePaths)
+}
+
+func (b *ChoiceBranch) writeJSON(w *jsonWriter) {
+	w.open()
+	w.valueMember("when", &b.When)
+	w.nodeMember("node", b.Node)
+	w.close()
 }
 
 func (n *Choice) writeJSON(w *jsonWriter) {
-	w.head(KindChoice, n.Name)
-	w.raw(`,"state":`)
-	n.State.writeJSON(w)
-	w.raw(`,"branches":[`)
-	for i := range n.Branches {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.raw(`{"when":`)
-		n.Branches[i].When.writeJSON(w)
-		w.raw(`,"node":`)
-		writeNode(w, n.Branches[i].Node)
-		w.raw("}")
+	w.group(KindChoice, n.Name, &n.State)
+	w.member("branches")
+	w.array(len(n.Branches), func(i int) { n.Branches[i].writeJSON(w) })
+	w.nodeMember("otherwise", n.Otherwise)
+	w.closeGroup(n.PromotedStatePaths)
+}
+
+func (j *Join) writeJSON(w *jsonWriter) {
+	w.open()
+	w.strMember("kind", string(j.Kind))
+	switch j.Kind {
+	case JoinQuorum:
+		w.uintMember("count", j.Count)
+	case JoinFirst:
+		w.member("when")
+		w.nullable(j.When == nil, j.When)
 	}
-	w.raw(`],"otherwise":`)
-	writeNode(w, n.Otherwise)
-	w.raw(`,"promotedStatePaths":`)
-	w.paths(n.PromotedStatePaths)
-	w.raw("}")
+	w.close()
 }
 
 func (n *Par) writeJSON(w *jsonWriter) {
-	w.head(KindPar, n.Name)
-	w.raw(`,"state":`)
-	n.State.writeJSON(w)
-	w.raw(`,"branches":`)
-	w.nodes(n.Branches)
-	w.raw(`,"promotedStatePaths":`)
-	w.paths(n.PromotedStatePaths)
-	w.raw(`,"join":{"kind":`)
-	w.str(string(n.Join.Kind))
-	switch n.Join.Kind {
-	case JoinQuorum:
-		w.raw(`,"count":`)
-		w.uint(n.Join.Count)
-	case JoinFirst:
-		w.raw(`,"when":`)
-		if n.Join.When == nil {
-			w.raw("null")
-		} else {
-			n.Join.When.writeJSON(w)
-		}
-	}
-	w.raw("}}")
+	w.group(KindPar, n.Name, &n.State)
+	w.nodesMember("branches", n.Branches)
+	w.pathsMember("promotedStatePaths", n.PromotedStatePaths)
+	w.valueMember("join", &n.Join)
+	w.close()
 }
 
 func (n *Loop) writeJSON(w *jsonWriter) {
-	w.head(KindLoop, n.Name)
-	w.raw(`,"state":`)
-	n.State.writeJSON(w)
-	w.raw(`,"body":`)
-	writeNode(w, n.Body)
+	w.group(KindLoop, n.Name, &n.State)
+	w.nodeMember("body", n.Body)
 	if n.Until != nil {
-		w.raw(`,"until":`)
-		n.Until.writeJSON(w)
+		w.valueMember("until", n.Until)
 	}
-	w.raw(`,"maxIterations":`)
-	w.uint(n.MaxIterations)
-	w.raw(`,"promotedStatePaths":`)
-	w.paths(n.PromotedStatePaths)
-	w.raw("}")
+	w.uintMember("maxIterations", n.MaxIterations)
+	w.closeGroup(n.PromotedStatePaths)
 }
 
 func (n *Map) writeJSON(w *jsonWriter) {
-	w.head(KindMap, n.Name)
-	w.raw(`,"state":`)
-	n.State.writeJSON(w)
-	w.raw(`,"body":`)
-	writeNode(w, n.Body)
-	w.raw(`,"over":`)
-	n.Over.writeJSON(w)
-	w.raw(`,"maxItems":`)
-	w.uint(n.MaxItems)
-	w.raw(`,"promotedStatePaths":`)
-	w.paths(n.PromotedStatePaths)
-	w.raw("}")
+	w.group(KindMap, n.Name, &n.State)
+	w.nodeMember("body", n.Body)
+	w.valueMember("over", &n.Over)
+	w.uintMember("maxItems", n.MaxItems)
+	w.closeGroup(n.PromotedStatePaths)
 }
 
 func (n *Succeed) writeJSON(w *jsonWriter) {
 	w.head(KindSucceed, n.Name)
-	w.raw(`,"output":`)
-	n.Output.writeJSON(w)
-	w.raw(`,"bindings":`)
-	w.inputBindings(n.Bindings)
-	w.raw("}")
+	w.valueMember("output", &n.Output)
+	w.inputBindings("bindings", n.Bindings)
+	w.close()
 }
 
 func (n *Fail) writeJSON(w *jsonWriter) {
 	w.head(KindFail, n.Name)
-	w.raw(`,"reason":`)
-	w.str(n.Reason)
-	w.raw("}")
+	w.strMember("reason", n.Reason)
+	w.close()
 }

@@ -7,12 +7,13 @@ import (
 
 // ErrSchemaViolation matches (errors.Is) every *DecodeError. On the wire a
 // decode failure is JSON-RPC -32602 "Invalid params" with data.code
-// SCHEMA_VIOLATION (§1.7); the variant with details.reason carries
+// SCHEMA_VIOLATION; the variant with details.reason carries
 // DecodeError.Error().
 var ErrSchemaViolation = errors.New("schema violation")
 
-// Violation classifies a decode failure. The labels follow the reference
-// fixture vocabulary (fixtures/graph/negative expectedCode) where one exists.
+// Violation classifies a decode failure. The labels are the expectedCode
+// vocabulary of the conformance pack's negative graph vectors where one
+// exists.
 // They never go on the wire: every violation is SCHEMA_VIOLATION there.
 type Violation string
 

@@ -54,36 +54,33 @@ func jsonEqual(t testing.TB, got, want []byte) bool {
 	return reflect.DeepEqual(g, w)
 }
 
+// reencode decodes a document with dec and encodes the result again.
+func reencode[T json.Marshaler](dec func([]byte) (T, error)) func([]byte) ([]byte, error) {
+	return func(doc []byte) ([]byte, error) {
+		v, err := dec(doc)
+		if err != nil {
+			return nil, err
+		}
+		return v.MarshalJSON()
+	}
+}
+
+// schemaCodecs re-encodes a document with the decoder of a fixture schema.
+var schemaCodecs = map[string]func([]byte) ([]byte, error){
+	"graph":       reencode(graph.Decode),
+	"compiled-ir": reencode(graph.DecodeIR),
+	"artifact":    reencode(graph.DecodeArtifactRef),
+	"diagnostic":  reencode(graph.DecodeDiagnostic),
+}
+
 // decodeAs decodes a document with the decoder of a fixture schema and
 // re-encodes it.
 func decodeAs(schema string, doc []byte) ([]byte, error) {
-	switch schema {
-	case "graph":
-		g, err := graph.Decode(doc)
-		if err != nil {
-			return nil, err
-		}
-		return g.MarshalJSON()
-	case "compiled-ir":
-		ir, err := graph.DecodeIR(doc)
-		if err != nil {
-			return nil, err
-		}
-		return ir.MarshalJSON()
-	case "artifact":
-		a, err := graph.DecodeArtifactRef(doc)
-		if err != nil {
-			return nil, err
-		}
-		return a.MarshalJSON()
-	case "diagnostic":
-		d, err := graph.DecodeDiagnostic(doc)
-		if err != nil {
-			return nil, err
-		}
-		return d.MarshalJSON()
+	codec, ok := schemaCodecs[schema]
+	if !ok {
+		return nil, errors.New("unknown fixture schema " + schema)
 	}
-	return nil, errors.New("unknown fixture schema " + schema)
+	return codec(doc)
 }
 
 // positiveSchema infers the schema of an unwrapped positive vector from its
@@ -93,13 +90,10 @@ func positiveSchema(t testing.TB, doc []byte) string {
 	if err := json.Unmarshal(doc, &m); err != nil {
 		t.Fatal(err)
 	}
-	switch {
-	case m["artifactId"] != nil:
-		return "artifact"
-	case m["severity"] != nil:
-		return "diagnostic"
-	case m["bounds"] != nil:
-		return "compiled-ir"
+	for _, s := range []struct{ key, schema string }{{"artifactId", "artifact"}, {"severity", "diagnostic"}, {"bounds", "compiled-ir"}} {
+		if m[s.key] != nil {
+			return s.schema
+		}
 	}
 	return "graph"
 }
@@ -187,13 +181,27 @@ func TestCanonicalFixtures(t *testing.T) {
 			identities[name] = id
 		})
 	}
-	// The relations §6.2 publishes for the vectors.
+	// The identity relations the vectors are built to show.
 	if identities["reordered"] != identities["base"] {
 		t.Errorf("reordered (par branches swapped) identity %s != base %s", identities["reordered"], identities["base"])
 	}
 	if identities["sequence-mutated"] == identities["base"] {
 		t.Errorf("sequence-mutated (seq children swapped) has the base identity")
 	}
+}
+
+// structuralOf reads a verifier vector file into vec, decodes the graph that
+// raw (a field of vec) holds and verifies it structurally.
+func structuralOf(t *testing.T, file string, vec any, raw *json.RawMessage) (*graph.GraphSpec, graph.Result) {
+	t.Helper()
+	if err := json.Unmarshal(readFile(t, file), vec); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Decode(*raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, graph.Structural(g)
 }
 
 func TestVerifierPositiveFixturesBounds(t *testing.T) {
@@ -207,14 +215,7 @@ func TestVerifierPositiveFixturesBounds(t *testing.T) {
 					CompiledIR  json.RawMessage   `json:"compiledIr"`
 				} `json:"expected"`
 			}
-			if err := json.Unmarshal(readFile(t, file), &vec); err != nil {
-				t.Fatal(err)
-			}
-			g, err := graph.Decode(vec.Graph)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := graph.Structural(g)
+			g, res := structuralOf(t, file, &vec, &vec.Graph)
 			if !res.OK || res.Bounds == nil || len(res.Diagnostics) != 0 {
 				t.Fatalf("structural verification failed: %+v", res.Diagnostics)
 			}
@@ -244,14 +245,7 @@ func TestVerifierNegativeFixturesStructuralSubset(t *testing.T) {
 					Diagnostics []json.RawMessage `json:"diagnostics"`
 				} `json:"expected"`
 			}
-			if err := json.Unmarshal(readFile(t, file), &vec); err != nil {
-				t.Fatal(err)
-			}
-			g, err := graph.Decode(vec.Graph)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := graph.Structural(g)
+			_, res := structuralOf(t, file, &vec, &vec.Graph)
 			for _, d := range res.Diagnostics {
 				got, _ := d.MarshalJSON()
 				found := false

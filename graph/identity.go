@@ -3,7 +3,6 @@ package graph
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -44,14 +43,14 @@ func sortByCanon[T any](xs []T, write func(x *T, w *jsonWriter), dedupe bool) []
 }
 
 func normPaths(ps []FieldPath) []FieldPath {
-	return sortByCanon(ps, func(p *FieldPath, w *jsonWriter) { w.path(*p) }, true)
+	return sortByCanon(ps, func(p *FieldPath, w *jsonWriter) { p.writeJSON(w) }, true)
 }
 
 func normInputBindings(bs []InputBinding) []InputBinding {
 	return sortByCanon(bs, func(b *InputBinding, w *jsonWriter) { b.writeJSON(w) }, false)
 }
 
-// NormalizeGuard returns g normalised for identity (§6.2): all/any operands
+// NormalizeGuard returns g normalised for identity: all/any operands
 // normalised, same-operator children flattened, sorted by canonical bytes
 // and deduplicated; k_of_n selectors sorted (duplicates kept); not
 // normalised recursively; in and k_of_map unchanged.
@@ -87,19 +86,17 @@ func normGuardPtr(g *Guard) *Guard {
 	return &n
 }
 
-// NormalizeNode returns a normalised copy of n and its subtree (§6.2);
+// NormalizeNode returns a normalised copy of n and its subtree;
 // n itself is not modified.
 func NormalizeNode(n Node) Node {
 	switch t := n.(type) {
 	case *Step:
 		c := *t
-		c.InputBindings = normInputBindings(t.InputBindings)
-		c.WriteBindings = sortByCanon(t.WriteBindings, func(b *WriteBinding, w *jsonWriter) { b.writeJSON(w) }, false)
+		c.InputBindings, c.WriteBindings = normBindings(t.InputBindings, t.WriteBindings)
 		return &c
 	case *Verifier:
 		c := *t
-		c.InputBindings = normInputBindings(t.InputBindings)
-		c.WriteBindings = sortByCanon(t.WriteBindings, func(b *WriteBinding, w *jsonWriter) { b.writeJSON(w) }, false)
+		c.InputBindings, c.WriteBindings = normBindings(t.InputBindings, t.WriteBindings)
 		return &c
 	case *Succeed:
 		c := *t
@@ -107,10 +104,7 @@ func NormalizeNode(n Node) Node {
 		return &c
 	case *Seq:
 		c := *t
-		c.Children = make([]Node, len(t.Children))
-		for i, ch := range t.Children {
-			c.Children[i] = NormalizeNode(ch)
-		}
+		c.Children = normNodes(t.Children)
 		c.PromotedStatePaths = normPaths(t.PromotedStatePaths)
 		return &c
 	case *Choice:
@@ -124,10 +118,7 @@ func NormalizeNode(n Node) Node {
 		return &c
 	case *Par:
 		c := *t
-		c.Branches = make([]Node, len(t.Branches))
-		for i, ch := range t.Branches {
-			c.Branches[i] = NormalizeNode(ch)
-		}
+		c.Branches = normNodes(t.Branches)
 		sort.SliceStable(c.Branches, func(a, b int) bool { return nameOf(c.Branches[a]) < nameOf(c.Branches[b]) })
 		c.PromotedStatePaths = normPaths(t.PromotedStatePaths)
 		c.Join.When = normGuardPtr(t.Join.When)
@@ -150,6 +141,20 @@ func NormalizeNode(n Node) Node {
 	return n
 }
 
+func normNodes(ns []Node) []Node {
+	out := make([]Node, len(ns))
+	for i, n := range ns {
+		out[i] = NormalizeNode(n)
+	}
+	return out
+}
+
+// normBindings sorts an executable's input and write bindings by their
+// canonical bytes (duplicates kept).
+func normBindings(in []InputBinding, out []WriteBinding) ([]InputBinding, []WriteBinding) {
+	return normInputBindings(in), sortByCanon(out, func(b *WriteBinding, w *jsonWriter) { b.writeJSON(w) }, false)
+}
+
 func nameOf(n Node) string {
 	if n == nil {
 		return ""
@@ -157,7 +162,7 @@ func nameOf(n Node) string {
 	return n.NodeName()
 }
 
-// Normalize returns a normalised copy of g (§6.2).
+// Normalize returns a normalised copy of g.
 func Normalize(g *GraphSpec) *GraphSpec {
 	if g == nil {
 		return nil
@@ -167,8 +172,8 @@ func Normalize(g *GraphSpec) *GraphSpec {
 	return &c
 }
 
-// CanonicalIR returns the canonical bytes of the normalised compiled IR
-// (§6.2); its SHA-256 is the graph identity.
+// CanonicalIR returns the canonical bytes of the normalised compiled IR;
+// its SHA-256 is the graph identity.
 func CanonicalIR(ir *IR) ([]byte, error) {
 	if ir == nil || ir.Spec == nil {
 		return nil, errors.New("graph: no compiled IR")
@@ -179,7 +184,7 @@ func CanonicalIR(ir *IR) ([]byte, error) {
 }
 
 // IdentityIR is the GraphIdentity of a compiled IR: lowercase hex SHA-256 of
-// CanonicalIR (§6.2).
+// CanonicalIR.
 func IdentityIR(ir *IR) (string, error) {
 	c, err := CanonicalIR(ir)
 	if err != nil {
@@ -194,7 +199,7 @@ func IdentityIR(ir *IR) (string, error) {
 var ErrStructurallyInvalid = errors.New("graph: graph is structurally invalid")
 
 // Identity is the GraphIdentity of g compiled with its structural bounds
-// (the bounds every verifier computes; §6.2): lowercase hex SHA-256, no
+// (the bounds every verifier computes): lowercase hex SHA-256, no
 // prefix. It fails with ErrStructurallyInvalid when Structural rejects g.
 func Identity(g *GraphSpec) (string, error) {
 	r := Structural(g)
@@ -208,7 +213,7 @@ func Identity(g *GraphSpec) (string, error) {
 	return IdentityIR(&IR{Spec: g, Bounds: *r.Bounds})
 }
 
-// GraphDiff is the dry-run apply diff (§6.3): node names, each list sorted.
+// GraphDiff is the dry-run apply diff: node names, each list sorted.
 type GraphDiff struct {
 	Added   []string
 	Removed []string
@@ -218,13 +223,15 @@ type GraphDiff struct {
 // MarshalJSON writes {"added":[],"removed":[],"changed":[]}.
 func (d GraphDiff) MarshalJSON() ([]byte, error) {
 	w := &jsonWriter{}
-	w.raw(`{"added":`)
-	w.strings(d.Added)
-	w.raw(`,"removed":`)
-	w.strings(d.Removed)
-	w.raw(`,"changed":`)
-	w.strings(d.Changed)
-	w.raw("}")
+	w.open()
+	for _, m := range []struct {
+		key   string
+		names []string
+	}{{"added", d.Added}, {"removed", d.Removed}, {"changed", d.Changed}} {
+		w.member(m.key)
+		w.strings(m.names)
+	}
+	w.close()
 	return w.b, nil
 }
 
@@ -236,7 +243,7 @@ type DuplicateNodeError struct{ Name string }
 func (e *DuplicateNodeError) Error() string { return "duplicate node name " + e.Name }
 
 // NodeDigests maps every node name of g (groups included) to the canonical
-// bytes of its normalised subtree (§6.3).
+// bytes of its normalised subtree.
 func NodeDigests(g *GraphSpec) (map[string]string, error) {
 	out := map[string]string{}
 	if g == nil || g.Root == nil {
@@ -252,7 +259,7 @@ func NodeDigests(g *GraphSpec) (map[string]string, error) {
 			err = &DuplicateNodeError{Name: n.NodeName()}
 			return
 		}
-		out[n.NodeName()] = canon(func(w *jsonWriter) { writeNode(w, n) })
+		out[n.NodeName()] = canon(func(w *jsonWriter) { w.node(n) })
 		for _, c := range Children(n) {
 			visit(c)
 		}
@@ -261,7 +268,7 @@ func NodeDigests(g *GraphSpec) (map[string]string, error) {
 	return out, err
 }
 
-// Diff compares two graphs node by node (§6.3). old may be nil (empty
+// Diff compares two graphs node by node. old may be nil (empty
 // cluster): every node is then added. A changed leaf also changes every
 // ancestor. Duplicate names fail with *DuplicateNodeError.
 func Diff(old, new *GraphSpec) (GraphDiff, error) {
@@ -294,26 +301,14 @@ func Diff(old, new *GraphSpec) (GraphDiff, error) {
 	return d, nil
 }
 
-// Fingerprint is the idempotency fingerprint of a request (§3.4): the
+// Fingerprint is the idempotency fingerprint of a request: the
 // lowercase hex SHA-256 of the canonical JSON of {"method": method,
 // "params": params}. params is the typed params value (anything
 // encoding/json marshals, or a json.RawMessage); a top-level
 // "idempotencyKey" member, if present, is removed first. Two requests are
 // the same operation iff their fingerprints are equal.
 func Fingerprint(method string, params any) (string, error) {
-	var raw []byte
-	switch t := params.(type) {
-	case json.RawMessage:
-		raw = t
-	case []byte:
-		raw = t
-	default:
-		var err error
-		if raw, err = json.Marshal(params); err != nil {
-			return "", fmt.Errorf("graph: fingerprint params: %w", err)
-		}
-	}
-	tree, err := parseJSON(raw)
+	tree, err := parseValue(params)
 	if err != nil {
 		return "", fmt.Errorf("graph: fingerprint params: %w", err)
 	}

@@ -1,13 +1,9 @@
 package graph
 
-import (
-	"sort"
-)
-
 // TerminationKind tags a TerminationWitness.
 type TerminationKind string
 
-// Termination witness kinds (§5.8).
+// Termination witness kinds.
 const (
 	TerminationAcyclic TerminationKind = "acyclic"
 	TerminationBounded TerminationKind = "bounded"
@@ -23,7 +19,7 @@ type Termination struct {
 	MaxIterations uint64      // bounded
 }
 
-// Bounds is StructuralBounds (§5.8), order termination, maxNodeExecutions,
+// Bounds is StructuralBounds, order termination, maxNodeExecutions,
 // peakConcurrency, attemptsPerNode.
 type Bounds struct {
 	Termination       Termination
@@ -33,42 +29,33 @@ type Bounds struct {
 }
 
 // MarshalJSON writes the bounds in reference order.
-func (b Bounds) MarshalJSON() ([]byte, error) {
-	w := &jsonWriter{}
-	b.writeJSON(w)
-	return w.b, nil
-}
+func (b Bounds) MarshalJSON() ([]byte, error) { return marshal(&b) }
 
 func (b *Bounds) writeJSON(w *jsonWriter) {
-	w.raw(`{"termination":{"kind":`)
-	w.str(string(b.Termination.Kind))
+	w.open()
+	w.member("termination")
+	w.open()
+	w.strMember("kind", string(b.Termination.Kind))
 	if b.Termination.Kind == TerminationBounded {
-		w.raw(`,"ranking":`)
-		w.paths(b.Termination.Ranking)
-		w.raw(`,"maxIterations":`)
-		w.uint(b.Termination.MaxIterations)
+		w.pathsMember("ranking", b.Termination.Ranking)
+		w.uintMember("maxIterations", b.Termination.MaxIterations)
 	} else {
-		w.raw(`,"order":`)
+		w.member("order")
 		w.strings(b.Termination.Order)
 	}
-	w.raw(`},"maxNodeExecutions":`)
-	w.uint(b.MaxNodeExecutions)
-	w.raw(`,"peakConcurrency":`)
-	w.uint(b.PeakConcurrency)
-	w.raw(`,"attemptsPerNode":{`)
-	names := make([]string, 0, len(b.AttemptsPerNode))
-	for k := range b.AttemptsPerNode {
-		names = append(names, k)
+	w.close()
+	w.uintMember("maxNodeExecutions", b.MaxNodeExecutions)
+	w.uintMember("peakConcurrency", b.PeakConcurrency)
+	w.member("attemptsPerNode")
+	w.open()
+	for _, k := range sortedKeys(b.AttemptsPerNode) {
+		w.uintMember(k, b.AttemptsPerNode[k])
 	}
-	sort.Strings(names)
-	for i, k := range names {
-		w.key(k, i == 0)
-		w.uint(b.AttemptsPerNode[k])
-	}
-	w.raw("}}")
+	w.close()
+	w.close()
 }
 
-// IR is CompiledGraphIr (§6.2): the verified graph plus its bounds.
+// IR is CompiledGraphIr: the verified graph plus its bounds.
 type IR struct {
 	Spec   *GraphSpec
 	Bounds Bounds
@@ -76,11 +63,9 @@ type IR struct {
 
 // MarshalJSON writes {profile, initialInput, policy, root, bounds} in
 // reference order.
-func (ir IR) MarshalJSON() ([]byte, error) {
-	w := &jsonWriter{}
-	w.graph(ir.Spec, &ir.Bounds)
-	return w.b, nil
-}
+func (ir IR) MarshalJSON() ([]byte, error) { return marshal(&ir) }
+
+func (ir *IR) writeJSON(w *jsonWriter) { w.graph(ir.Spec, &ir.Bounds) }
 
 // CompiledIR encodes the compiled IR of g with bounds b, as the verifier
 // returns it (`compiledIr`): the graph as decoded (not normalised) plus
@@ -90,119 +75,59 @@ func CompiledIR(g *GraphSpec, b Bounds) ([]byte, error) {
 }
 
 // DecodeIR strictly decodes a CompiledGraphIr document.
-func DecodeIR(data []byte) (*IR, error) {
-	tree, err := parseJSON(data)
-	if err != nil {
-		return nil, errAt("$", ViolationMalformedJSON, "%v", err)
-	}
-	obj, err := asObject(tree, "$", "compiled IR", ViolationInvalidType)
-	if err != nil {
-		return nil, err
-	}
-	if err := closed(obj, "$", "compiled IR", ViolationUnknownField, "profile", "initialInput", "policy", "root", "bounds"); err != nil {
-		return nil, err
-	}
-	g, err := decodeGraphFields(obj, "$")
+func DecodeIR(data []byte) (*IR, error) { return decodeDocument(data, decodeIR) }
+
+func decodeIR(v any, path string) (*IR, error) {
+	r := openClosed(v, path, "compiled IR", ViolationInvalidType, ViolationUnknownField, "profile", "initialInput", "policy", "root", "bounds")
+	r.what = "graph"
+	g, err := decodeGraphFields(r)
 	if err != nil {
 		return nil, err
 	}
-	bv, err := need(obj, "bounds", "$", "compiled IR")
-	if err != nil {
-		return nil, err
-	}
-	b, err := decodeBounds(bv, "$.bounds")
-	if err != nil {
-		return nil, err
+	r.what = "compiled IR"
+	b := member(r, "bounds", decodeBounds)
+	if r.err != nil {
+		return nil, r.err
 	}
 	return &IR{Spec: g, Bounds: b}, nil
 }
 
 func decodeBounds(v any, path string) (Bounds, error) {
-	var b Bounds
-	obj, err := asObject(v, path, "bounds", ViolationInvalidType)
-	if err != nil {
-		return b, err
-	}
-	if err := closed(obj, path, "bounds", ViolationUnknownField, "termination", "maxNodeExecutions", "peakConcurrency", "attemptsPerNode"); err != nil {
-		return b, err
-	}
-	r := &nodeReader{obj: obj, path: path, what: "bounds"}
-	if tv, tp, ok := r.get("termination"); ok {
-		b.Termination, r.err = decodeTermination(tv, tp)
-	}
-	b.MaxNodeExecutions = r.positive("maxNodeExecutions")
-	b.PeakConcurrency = r.positive("peakConcurrency")
-	if av, ap, ok := r.get("attemptsPerNode"); ok {
-		var aobj map[string]any
-		if aobj, r.err = asObject(av, ap, "attemptsPerNode", ViolationInvalidType); r.err == nil {
-			b.AttemptsPerNode = make(map[string]uint64, len(aobj))
-			for _, k := range sortedKeys(aobj) {
-				kp := field(ap, k)
-				if !IsIdentifier(k) {
-					return b, errAt(kp, ViolationInvalidIdentifier, "attemptsPerNode key %q is not a node name", clip(k))
-				}
-				if b.AttemptsPerNode[k], r.err = decodePositive(aobj[k], kp, "attempts"); r.err != nil {
-					break
-				}
-			}
-		}
-	}
-	return b, r.err
+	r := openClosed(v, path, "bounds", ViolationInvalidType, ViolationUnknownField, "termination", "maxNodeExecutions", "peakConcurrency", "attemptsPerNode")
+	return Bounds{
+		Termination:       member(r, "termination", decodeTermination),
+		MaxNodeExecutions: r.positive("maxNodeExecutions", "maxNodeExecutions"),
+		PeakConcurrency:   r.positive("peakConcurrency", "peakConcurrency"),
+		AttemptsPerNode:   member(r, "attemptsPerNode", decodeAttempts),
+	}, r.err
 }
 
+func decodeAttempts(v any, path string) (map[string]uint64, error) {
+	return decodeNameMap(v, path, "attemptsPerNode", "attemptsPerNode key %q is not a node name", named("attempts", decodePositive))
+}
+
+// decodeTermination reads a termination witness: acyclic with the node
+// order, or bounded with the loop ranking and the loop-entry fold.
 func decodeTermination(v any, path string) (Termination, error) {
-	var t Termination
-	obj, err := asObject(v, path, "termination witness", ViolationInvalidType)
-	if err != nil {
-		return t, err
-	}
-	kv, err := need(obj, "kind", path, "termination witness")
-	if err != nil {
-		return t, err
-	}
-	kind, _ := kv.(string)
-	switch t.Kind = TerminationKind(kind); t.Kind {
+	r, kv, kind := openKind(v, path, "termination witness", " witness")
+	t := Termination{Kind: TerminationKind(kind)}
+	switch t.Kind {
 	case TerminationAcyclic:
-		if err := closed(obj, path, "acyclic witness", ViolationUnknownField, "kind", "order"); err != nil {
-			return t, err
-		}
-		ov, err := need(obj, "order", path, "acyclic witness")
-		if err != nil {
-			return t, err
-		}
-		a, err := nonEmptyList(ov, field(path, "order"), "witness order")
-		if err != nil {
-			return t, err
-		}
-		t.Order = make([]string, len(a))
-		for i, e := range a {
-			if t.Order[i], err = decodeIdentifier(e, index(field(path, "order"), i), "node name"); err != nil {
-				return t, err
-			}
-		}
+		r.only(ViolationUnknownField, "kind", "order")
+		t.Order = member(r, "order", func(v any, p string) ([]string, error) {
+			return decodeList(v, p, "witness order", true, named("node name", decodeIdentifier))
+		})
 	case TerminationBounded:
-		if err := closed(obj, path, "bounded witness", ViolationUnknownField, "kind", "ranking", "maxIterations"); err != nil {
-			return t, err
-		}
-		rv, err := need(obj, "ranking", path, "bounded witness")
-		if err != nil {
-			return t, err
-		}
-		if _, err := nonEmptyList(rv, field(path, "ranking"), "witness ranking"); err != nil {
-			return t, err
-		}
-		if t.Ranking, err = decodeFieldPaths(rv, field(path, "ranking"), "witness ranking"); err != nil {
-			return t, err
-		}
-		mv, err := need(obj, "maxIterations", path, "bounded witness")
-		if err != nil {
-			return t, err
-		}
-		if t.MaxIterations, err = decodePositive(mv, field(path, "maxIterations"), "maxIterations"); err != nil {
-			return t, err
-		}
+		r.only(ViolationUnknownField, "kind", "ranking", "maxIterations")
+		t.Ranking = member(r, "ranking", func(v any, p string) ([]FieldPath, error) {
+			if _, err := asList(v, p, "witness ranking", true); err != nil {
+				return nil, err
+			}
+			return decodeFieldPaths(v, p, "witness ranking")
+		})
+		t.MaxIterations = r.positive("maxIterations", "maxIterations")
 	default:
-		return t, errAt(field(path, "kind"), ViolationInvalidValue, "unknown termination witness kind %s (expected acyclic or bounded)", quoteAny(kv))
+		r.fail("kind", ViolationInvalidValue, "unknown termination witness kind %s (expected acyclic or bounded)", quoteAny(kv))
 	}
-	return t, nil
+	return t, r.err
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -15,7 +14,7 @@ import (
 
 // parseJSON parses one JSON document into a generic tree of map[string]any,
 // []any, json.Number, string, bool and nil. Duplicate object keys collapse
-// with the last value winning, as the reference does (§1.5). Trailing data
+// with the last value winning, as the reference does. Trailing data
 // and invalid UTF-8 are rejected.
 func parseJSON(data []byte) (any, error) {
 	if !utf8.Valid(data) {
@@ -34,27 +33,62 @@ func parseJSON(data []byte) (any, error) {
 }
 
 // jsonWriter builds compact JSON with the reference's string escaping.
+// Objects are written with open, member and close; first is true right
+// after open, so member knows whether a comma goes before the key. One flag
+// serves nested objects too: after any value, the next member of the
+// enclosing object is never its first.
 type jsonWriter struct {
-	b []byte
+	b     []byte
+	first bool
+}
+
+// jsonValue is a value this package writes itself.
+type jsonValue interface{ writeJSON(w *jsonWriter) }
+
+// marshal returns the JSON of v.
+func marshal(v jsonValue) ([]byte, error) {
+	w := &jsonWriter{}
+	v.writeJSON(w)
+	return w.b, nil
 }
 
 func (w *jsonWriter) raw(s string) { w.b = append(w.b, s...) }
 
 func (w *jsonWriter) uint(u uint64) { w.b = strconv.AppendUint(w.b, u, 10) }
 
-// key writes `"k":` preceded by a comma unless first.
-func (w *jsonWriter) key(k string, first bool) {
-	if !first {
+func (w *jsonWriter) open() { w.b, w.first = append(w.b, '{'), true }
+
+func (w *jsonWriter) close() { w.b, w.first = append(w.b, '}'), false }
+
+// member writes `"k":`, preceded by a comma unless it is the object's first.
+func (w *jsonWriter) member(k string) {
+	if !w.first {
 		w.b = append(w.b, ',')
 	}
+	w.first = false
 	w.str(k)
 	w.b = append(w.b, ':')
 }
 
+// array writes n items with item.
+func (w *jsonWriter) array(n int, item func(i int)) {
+	w.b = append(w.b, '[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		item(i)
+	}
+	w.b = append(w.b, ']')
+}
+
 const hexDigits = "0123456789abcdef"
 
-// str writes s as a JSON string escaping only `"`, `\` and C0 controls
-// (§1.4): `<`, `>`, `&`, U+2028/U+2029 and non-ASCII stay raw.
+// shortEscapes maps the bytes with a two-character escape to its letter.
+var shortEscapes = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// str writes s as a JSON string escaping only `"`, `\` and C0 controls:
+// `<`, `>`, `&`, U+2028/U+2029 and non-ASCII stay raw.
 func (w *jsonWriter) str(s string) {
 	w.b = append(w.b, '"')
 	start := 0
@@ -64,22 +98,9 @@ func (w *jsonWriter) str(s string) {
 			continue
 		}
 		w.b = append(w.b, s[start:i]...)
-		switch c {
-		case '"':
-			w.b = append(w.b, '\\', '"')
-		case '\\':
-			w.b = append(w.b, '\\', '\\')
-		case '\b':
-			w.b = append(w.b, '\\', 'b')
-		case '\f':
-			w.b = append(w.b, '\\', 'f')
-		case '\n':
-			w.b = append(w.b, '\\', 'n')
-		case '\r':
-			w.b = append(w.b, '\\', 'r')
-		case '\t':
-			w.b = append(w.b, '\\', 't')
-		default:
+		if e := shortEscapes[c]; e != 0 {
+			w.b = append(w.b, '\\', e)
+		} else {
 			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 		start = i + 1
@@ -88,28 +109,33 @@ func (w *jsonWriter) str(s string) {
 	w.b = append(w.b, '"')
 }
 
-func (w *jsonWriter) strings(ss []string) {
-	w.b = append(w.b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.str(s)
-	}
-	w.b = append(w.b, ']')
-}
+func (w *jsonWriter) strings(ss []string) { w.array(len(ss), func(i int) { w.str(ss[i]) }) }
 
 // ErrFloatInCompiledIR is returned when canonicalising compiled IR that
-// contains a floating-point number (§6.1).
+// contains a floating-point number.
 var ErrFloatInCompiledIR = errors.New("graph: compiled IR must not contain floating-point numbers")
 
-// CanonicalJSON writes v as canonical JSON (§6.1): compact UTF-8, object keys
-// sorted by raw byte order at every level, arrays in order, §1.4 string
-// escaping, integers in decimal. v may be a json.RawMessage or []byte holding
+// CanonicalJSON writes v as canonical JSON: compact UTF-8, object keys
+// sorted by raw byte order at every level, arrays in order, strings escaped
+// as jsonWriter.str does, integers in decimal. v may be a json.RawMessage or []byte holding
 // JSON, or any value encoding/json can marshal (types with MarshalJSON, such
 // as *GraphSpec, are honoured). Floats are allowed and written in shortest
 // round-trip form with a trailing ".0" when integral.
 func CanonicalJSON(v any) ([]byte, error) {
+	tree, err := parseValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("graph: canonical JSON: %w", err)
+	}
+	w := &jsonWriter{}
+	if err := w.canonical(tree, true); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+// parseValue parses v: JSON bytes as they are, anything else as
+// encoding/json marshals it.
+func parseValue(v any) (any, error) {
 	var data []byte
 	switch t := v.(type) {
 	case json.RawMessage:
@@ -119,18 +145,10 @@ func CanonicalJSON(v any) ([]byte, error) {
 	default:
 		var err error
 		if data, err = json.Marshal(v); err != nil {
-			return nil, fmt.Errorf("graph: canonical JSON: %w", err)
+			return nil, err
 		}
 	}
-	tree, err := parseJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("graph: canonical JSON: %w", err)
-	}
-	w := &jsonWriter{}
-	if err := w.canonical(tree, true); err != nil {
-		return nil, err
-	}
-	return w.b, nil
+	return parseJSON(data)
 }
 
 // canonicalBytes canonicalises JSON produced by this package's own writers.
@@ -169,30 +187,22 @@ func (w *jsonWriter) canonical(v any, allowFloat bool) error {
 		}
 		w.raw(s)
 	case []any:
-		w.b = append(w.b, '[')
-		for i, e := range t {
-			if i > 0 {
-				w.b = append(w.b, ',')
+		var err error
+		w.array(len(t), func(i int) {
+			if err == nil {
+				err = w.canonical(t[i], allowFloat)
 			}
-			if err := w.canonical(e, allowFloat); err != nil {
-				return err
-			}
-		}
-		w.b = append(w.b, ']')
+		})
+		return err
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		w.b = append(w.b, '{')
-		for i, k := range keys {
-			w.key(k, i == 0)
+		w.open()
+		for _, k := range sortedKeys(t) {
+			w.member(k)
 			if err := w.canonical(t[k], allowFloat); err != nil {
 				return err
 			}
 		}
-		w.b = append(w.b, '}')
+		w.close()
 	default:
 		return fmt.Errorf("graph: canonical JSON: unexpected value %T", v)
 	}

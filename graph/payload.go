@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// ValidationError is a payload value that does not match its type (§5.6).
+// ValidationError is a payload value that does not match its type.
 // Error() is the exact reference message used as details.reason, e.g.
 // "$ must be a null" or "$.text is missing required field text".
 type ValidationError struct {
@@ -19,7 +19,7 @@ type ValidationError struct {
 
 func (e *ValidationError) Error() string { return e.Message }
 
-// Validate checks a JSON value against p (§5.6): total, recursive, records
+// Validate checks a JSON value against p: total, recursive, records
 // closed. Fields are checked in sorted name order, then undeclared keys; the
 // first failure is returned as a *ValidationError.
 func (p PayloadType) Validate(value json.RawMessage) error {
@@ -142,7 +142,7 @@ func (p *PayloadType) validate(v any, path string) error {
 	return nil
 }
 
-// IsSubtype reports S <: T (§5.5): equal primitive kinds; integer <: number
+// IsSubtype reports S <: T: equal primitive kinds; integer <: number
 // and no other primitive widening; arrays covariant; enums by label subset;
 // records: every required field of T is required in S with a subtype, every
 // optional field of T present in S has a subtype, extra S fields allowed.

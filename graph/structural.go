@@ -10,13 +10,13 @@ import (
 type Result struct {
 	// OK is true when there are no error diagnostics.
 	OK bool
-	// Diagnostics are sorted per §5.8; empty (not nil) when OK.
+	// Diagnostics are in CompareDiagnostics order; empty (not nil) when OK.
 	Diagnostics []Diagnostic
 	// Bounds is set only when OK.
 	Bounds *Bounds
 }
 
-// Structural runs the structural passes of the verifier (§5.7–§5.8) on a
+// Structural runs the structural passes of the verifier on a
 // decoded graph: duplicate node names, profile shape, quorum shape, the
 // ceilings, reference cycles, and the bounds folds with the termination
 // witness. An approve-all backend admits exactly the graphs for which
@@ -34,7 +34,7 @@ func Structural(g *GraphSpec) Result {
 	return Result{Diagnostics: diags}
 }
 
-// ComputeBounds folds the bounds of a structurally sound graph (§5.8). It
+// ComputeBounds folds the bounds of a structurally sound graph. It
 // returns the diagnostics that prevent bounds (reference cycles, fold
 // ceilings); call it after the per-node structural checks (Structural does).
 func ComputeBounds(g *GraphSpec) (Bounds, []Diagnostic) {
@@ -138,38 +138,34 @@ func satMul(a, b uint64) uint64 {
 // fold is the per-subtree bound: executions, concurrency, loop entries.
 type fold struct{ exec, conc, entries uint64 }
 
+func maxU(a, b uint64) uint64 { return max(a, b) }
+
+// foldAll combines the folds of ns member by member: exec with exec, conc
+// with conc, entries with entries.
+func foldAll(ns []Node, exec, conc, entries func(a, b uint64) uint64) fold {
+	var f fold
+	for _, c := range ns {
+		cf := foldNode(c)
+		f = fold{exec(f.exec, cf.exec), conc(f.conc, cf.conc), entries(f.entries, cf.entries)}
+	}
+	return f
+}
+
+// foldNode folds a subtree: a seq adds its children's executions and loop
+// entries and takes their largest concurrency; a choice takes the largest of
+// each over its alternatives; a par adds all three; a map multiplies its
+// body's by maxItems; a loop multiplies its body's executions by
+// maxIterations and counts one entry per iteration besides the body's.
 func foldNode(n Node) fold {
 	switch t := n.(type) {
 	case *Step, *Verifier:
 		return fold{exec: 1, conc: 1}
 	case *Seq:
-		var f fold
-		for _, c := range t.Children {
-			cf := foldNode(c)
-			f.exec = satAdd(f.exec, cf.exec)
-			f.conc = max(f.conc, cf.conc)
-			f.entries = satAdd(f.entries, cf.entries)
-		}
-		return f
+		return foldAll(t.Children, satAdd, maxU, satAdd)
 	case *Choice:
-		var f fold
-		alts := Children(t)
-		for _, c := range alts {
-			cf := foldNode(c)
-			f.exec = max(f.exec, cf.exec)
-			f.conc = max(f.conc, cf.conc)
-			f.entries = max(f.entries, cf.entries)
-		}
-		return f
+		return foldAll(Children(t), maxU, maxU, maxU)
 	case *Par:
-		var f fold
-		for _, c := range t.Branches {
-			cf := foldNode(c)
-			f.exec = satAdd(f.exec, cf.exec)
-			f.conc = satAdd(f.conc, cf.conc)
-			f.entries = satAdd(f.entries, cf.entries)
-		}
-		return f
+		return foldAll(t.Branches, satAdd, satAdd, satAdd)
 	case *Map:
 		if t.Body == nil {
 			return fold{}
@@ -186,24 +182,22 @@ func foldNode(n Node) fold {
 	return fold{}
 }
 
+// located is a node with its diagnostic path.
+type located struct {
+	node Node
+	path Path
+}
+
 func computeBounds(g *GraphSpec) (Bounds, []Diagnostic) {
 	var b Bounds
 	if g == nil || g.Root == nil {
 		return b, structuralDiagnostics(g)
 	}
-	type info struct {
-		node Node
-		path Path
-	}
-	var nodes []info
-	idx := map[string]int{}
+	var nodes []located
 	var loops []FieldPath
 	b.AttemptsPerNode = map[string]uint64{}
 	Walk(g, func(n Node, p Path, _ int) bool {
-		if _, dup := idx[n.NodeName()]; !dup {
-			idx[n.NodeName()] = len(nodes)
-		}
-		nodes = append(nodes, info{n, p})
+		nodes = append(nodes, located{n, p})
 		switch t := n.(type) {
 		case *Step:
 			b.AttemptsPerNode[t.Name] = t.Attempts
@@ -214,10 +208,31 @@ func computeBounds(g *GraphSpec) (Bounds, []Diagnostic) {
 		}
 		return true
 	})
+	order, diags := referenceOrder(nodes)
+	f := foldNode(g.Root)
+	b.MaxNodeExecutions = max(1, f.exec)
+	b.PeakConcurrency = max(1, f.conc)
+	if len(loops) > 0 {
+		b.Termination = Termination{Kind: TerminationBounded, Ranking: loops, MaxIterations: max(1, f.entries)}
+	} else {
+		b.Termination = Termination{Kind: TerminationAcyclic, Order: order}
+	}
+	return b, append(diags, f.ceilingDiagnostics()...)
+}
 
-	// Reference graph: an edge from every node whose output or control is
-	// read to the reader. Containment is not an edge: a par's first join may
-	// read its own branch.
+// referenceOrder orders the nodes along the reference graph: an edge from
+// every node whose output or control is read to the reader (containment is
+// not an edge: a par's first join may read its own branch). It is Kahn's
+// algorithm always taking the earliest ready node in authored pre-order, so
+// simple graphs keep their pre-order. Nodes on a cycle stay unordered and
+// each cycle is one cyclic_reference diagnostic.
+func referenceOrder(nodes []located) ([]string, []Diagnostic) {
+	idx := map[string]int{}
+	for i, in := range nodes {
+		if _, dup := idx[in.node.NodeName()]; !dup {
+			idx[in.node.NodeName()] = i
+		}
+	}
 	succ := make([][]int, len(nodes))
 	indeg := make([]int, len(nodes))
 	for i, in := range nodes {
@@ -232,8 +247,6 @@ func computeBounds(g *GraphSpec) (Bounds, []Diagnostic) {
 			indeg[i]++
 		}
 	}
-	// Kahn's algorithm, always taking the earliest ready node in authored
-	// pre-order, so simple graphs keep their pre-order.
 	ready := &intHeap{}
 	for i := range nodes {
 		if indeg[i] == 0 {
@@ -264,15 +277,13 @@ func computeBounds(g *GraphSpec) (Bounds, []Diagnostic) {
 				"node-output/control references contain a cycle"))
 		}
 	}
+	return order, diags
+}
 
-	f := foldNode(g.Root)
-	b.MaxNodeExecutions = max(1, f.exec)
-	b.PeakConcurrency = max(1, f.conc)
-	if len(loops) > 0 {
-		b.Termination = Termination{Kind: TerminationBounded, Ranking: loops, MaxIterations: max(1, f.entries)}
-	} else {
-		b.Termination = Termination{Kind: TerminationAcyclic, Order: order}
-	}
+// ceilingDiagnostics reports the folds of the whole graph that exceed their
+// ceilings, at the root.
+func (f fold) ceilingDiagnostics() []Diagnostic {
+	var diags []Diagnostic
 	root := Path{FieldSeg("root")}
 	if f.exec > MaxExecutionsPerRun {
 		diags = append(diags, errorDiag(CodeCeilingExceeded, root, nil,
@@ -286,7 +297,7 @@ func computeBounds(g *GraphSpec) (Bounds, []Diagnostic) {
 		diags = append(diags, errorDiag(CodeCeilingExceeded, root, nil,
 			"peakConcurrency %d exceeds the ceiling of %d", f.conc, MaxPeakConcurrency))
 	}
-	return b, diags
+	return diags
 }
 
 // cycles returns the strongly connected components (size > 1) among the
@@ -361,7 +372,7 @@ func (h *intHeap) Pop() any {
 
 // StructuralChecks returns the per-node structural diagnostics alone
 // (duplicate names, profile and quorum shape, depth/node/guard/attempt/
-// iteration/item ceilings), sorted per §5.8, without the reference-cycle
+// iteration/item ceilings), in CompareDiagnostics order, without the reference-cycle
 // and fold diagnostics of ComputeBounds. The flow-analysing verifier runs
 // its analysis only when this is empty.
 func StructuralChecks(g *GraphSpec) []Diagnostic {

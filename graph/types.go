@@ -1,6 +1,6 @@
 package graph
 
-// GraphSpec is an authored graph (§5.1). Decode it with Decode; encode it
+// GraphSpec is an authored graph. Decode it with Decode; encode it
 // with MarshalJSON (reference field order, sets sorted).
 type GraphSpec struct {
 	Profile      string        // ProfileFull or ProfileSingleWorker
@@ -18,7 +18,7 @@ type PolicyBinding struct {
 // NodeKind is the `kind` tag of a graph node.
 type NodeKind string
 
-// Node kinds of §5.2.
+// Node kinds.
 const (
 	KindStep     NodeKind = "step"
 	KindVerifier NodeKind = "verifier"
@@ -46,7 +46,7 @@ type FieldPath []string
 // DataSource is the `source` of a DataSelector.
 type DataSource string
 
-// Data selector sources (§5.3).
+// Data selector sources.
 const (
 	SourceState DataSource = "state"
 	SourceItem  DataSource = "item" // the current map item
@@ -67,7 +67,7 @@ type InputBinding struct {
 // OutputChannel is a node output channel.
 type OutputChannel string
 
-// Output channels (§5.3).
+// Output channels.
 const (
 	ChannelOut        OutputChannel = "out"
 	ChannelSignal     OutputChannel = "signal"
@@ -90,7 +90,7 @@ type WriteBinding struct {
 // ControlSource is the `source` of a ControlSelector.
 type ControlSource string
 
-// Control sources (§5.3).
+// Control sources.
 const (
 	ControlSignal ControlSource = "signal"
 	ControlError  ControlSource = "error"
@@ -108,7 +108,7 @@ type ControlSelector struct {
 // GuardKind is the `kind` tag of a Guard.
 type GuardKind string
 
-// Guard kinds (§5.3).
+// Guard kinds.
 const (
 	GuardIn     GuardKind = "in"
 	GuardAll    GuardKind = "all"
@@ -139,7 +139,7 @@ type Guard struct {
 // JoinKind is the `kind` of a par join.
 type JoinKind string
 
-// Join kinds (§5.2).
+// Join kinds.
 const (
 	JoinAll    JoinKind = "all"
 	JoinAny    JoinKind = "any"
@@ -282,7 +282,7 @@ func (*Fail) isNode()     {}
 // PayloadKind is the `kind` tag of a PayloadType.
 type PayloadKind string
 
-// Payload kinds (§5.4). The set is closed.
+// Payload kinds. The set is closed.
 const (
 	PayloadNull    PayloadKind = "null"
 	PayloadBoolean PayloadKind = "boolean"
