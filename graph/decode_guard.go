@@ -3,25 +3,30 @@ package graph
 // Selectors, bindings, guards and joins. A selector is always a closed
 // object: a string in its place (a path expression) is STRING_SELECTOR.
 
+// openSelector starts reading a selector with exactly the members given.
+func openSelector(v any, path, what string, members ...string) *reader {
+	return openClosed(v, path, what, ViolationStringSelector, ViolationUnknownField, members...)
+}
+
+func (r *reader) selectorPath() FieldPath { return r.fieldPath("path", "selector path") }
+
 func decodeDataSelector(v any, path string) (DataSelector, error) {
-	r := openClosed(v, path, "data selector", ViolationStringSelector, ViolationUnknownField, "source", "path")
-	return DataSelector{
-		Source: DataSource(r.oneOf("source", "data selector source", string(SourceState), string(SourceItem))),
-		Path:   r.fieldPath("path", "selector path"),
-	}, r.err
+	r := openSelector(v, path, "data selector", "source", "path")
+	source := r.oneOf("source", "data selector source", string(SourceState), string(SourceItem))
+	return DataSelector{Source: DataSource(source), Path: r.selectorPath()}, r.err
 }
 
 func decodeOutputSelector(v any, path string) (NodeOutputSelector, error) {
-	r := openClosed(v, path, "node output selector", ViolationStringSelector, ViolationUnknownField, "node", "channel", "path")
+	r := openSelector(v, path, "node output selector", "node", "channel", "path")
 	return NodeOutputSelector{
 		Node:    r.ident("node", "node name"),
 		Channel: OutputChannel(r.oneOf("channel", "channel", string(ChannelOut), string(ChannelSignal), string(ChannelDiagnostic))),
-		Path:    r.fieldPath("path", "selector path"),
+		Path:    r.selectorPath(),
 	}, r.err
 }
 
 func decodeControlSelector(v any, path string) (ControlSelector, error) {
-	r := openClosed(v, path, "control selector", ViolationStringSelector, ViolationUnknownField, "name", "source", "field")
+	r := openSelector(v, path, "control selector", "name", "source", "field")
 	return ControlSelector{
 		Name:   r.ident("name", "node name"),
 		Source: ControlSource(r.oneOf("source", "control source", string(ControlSignal), string(ControlError), string(ControlGroup))),
