@@ -1,0 +1,60 @@
+// A native run's page: run/status for its title and source, run/watch for
+// its phase and executions, run/logs for its log lines (replayed from the
+// start), run/attach for the live output of an active execution, run/force.
+import {h, replace} from './dom.js';
+import {explain} from './errors.js';
+import {followNative, resumable} from './follow.js';
+import {runHeader, timelinePanel, logsPanel, attachPanel, resultPanel} from './panels.js';
+import {actionBar, nativeActions} from './actions.js';
+
+export function nativePage(conn, main, runId, status) {
+  const head = runHeader('Native', runId);
+  const bar = actionBar();
+  nativeActions(bar, conn, runId);
+  const execs = h('div', {class: 'executions', role: 'group', 'aria-label': 'Executions'});
+  const timeline = timelinePanel();
+  const logs = logsPanel('Log lines of this run, from its start.');
+  const attach = attachPanel();
+  const result = resultPanel();
+  replace(main, head.el, bar.el, h('div', {class: 'run-grid'},
+    h('section', {class: 'panel graph-panel', 'aria-label': 'Executions'}, h('h2', {}, 'Executions'),
+      h('p', {class: 'hint'}, 'The protocol does not carry a native run\'s graph: these are the executions it has run.'), execs),
+    h('div', {class: 'side'}, result.el, attach.el), timeline.el, logs.el));
+
+  let attached = null;
+  const select = (execution) => {
+    attached?.close();
+    const sink = attach.open(execution);
+    attached = conn.stream({method: 'run/attach', params: () => ({runId, execution}),
+      onEvent: (p) => sink.event(p.event), onEstablished: sink.established, onError: sink.error, onClosed: sink.closed});
+  };
+  const update = (run) => {
+    const st = run.status;
+    const src = run.source ? `${run.source.repository}@${run.source.branch} ${run.source.revision.slice(0, 12)}` : '';
+    head.set(st.phase === 'finished' ? st.terminalResult.status : st.phase, [run.title, src, run.size].filter(Boolean).join(' · '));
+    bar.enable(st.phase === 'finished' ? [] : ['force']);
+    replace(execs, [...run.executions].map(([execution, e]) => h('button', {type: 'button', class: 'node leaf',
+      'data-node': e.node, 'data-state': e.state === 'running' ? 'running' : 'ended',
+      'aria-label': `execution ${execution} of ${e.node}: ${e.state}`, onclick: () => select(execution)},
+    h('span', {class: 'node-name'}, e.node), h('span', {class: 'node-worker'}, execution), h('span', {class: 'node-state'}, e.state))));
+    if (st.phase === 'finished') result.show(st.terminalResult, null);
+  };
+  const follower = followNative(conn, runId, {
+    onChange(run, added) {
+      added.forEach((e) => timeline.add(e));
+      update(run);
+    },
+    onError(err) { head.set('unavailable', explain(err)); },
+  });
+  head.set(status.status.phase, status.title);
+  let logCursor = null;
+  const logStream = resumable(conn, 'run/logs', () => ({runId, fromCursor: logCursor}), () => logCursor, (p) => {
+    logCursor = p.cursor;
+    logs.add(p.record, p.execution);
+  }, {onError: (err) => logs.add({level: 'info', target: 'page', message: explain(err)})});
+  return {close() {
+    follower.close();
+    logStream.close();
+    attached?.close();
+  }};
+}

@@ -1,0 +1,114 @@
+// The panels of a run's page: event timeline, logs with a filter, the live
+// output of one execution, and the terminal result.
+import {h, replace} from './dom.js';
+import {explain} from './errors.js';
+
+// MAX_LINES bounds what a panel keeps; older lines are dropped first.
+const MAX_LINES = 2000;
+
+function bounded(list) {
+  while (list.children.length > MAX_LINES) list.firstElementChild.remove();
+  // Follow the end unless the reader scrolled up.
+  const box = list.parentElement;
+  if (box && box.scrollHeight - box.scrollTop - box.clientHeight < 80) box.scrollTop = box.scrollHeight;
+}
+
+export function timelinePanel() {
+  const list = h('ol', {class: 'timeline', 'aria-live': 'polite'});
+  const el = h('section', {class: 'panel', 'aria-label': 'Events'}, h('h2', {}, 'Events'), h('div', {class: 'scroll'}, list));
+  return {
+    el,
+    add(entry) {
+      list.append(h('li', {'data-type': entry.type, title: entry.cursor}, h('span', {class: 'cursor'}, entry.cursor), ' ', entry.text));
+      bounded(list);
+    },
+  };
+}
+
+// logsPanel lists log records; the filter keeps lines whose level, target or
+// message contains its text.
+export function logsPanel(note) {
+  const list = h('ol', {class: 'logs'});
+  const filter = h('input', {type: 'search', placeholder: 'filter', 'aria-label': 'Filter logs', oninput: () => apply()});
+  const apply = () => {
+    const q = filter.value.trim().toLowerCase();
+    for (const li of list.children) li.hidden = q !== '' && !li.textContent.toLowerCase().includes(q);
+  };
+  const el = h('section', {class: 'panel', 'aria-label': 'Logs'},
+    h('h2', {}, 'Logs ', filter), h('p', {class: 'hint'}, note), h('div', {class: 'scroll'}, list));
+  return {
+    el,
+    add(record, target) {
+      const li = h('li', {'data-level': record.level}, h('span', {class: 'level'}, record.level), ' ',
+        h('span', {class: 'target'}, target || record.target), ' ', record.message);
+      list.append(li);
+      const q = filter.value.trim().toLowerCase();
+      li.hidden = q !== '' && !li.textContent.toLowerCase().includes(q);
+      bounded(list);
+    },
+    filter,
+  };
+}
+
+// attachPanel shows the live output of one execution at a time.
+export function attachPanel() {
+  const title = h('h2', {}, 'Live output');
+  const status = h('p', {class: 'hint', role: 'status'}, 'Click a running node to follow its output.');
+  const list = h('ol', {class: 'output', 'aria-label': 'Execution output'});
+  const el = h('section', {class: 'panel', 'aria-label': 'Live output'}, title, status, h('div', {class: 'scroll'}, list));
+  return {
+    el,
+    // open starts showing ref; it returns the sink for AgentAttachEvents.
+    open(ref) {
+      title.textContent = `Live output of ${ref}`;
+      status.textContent = 'connecting…';
+      replace(list);
+      return {
+        event(ev) {
+          if (ev.type === 'working') status.textContent = 'working';
+          else if (ev.type === 'settled') status.textContent = 'settled: the execution has ended';
+          else if (ev.type === 'output') {
+            list.append(h('li', {}, ev.text));
+            bounded(list);
+          }
+        },
+        established() { status.textContent = 'attached'; },
+        error(err) { status.textContent = explain(err); },
+        closed(reason) { status.textContent = reason === 'done' ? 'the execution has ended' : `stream ended (${reason})`; },
+      };
+    },
+    say(text) {
+      status.textContent = text;
+    },
+  };
+}
+
+// resultPanel shows a TerminalResult.
+export function resultPanel() {
+  const body = h('div', {class: 'result'}, 'The run has not finished.');
+  const el = h('section', {class: 'panel', 'aria-label': 'Result'}, h('h2', {}, 'Result'), body);
+  return {
+    el,
+    show(tr, stopMode) {
+      if (!tr) return replace(body, stopMode ? `Stopped (${stopMode}) without a result.` : 'Finished.');
+      if (tr.status === 'succeeded') {
+        return replace(body, h('p', {'data-status': 'succeeded'}, 'Succeeded with output:'), h('pre', {}, JSON.stringify(tr.output, null, 2)));
+      }
+      replace(body, h('p', {'data-status': 'failed'}, `Failed: ${tr.reason}`));
+    },
+  };
+}
+
+// runHeader is the page heading with a phase badge; set(phase, details) updates it.
+export function runHeader(kind, runId) {
+  const badge = h('span', {class: 'phase', 'data-phase': 'unknown', role: 'status', 'aria-label': 'Run phase'}, '…');
+  const meta = h('p', {class: 'run-meta'});
+  return {
+    el: h('header', {class: 'run-head'}, h('h1', {}, `${kind} run ${runId} `, badge), meta),
+    set(phase, details) {
+      badge.textContent = phase;
+      badge.dataset.phase = phase;
+      meta.textContent = details;
+    },
+  };
+}
