@@ -2,8 +2,9 @@
 // (github.com/coder/websocket): one JSON-RPC object per text message,
 // binary → close 1003, over 1 MiB → close 1009, identity expiry → close
 // 4401, server shutdown → close 1001. It resolves the connection identity
-// on the upgrade request (HTTP 401 without upgrade when that fails) and
-// knows nothing of methods.
+// on the upgrade request (HTTP 401 without upgrade when that fails), from
+// an Authorization: Bearer header or a token offered as a subprotocol
+// (bearer.go), and knows nothing of methods.
 package websocket
 
 import (
@@ -158,8 +159,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := identity.Local()
 	if h.Resolver != nil {
-		var err error
-		id, err = h.Resolver.Resolve(r)
+		rr, err := withSubprotocolBearer(r)
+		if err == nil {
+			id, err = h.Resolver.Resolve(rr)
+		}
 		if err != nil {
 			http.Error(w, "unauthorized: "+err.Error(), http.StatusUnauthorized)
 			return
@@ -173,13 +176,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized: identity expired", http.StatusUnauthorized)
 		return
 	}
-	c, err := ws.Accept(w, r, &ws.AcceptOptions{OriginPatterns: h.OriginPatterns})
+	// Counted before the upgrade hijacks the connection, so that Wait
+	// after the HTTP server's shutdown never misses one being accepted.
+	h.wg.Add(1)
+	defer h.wg.Done()
+	c, err := ws.Accept(w, r, &ws.AcceptOptions{OriginPatterns: h.OriginPatterns, Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		log.Debug("websocket upgrade failed", "err", err)
 		return
 	}
-	h.wg.Add(1)
-	defer h.wg.Done()
 	shutdown := h.Shutdown
 	if shutdown == nil {
 		shutdown = context.Background()
