@@ -21,6 +21,7 @@ import (
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/ndjson"
 	"github.com/oecp/oecp/transport/websocket"
+	"github.com/oecp/oecp/webui"
 )
 
 // multiFlag collects a repeatable string flag.
@@ -225,6 +226,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
+	mux.Handle(webui.Prefix, webui.New())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")

@@ -1,0 +1,30 @@
+#!/bin/sh
+# A command worker for the web view's browser tests. It reads its input,
+# then prints a numbered line to stderr every 0.2 s until the file
+# "$2.go" exists (the test creates it), then answers as $1 says: "step"
+# echoes its input; "approve" and "reject" answer as a verifier with that
+# verdict; "flaky" fails (exit 1) unless "$2.ok" exists, else echoes.
+PATH=/usr/local/bin:/usr/bin:/bin
+mode=$1
+gate=$2
+input=$(cat)
+name=$(basename "$gate")
+i=0
+while [ ! -e "$gate.go" ]; do
+  i=$((i + 1))
+  echo "$name line $i" >&2
+  sleep 0.2
+done
+case $mode in
+step) printf '%s\n' "$input" ;;
+approve) echo '{"output":null,"signals":{"verdict":"approved"},"diagnostic":null}' ;;
+reject) echo '{"output":null,"signals":{"verdict":"rejected"},"diagnostic":null}' ;;
+flaky)
+  if [ -e "$gate.ok" ]; then
+    printf '%s\n' "$input"
+  else
+    echo "$name failing: no $name.ok" >&2
+    exit 1
+  fi
+  ;;
+esac
