@@ -26,7 +26,7 @@ const chromiumPath = "/usr/bin/chromium"
 
 // waitBound bounds each test's browser session so that a broken page fails
 // the test instead of hanging it; no assertion depends on it.
-const waitBound = 40 * time.Second
+const waitBound = 2 * time.Minute
 
 var (
 	buildOnce sync.Once

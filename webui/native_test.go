@@ -1,0 +1,71 @@
+package webui_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// gatedHarness writes a --harness file whose codex agent is
+// testdata/gate-agent.sh, waiting on a file that never appears.
+func gatedHarness(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	script, err := filepath.Abs("testdata/gate-agent.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command",
+		"argv": []string{"/bin/sh", script, filepath.Join(dir, "never")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "harness.json")
+	if err := os.WriteFile(file, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// agentSubmission is a native run of one agent step, then succeed.
+func agentSubmission(runID string) json.RawMessage {
+	return json.RawMessage(`{"runId":"` + runID + `","submission":{"title":"review the proposal",` +
+		`"graph":{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},"policy":{"policy":"policy.default@1","default":"deny"},` +
+		`"root":{"kind":"seq","name":"main","state":{"kind":"null"},"promotedStatePaths":[],"children":[` +
+		`{"kind":"step","name":"draft","worker":"agent.draft@1","instructions":"answer null","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":600000,"attempts":1},` +
+		`{"kind":"succeed","name":"done","output":{"kind":"null"},"bindings":[]}]}},"initialInput":null,` +
+		`"runtime":{"harness":"codex","provider":"openai","size":"tiny","nodes":{"draft":{"kind":"agent","model":"gpt-5.6"}}},` +
+		`"source":{"repository":"oecp/oecp","branch":"main","revision":"0123456789abcdef0123456789abcdef01234567"},"submissionKey":"` + runID + `"}}`)
+}
+
+// A native run is listed from run/list, its page shows its running
+// execution and that execution's live output, and Force stop (confirmed)
+// ends it.
+func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
+	s := serve(t, "--harness", gatedHarness(t))
+	tab := browse(t)
+	const id = "ui-native-1"
+	s.call(t, "", "run/submit", agentSubmission(id), nil)
+	run(t, tab, "the runs page lists the native run",
+		chromedp.Navigate(s.base+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(runRow(id, "running"))),
+		until(fmt.Sprintf(`document.querySelector('tr[data-run=%q] .active').textContent === 'draft'`, id)))
+	run(t, tab, "its page shows the running execution",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-run=%q] a`, id))),
+		chromedp.WaitVisible(chromedp.CSS(`.executions [data-node="draft"][data-state="running"]`)),
+		chromedp.Click(chromedp.CSS(`.executions [data-node="draft"]`)),
+		until(`[...document.querySelectorAll('.output li')].some((li) => li.textContent.startsWith('agent line'))`))
+	run(t, tab, "force stop, confirmed, ends it",
+		chromedp.Click(chromedp.CSS(`button[data-action="force"]`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head .phase[data-phase="failed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.result [data-status="failed"]`)))
+	if res := textOf(t, tab, ".result"); !strings.Contains(res, "force_stopped") {
+		t.Fatalf("result %q, want force_stopped", res)
+	}
+}
