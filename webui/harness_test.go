@@ -147,16 +147,12 @@ type gates struct {
 func newGates(t *testing.T) gates {
 	t.Helper()
 	dir := t.TempDir()
-	script, err := filepath.Abs("testdata/gate.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	text := json.RawMessage(`{"kind":"record","fields":{"text":{"required":true,"type":{"kind":"string"}}}}`)
 	null := json.RawMessage(`{"kind":"null"}`)
 	verdict := map[string][]string{"verdict": {"approved", "rejected"}}
 	entry := func(name, kind, mode string) map[string]any {
 		e := map[string]any{"worker": "gate." + name + "@1", "kind": kind, "input": text, "output": text,
-			"argv": []string{"/bin/sh", script, mode, filepath.Join(dir, name)}}
+			"argv": gateArgv(t, mode, filepath.Join(dir, name))}
 		if kind == "verifier" {
 			e["output"], e["signals"], e["diagnostic"] = null, verdict, null
 		}
@@ -175,6 +171,31 @@ func newGates(t *testing.T) gates {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// gateArgv runs testdata/gate.sh in mode, gated by the file gate.
+func gateArgv(t *testing.T, mode, gate string) []string {
+	t.Helper()
+	script, err := filepath.Abs("testdata/gate.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"/bin/sh", script, mode, gate}
+}
+
+// harness writes a --harness file whose codex agent is testdata/gate.sh,
+// gated by the file "agent" of g.
+func (g gates) harness(t *testing.T) string {
+	t.Helper()
+	cfg, err := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command", "argv": gateArgv(t, "agent", filepath.Join(g.dir, "agent"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(g.dir, "harness.json")
+	if err := os.WriteFile(file, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // open lets the worker gated by name answer.

@@ -3,34 +3,11 @@ package webui_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 )
-
-// gatedHarness writes a --harness file whose codex agent is
-// testdata/gate-agent.sh, waiting on a file that never appears.
-func gatedHarness(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	script, err := filepath.Abs("testdata/gate-agent.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command",
-		"argv": []string{"/bin/sh", script, filepath.Join(dir, "never")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "harness.json")
-	if err := os.WriteFile(file, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return file
-}
 
 // agentSubmission is a native run of one agent step, then succeed.
 func agentSubmission(runID string) json.RawMessage {
@@ -47,7 +24,7 @@ func agentSubmission(runID string) json.RawMessage {
 // execution and that execution's live output, and Force stop (confirmed)
 // ends it.
 func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
-	s := serve(t, "--harness", gatedHarness(t))
+	s := serve(t, "--harness", newGates(t).harness(t))
 	tab := browse(t)
 	const id = "ui-native-1"
 	s.call(t, "", "run/submit", agentSubmission(id), nil)

@@ -1,13 +1,19 @@
 #!/bin/sh
-# A command worker for the web view's browser tests. It reads its input,
-# then prints a numbered line to stderr every 0.2 s until the file
-# "$2.go" exists (the test creates it), then answers as $1 says: "step"
-# echoes its input; "approve" and "reject" answer as a verifier with that
-# verdict; "flaky" fails (exit 1) unless "$2.ok" exists, else echoes.
+# A command worker (and command harness) for the web view's browser tests.
+# It reads its input, then prints a numbered line to stderr every 0.2 s
+# until the file "$2.go" exists (the test creates it), then answers as $1
+# says: "step" echoes its input; "approve" and "reject" answer as a
+# verifier with that verdict; "flaky" fails (exit 1) unless "$2.ok"
+# exists, else echoes; "agent" answers an agent turn (one line read) with
+# null.
 PATH=/usr/local/bin:/usr/bin:/bin
 mode=$1
 gate=$2
-input=$(cat)
+if [ "$mode" = agent ]; then
+  read -r input || true
+else
+  input=$(cat)
+fi
 name=$(basename "$gate")
 i=0
 while [ ! -e "$gate.go" ]; do
@@ -16,6 +22,7 @@ while [ ! -e "$gate.go" ]; do
   sleep 0.2
 done
 case $mode in
+agent) echo '{"session":"s","text":"null"}' ;;
 step) printf '%s\n' "$input" ;;
 approve) echo '{"output":null,"signals":{"verdict":"approved"},"diagnostic":null}' ;;
 reject) echo '{"output":null,"signals":{"verdict":"rejected"},"diagnostic":null}' ;;
