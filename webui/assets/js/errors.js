@@ -24,7 +24,7 @@ export function explain(err) {
     case 'NO_RETRYABLE_FRONTIER':
       return NO_FRONTIER[d.reason] || 'There is no failure to retry.';
     case 'NOT_FOUND':
-      return `Not found: ${err.message}. It may not exist, or your identity may not see it.`;
+      return `${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}, or your identity cannot see it.`;
     case 'GONE':
       return err.message === 'Run history was deleted' ? 'This run\'s history was deleted.' : 'That execution is no longer running.';
     case 'SERVER_BUSY':

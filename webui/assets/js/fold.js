@@ -141,11 +141,13 @@ export function refNode(runId, ref) {
   return i > 0 ? rest.slice(0, i) : null;
 }
 
-// setTerminal records the run's terminal result and marks the terminal node
-// that gave it, when exactly one node of the graph can have.
+// setTerminal records the terminal result of a run whose finished event
+// has been folded (so its graph is known), and marks the terminal node that
+// gave it, when exactly one node of the graph can have.
 export function setTerminal(run, result) {
+  if (!run.finished || !result) return;
   run.terminal = result;
-  if (!result || !run.spec) return;
+  if (!run.spec) return;
   const candidates = terminals(run.spec.root).filter((t) => result.status === 'succeeded'
     ? t.kind === 'succeed' : t.kind === 'fail' && t.reason === result.reason);
   if (candidates.length === 1) node(run, candidates[0].name).state = result.status;

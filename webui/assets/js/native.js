@@ -21,13 +21,7 @@ export function nativePage(conn, main, runId, status) {
       h('p', {class: 'hint'}, 'The protocol does not carry a native run\'s graph: these are the executions it has run.'), execs),
     h('div', {class: 'side'}, result.el, attach.el), timeline.el, logs.el));
 
-  let attached = null;
-  const select = (execution) => {
-    attached?.close();
-    const sink = attach.open(execution);
-    attached = conn.stream({method: 'run/attach', params: () => ({runId, execution}),
-      onEvent: (p) => sink.event(p.event), onEstablished: sink.established, onError: sink.error, onClosed: sink.closed});
-  };
+  const select = (execution) => attach.follow(conn, 'run/attach', {runId, execution}, execution);
   const update = (run) => {
     const st = run.status;
     const src = run.source ? `${run.source.repository}@${run.source.branch} ${run.source.revision.slice(0, 12)}` : '';
@@ -55,6 +49,6 @@ export function nativePage(conn, main, runId, status) {
   return {close() {
     follower.close();
     logStream.close();
-    attached?.close();
+    attach.close();
   }};
 }

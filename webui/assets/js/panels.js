@@ -56,28 +56,36 @@ export function attachPanel() {
   const status = h('p', {class: 'hint', role: 'status'}, 'Click a running node to follow its output.');
   const list = h('ol', {class: 'output', 'aria-label': 'Execution output'});
   const el = h('section', {class: 'panel', 'aria-label': 'Live output'}, title, status, h('div', {class: 'scroll'}, list));
+  let stream = null;
+  const close = () => {
+    stream?.close();
+    stream = null;
+  };
+  const event = (ev) => {
+    if (ev.type === 'working') status.textContent = 'working';
+    else if (ev.type === 'settled') status.textContent = 'settled: the execution has ended';
+    else if (ev.type === 'output') {
+      list.append(h('li', {}, ev.text));
+      bounded(list);
+    }
+  };
   return {
     el,
-    // open starts showing ref; it returns the sink for AgentAttachEvents.
-    open(ref) {
-      title.textContent = `Live output of ${ref}`;
+    close,
+    // follow shows execution's output from a subscription (agent/attach
+    // or run/attach) in place of the one shown before.
+    follow(conn, method, params, execution) {
+      close();
+      title.textContent = `Live output of ${execution}`;
       status.textContent = 'connecting…';
       replace(list);
-      return {
-        event(ev) {
-          if (ev.type === 'working') status.textContent = 'working';
-          else if (ev.type === 'settled') status.textContent = 'settled: the execution has ended';
-          else if (ev.type === 'output') {
-            list.append(h('li', {}, ev.text));
-            bounded(list);
-          }
-        },
-        established() { status.textContent = 'attached'; },
-        error(err) { status.textContent = explain(err); },
-        closed(reason) { status.textContent = reason === 'done' ? 'the execution has ended' : `stream ended (${reason})`; },
-      };
+      stream = conn.stream({method, params: () => params, onEvent: (p) => event(p.event),
+        onEstablished: () => { status.textContent = 'attached'; },
+        onError: (err) => { status.textContent = explain(err); },
+        onClosed: (reason) => { status.textContent = reason === 'done' ? 'the execution has ended' : `stream ended (${reason})`; }});
     },
     say(text) {
+      close();
       status.textContent = text;
     },
   };

@@ -48,21 +48,10 @@ function clusterPage(conn, main, runId) {
   replace(main, head.el, bar.el, h('div', {class: 'run-grid'}, graphBox, h('div', {class: 'side'}, result.el, attach.el), timeline.el, logs.el));
 
   let graph = null;
-  let attached = null;
   let current = false;
-  const follower = followCluster(conn, runId, {
-    onChange(run, entries) {
-      if (!graph && run.spec) {
-        graph = drawGraph(run.spec, (name) => select(name));
-        replace(graphBox, h('h2', {}, 'Graph'), graph);
-      }
-      entries.forEach((e) => timeline.add(e));
-      if (run.finished && !run.terminal) fetchTerminal(run);
-      update(run);
-    },
-    onError(err) { head.set('unavailable', explain(err)); },
-  });
+  let failure = null;
   const update = (run) => {
+    if (failure) return head.set('unavailable', failure);
     if (graph) paint(graph, run.nodes);
     const op = run.status?.operational;
     head.set(phaseLabel(run), [`generation ${run.status?.observedGeneration ?? '—'}`,
@@ -71,42 +60,65 @@ function clusterPage(conn, main, runId) {
     bar.enable(clusterEnabled(run, current));
     if (run.finished) result.show(run.terminal, run.stopMode);
   };
-  const fetchTerminal = async (run) => {
-    const got = await conn.call('get', {}).catch(() => null);
-    if (got?.status.currentRunId === runId && got.terminalResult) {
-      setTerminal(run, got.terminalResult);
+  const select = (name) => selectNode(conn, follower.run, name, attach, logs);
+  const follower = followCluster(conn, runId, {
+    onChange(run, entries) {
+      if (!graph && run.spec) {
+        graph = drawGraph(run.spec, select);
+        replace(graphBox, h('h2', {}, 'Graph'), graph);
+      }
+      entries.forEach((e) => timeline.add(e));
+      if (entries.some((e) => e.type === 'finished')) poller.now();
       update(run);
-    }
-  };
-  const select = async (name) => {
-    attached?.close();
-    attached = null;
-    const n = follower.run.nodes.get(name);
-    logs.filter.value = `${runId}/${name}/`;
-    logs.filter.dispatchEvent(new Event('input'));
-    if (!n || n.state !== 'running') return attach.say(`${name} is ${n ? n.state : 'pending'}: its output is live only while it runs. Its log lines are filtered below.`);
-    const ref = await executionRef(runId, name, n.begins);
-    const sink = attach.open(ref);
-    attached = conn.stream({method: 'agent/attach', params: () => ({execution: ref}),
-      onEvent: (p) => sink.event(p.event), onEstablished: sink.established, onError: sink.error, onClosed: sink.closed});
-  };
+    },
+    onError(err) {
+      failure = explain(err);
+      update(follower.run);
+    },
+  });
+  // Actions apply to the cluster's current run only; get carries the
+  // terminal result once it has finished.
+  const poller = pollGet(conn, (got) => {
+    current = got.status.currentRunId === runId;
+    if (current && got.terminalResult && !follower.run.terminal) setTerminal(follower.run, got.terminalResult);
+    update(follower.run);
+  });
   const logStream = conn.stream({method: 'logs', params: () => ({}), onEvent: (p) => logs.add(p.record),
     onError: (err) => logs.add({level: 'info', target: 'page', message: explain(err)})});
-  // Actions apply to the cluster's current run only.
-  const checkCurrent = async () => {
-    const got = await conn.call('get', {}).catch(() => null);
-    current = got?.status.currentRunId === runId;
-    update(follower.run);
-  };
-  conn.ready().then(checkCurrent);
-  const onState = (e) => { if (e.detail === 'open') checkCurrent(); };
-  conn.addEventListener('state', onState);
-  const timer = setInterval(checkCurrent, 3000);
   return {close() {
-    clearInterval(timer);
-    conn.removeEventListener('state', onState);
+    poller.close();
     follower.close();
     logStream.close();
-    attached?.close();
+    attach.close();
+  }};
+}
+
+// selectNode follows the live output of a node's running execution, and
+// filters the logs to that node's executions.
+async function selectNode(conn, run, name, attach, logs) {
+  const n = run.nodes.get(name);
+  logs.filter.value = `${run.runId}/${name}/`;
+  logs.filter.dispatchEvent(new Event('input'));
+  if (!n || n.state !== 'running') {
+    return attach.say(`${name} is ${n ? n.state : 'pending'}: its output is live only while it runs. Its log lines are filtered below.`);
+  }
+  const ref = await executionRef(run.runId, name, n.begins);
+  attach.follow(conn, 'agent/attach', {execution: ref}, ref);
+}
+
+// POLL_MS is how often a run's page re-reads get.
+const POLL_MS = 3000;
+
+// pollGet calls onGet with get's result now, every POLL_MS, after each
+// reconnect and when asked (now()).
+function pollGet(conn, onGet) {
+  const now = () => conn.call('get', {}).then(onGet, () => {});
+  const onState = (e) => { if (e.detail === 'open') now(); };
+  conn.addEventListener('state', onState);
+  conn.ready().then(now);
+  const timer = setInterval(now, POLL_MS);
+  return {now, close() {
+    clearInterval(timer);
+    conn.removeEventListener('state', onState);
   }};
 }
