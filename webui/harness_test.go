@@ -73,14 +73,17 @@ func oecpBinary(t *testing.T) string {
 
 // served is a running `oecp serve`.
 type served struct {
+	addr string // 127.0.0.1:PORT
 	base string // http://127.0.0.1:PORT
 	ws   string // ws://127.0.0.1:PORT/oecp
+	// stop ends it with SIGTERM and waits for it to exit (also at cleanup).
+	stop func()
 }
 
 var servingURL = regexp.MustCompile(`url=ws://(127\.0\.0\.1:\d+)/oecp`)
 
 // serve starts `oecp serve` on a free loopback port with an in-memory
-// store and the extra flags; it is stopped with SIGTERM at cleanup.
+// store and the extra flags (a later flag wins over these defaults).
 func serve(t *testing.T, args ...string) served {
 	t.Helper()
 	cmd := exec.Command(oecpBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--store", "memory"}, args...)...)
@@ -91,10 +94,14 @@ func serve(t *testing.T, args ...string) served {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		if m := servingURL.FindStringSubmatch(lines.Text()); m != nil {
@@ -102,7 +109,7 @@ func serve(t *testing.T, args ...string) served {
 				for lines.Scan() {
 				}
 			}()
-			return served{base: "http://" + m[1], ws: "ws://" + m[1] + "/oecp"}
+			return served{addr: m[1], base: "http://" + m[1], ws: "ws://" + m[1] + "/oecp", stop: stop}
 		}
 	}
 	t.Fatalf("oecp serve ended before serving: %v", lines.Err())
@@ -249,11 +256,11 @@ func dumpPage(t *testing.T, tab context.Context) {
 }
 
 // browse opens a new headless Chromium with a fresh profile, sized like a
-// laptop screen, and returns its tab's context.
-func browse(t *testing.T) context.Context {
+// laptop screen, and returns its tab's context (made with opts).
+func browse(t *testing.T, opts ...chromedp.ContextOption) context.Context {
 	t.Helper()
 	needBrowser(t)
-	opts := []chromedp.ExecAllocatorOption{
+	flags := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
@@ -266,8 +273,8 @@ func browse(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 800),
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	tab, cancelTab := chromedp.NewContext(actx)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), flags...)
+	tab, cancelTab := chromedp.NewContext(actx, opts...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpPage(t, tab)
