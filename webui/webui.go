@@ -18,6 +18,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -30,9 +31,20 @@ var embedded embed.FS
 
 // contentSecurityPolicy lets the page load only its own scripts, styles and
 // images, and connect only to its own origin (the /oecp WebSocket and
-// /healthz); it may not be framed.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// /healthz); it may not be framed or submit a form anywhere. The WebSocket
+// origin is also named explicitly (ws:// and wss:// at the request's host),
+// for browsers whose 'self' does not cover WebSocket schemes.
+func contentSecurityPolicy(host string) string {
+	connect := "'self'"
+	if validHost.MatchString(host) {
+		connect += " ws://" + host + " wss://" + host
+	}
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src " + connect + "; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
+
+// validHost is a Host header that can stand in a CSP source as it is.
+var validHost = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:.]+\](:[0-9]+)?$`)
 
 // file is one embedded asset with its validator.
 type file struct {
@@ -91,7 +103,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f := h.files[name]
 	hd := w.Header()
 	hd.Set("Content-Type", f.mime)
-	hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	hd.Set("Content-Security-Policy", contentSecurityPolicy(r.Host))
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	// Revalidate every time: the ETag makes that a 304 when nothing changed,

@@ -87,6 +87,25 @@ func TestOnlyGetAndHead(t *testing.T) {
 	}
 }
 
+// The page may connect to its own origin only, named for WebSocket too; a
+// Host that could inject into the policy is left out.
+func TestPolicyNamesTheOwnWebSocketOrigin(t *testing.T) {
+	h := webui.New()
+	for host, want := range map[string]string{
+		"127.0.0.1:7300":     "connect-src 'self' ws://127.0.0.1:7300 wss://127.0.0.1:7300;",
+		"[::1]:7300":         "connect-src 'self' ws://[::1]:7300 wss://[::1]:7300;",
+		"evil; script-src *": "connect-src 'self';",
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, want) {
+			t.Errorf("Host %q: policy %q, want %q", host, csp, want)
+		}
+	}
+}
+
 // An unchanged asset revalidates to 304 through its ETag.
 func TestETagRevalidates(t *testing.T) {
 	h := webui.New()
