@@ -241,7 +241,8 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 		scheme = "wss"
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 32 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	log.Info("serving", "url", fmt.Sprintf("%s://%s/oecp", scheme, reachable(ln.Addr())), "listen", ln.Addr().String())
+	log.Info("serving", "url", fmt.Sprintf("%s://%s/oecp", scheme, reachable(ln.Addr())), "listen", ln.Addr().String(),
+		"web", fmt.Sprintf("http%s://%s%s", strings.TrimPrefix(scheme, "ws"), reachable(ln.Addr()), webui.Prefix))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
