@@ -92,6 +92,15 @@ func TestHeldFailureIsRetried(t *testing.T) {
 	if tl := textOf(t, tab, ".timeline"); !strings.Contains(tl, "echo failed: crash") {
 		t.Fatalf("timeline %q, want the failure", tl)
 	}
+	run(t, tab, "suspend and resume, each confirmed",
+		chromedp.Click(chromedp.CSS(`button[data-action="suspend"]`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),
+		chromedp.WaitEnabled(chromedp.CSS(`button[data-action="resume"]`)),
+		until(`document.querySelector('button[data-action="retry"]').disabled`),
+		until(`document.querySelector('.run-meta').textContent.includes('dispatch suspended')`),
+		chromedp.Click(chromedp.CSS(`button[data-action="resume"]`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),
+		chromedp.WaitEnabled(chromedp.CSS(`button[data-action="retry"]`)))
 	g.open(t, "flaky", ".ok")
 	run(t, tab, "retry, confirmed, runs it again",
 		chromedp.Click(chromedp.CSS(`button[data-action="retry"]`)),
@@ -100,6 +109,27 @@ func TestHeldFailureIsRetried(t *testing.T) {
 		nodeIs("echo", "succeeded"),
 		chromedp.WaitVisible(chromedp.CSS(`.run-head .phase[data-phase="succeeded"]`)),
 		until(`document.querySelector('.action-message').textContent === 'Retry granted.'`))
+}
+
+// Stop (force), confirmed, cuts the running execution off and ends the run;
+// a cancelled confirmation sends nothing.
+func TestForceStop(t *testing.T) {
+	g := newGates(t)
+	s := serve(t, "--workers", g.workers)
+	tab := browse(t)
+	id := s.apply(t, "", exampleGraph(t, "one-step", map[string]string{"echo": "gate.reviewC@1"}), `{"text":"hi"}`)
+	run(t, tab, "a cancelled confirmation changes nothing",
+		chromedp.Navigate(s.base+"/ui/runs/"+id), nodeIs("echo", "running"),
+		chromedp.Click(chromedp.CSS(`button[data-action="force"]`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="cancel"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`dialog.confirm`)),
+		nodeIs("echo", "running"))
+	run(t, tab, "a confirmed force stop ends the run",
+		chromedp.Click(chromedp.CSS(`button[data-action="force"]`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),
+		nodeIs("echo", "voided"),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head .phase[data-phase="stopped"]`)),
+		until(`document.querySelector('.result').textContent === 'Stopped (force) without a result.'`))
 }
 
 // With --auth-tokens the page asks for a token: a wrong one is refused, the

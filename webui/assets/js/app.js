@@ -26,7 +26,7 @@ conn.addEventListener('state', (e) => {
   indicator.textContent = STATE_TEXT[e.detail];
   indicator.dataset.state = e.detail;
   signOut.hidden = !token();
-  if (e.detail === 'refused') showSignIn(token() ? 'The server refused this token.' : 'The server refused the connection: it needs an access token.');
+  if (e.detail === 'refused') showSignIn(token() ? 'The server refused this token.' : 'The server refused the connection: it needs an access token (or it does not accept this page\'s origin).');
   if (e.detail === 'expired') showSignIn('Your sign-in has expired. Sign in again.');
   if (e.detail === 'open' && !page) route();
 });
