@@ -86,6 +86,7 @@ var servingURL = regexp.MustCompile(`url=ws://(127\.0\.0\.1:\d+)/oecp`)
 // store and the extra flags (a later flag wins over these defaults).
 func serve(t *testing.T, args ...string) served {
 	t.Helper()
+	needBrowser(t)
 	cmd := exec.Command(oecpBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--store", "memory"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
