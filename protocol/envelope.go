@@ -146,7 +146,8 @@ const (
 
 // DecodeFrame classifies one inbound frame, checking in this order:
 //
-//  1. not valid UTF-8 JSON: FrameParseError; not an object: FrameInvalid;
+//  1. not valid UTF-8 JSON, or a \u escape of an unpaired UTF-16
+//     surrogate anywhere: FrameParseError; not an object: FrameInvalid;
 //  2. a $/cancelRequest notification (on every binding), then, for a frame
 //     that is not a classified request, a subscription/cancel notification;
 //  3. the classified-request test, which sets AdmissionID;
@@ -156,7 +157,7 @@ const (
 func DecodeFrame(data []byte) Frame {
 	// Bindings reject invalid UTF-8 before decoding; an in-process caller
 	// that passes it gets a parse error, as serde_json would give.
-	if !utf8.Valid(data) || !json.Valid(data) {
+	if !utf8.Valid(data) || !json.Valid(data) || HasLoneSurrogate(data) {
 		return Frame{Kind: FrameParseError}
 	}
 	raw := trimSpace(data)

@@ -200,3 +200,20 @@ func TestPeerThatStopsReadingIsCutOff(t *testing.T) {
 	}
 	<-w.Done()
 }
+
+// TestLoneSurrogateIDsAreParseErrorsOnEveryBinding: while a request with
+// id "\ufffdx" is in flight, frames whose ids are "\ud800x" and "\udbffx"
+// (lone surrogate escapes, which a lenient decoder turns into the same
+// string) are parse errors with id null — never DUPLICATE_REQUEST_ID, and
+// never a second request a cancel could confuse with the first.
+func TestLoneSurrogateIDsAreParseErrorsOnEveryBinding(t *testing.T) {
+	const parseErr = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`
+	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
+		whileGetHeld(t, b, w, "\ufffdx", func() {
+			send(t, w, `{"jsonrpc":"2.0","id":"\ud800x","method":"get","params":{}}`)
+			expect(t, w, parseErr)
+			send(t, w, `{"jsonrpc":"2.0","id":"\udbffx","method":"get","params":{}}`)
+			expect(t, w, parseErr)
+		})
+	})
+}
