@@ -39,6 +39,11 @@ type Process struct {
 	// Started, when set, is called with the process group id once the
 	// program runs.
 	Started func(pgid int)
+	// Lines, when set, receives standard output as it arrives, one line
+	// at a time with its newline (a last line without one is passed when
+	// the output ends), and ProcessResult.Stdout stays empty; the slice is
+	// only valid during the call. MaxStdout still bounds the total.
+	Lines func(line []byte)
 }
 
 // ProcessResult is how a Process ended. Exactly one of StartErr,
@@ -111,6 +116,9 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 
 	overflow := make(chan struct{})
 	stdout := &limitedBuffer{limit: p.MaxStdout, onOver: sync.OnceFunc(func() { close(overflow); kill() })}
+	if p.Lines != nil {
+		stdout.lines = &lineSplitter{emit: p.Lines}
+	}
 	var pipes sync.WaitGroup
 	pipes.Add(2)
 	go func() { defer pipes.Done(); _, _ = io.Copy(stdout, outR) }()
@@ -134,7 +142,11 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	if stdout.over {
 		res.Overflow = true
 	}
-	res.Stdout = stdout.Bytes()
+	if stdout.lines != nil {
+		stdout.lines.flush()
+	} else {
+		res.Stdout = stdout.Bytes()
+	}
 	return res
 }
 
@@ -219,13 +231,16 @@ type limitedBuffer struct {
 	limit  int64
 	over   bool
 	onOver func()
+	// lines, when set, takes the bytes instead of buf; n counts them.
+	lines *lineSplitter
+	n     int64
 }
 
 func (l *limitedBuffer) Write(p []byte) (int, error) {
-	room := l.limit - int64(l.buf.Len())
+	room := l.limit - int64(l.buf.Len()) - l.n
 	if int64(len(p)) > room {
 		l.over = true
-		if room > 0 {
+		if room > 0 && l.lines == nil {
 			l.buf.Write(p[:room])
 		}
 		if l.onOver != nil {
@@ -233,7 +248,44 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
+	if l.lines != nil {
+		l.n += int64(len(p))
+		l.lines.write(p)
+		return len(p), nil
+	}
 	return l.buf.Write(p)
+}
+
+// lineSplitter passes complete lines to emit and keeps the rest until the
+// next write or flush.
+type lineSplitter struct {
+	emit func([]byte)
+	rest []byte
+}
+
+func (s *lineSplitter) write(p []byte) {
+	for {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.rest = append(s.rest, p...)
+			return
+		}
+		if len(s.rest) > 0 {
+			s.emit(append(s.rest, p[:i+1]...))
+			s.rest = nil
+		} else {
+			s.emit(p[:i+1])
+		}
+		p = p[i+1:]
+	}
+}
+
+// flush passes the last line that had no newline, if any.
+func (s *lineSplitter) flush() {
+	if len(s.rest) > 0 {
+		s.emit(s.rest)
+		s.rest = nil
+	}
 }
 
 func (l *limitedBuffer) Bytes() []byte { return l.buf.Bytes() }

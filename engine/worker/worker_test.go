@@ -238,3 +238,27 @@ func waitGone(t *testing.T, pidFile string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestProcessLinesStreamStdout: with Lines set, stdout arrives line by
+// line with its newline, a last unterminated line at the end, and the
+// total stays bounded by MaxStdout.
+func TestProcessLinesStreamStdout(t *testing.T) {
+	var got []string
+	res := worker.Process{
+		Argv:      []string{"/bin/sh", "-c", `printf 'one\ntwo\n'; printf 'thr'; printf 'ee'`},
+		MaxStdout: 64,
+		Lines:     func(l []byte) { got = append(got, string(l)) },
+	}.Run(context.Background())
+	if res.Exit != nil || res.Overflow || len(res.Stdout) != 0 || strings.Join(got, "|") != "one\n|two\n|three" {
+		t.Fatalf("lines %q, result %+v", got, res)
+	}
+	got = nil
+	res = worker.Process{
+		Argv:      []string{"/bin/sh", "-c", `while :; do echo xxxxxxxxxxxxxxx; done`},
+		MaxStdout: 64,
+		Lines:     func(l []byte) { got = append(got, string(l)) },
+	}.Run(context.Background())
+	if !res.Overflow || len(strings.Join(got, "")) > 64 {
+		t.Fatalf("overflow %v after %d bytes", res.Overflow, len(strings.Join(got, "")))
+	}
+}
