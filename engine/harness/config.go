@@ -1,10 +1,10 @@
 // Package harness runs bound agent nodes through the run's harness (codex or
 // claude). It holds the host's harness configuration (oecp serve --harness
 // FILE) and the submit-time check of a runtime plan against it, the Driver
-// port a harness implements (one turn in one session), the built-in command
-// driver, the agent turn contract (prompt, mechanical validation, correction
-// turns) and the Runner that turns one execution of an agent node into a
-// worker.Outcome.
+// port a harness implements (one turn in one session), the drivers (the
+// Codex and Claude Code CLIs, and the generic command driver), the agent
+// turn contract (prompt, mechanical validation, correction turns) and the
+// Runner that turns one execution of an agent node into a worker.Outcome.
 package harness
 
 import (
@@ -24,7 +24,8 @@ const (
 	HarnessClaude = "claude"
 )
 
-// DriverCommand is the only driver this package ships.
+// Drivers of a harness entry: the harness's own CLI driver (named like the
+// harness: "codex" or "claude") or the generic command driver.
 const DriverCommand = "command"
 
 // Session scopes of an agent binding. The empty string means ScopeExecution.
@@ -53,10 +54,14 @@ var (
 
 // Entry is one harness of the host's harness file.
 type Entry struct {
-	// Driver is "command".
-	Driver string `json:"driver"`
-	// Argv is the program and its arguments, run once per turn.
-	Argv []string `json:"argv"`
+	// Driver is the harness's own name (its CLI driver, the default) or
+	// "command".
+	Driver string `json:"driver,omitempty"`
+	// Argv is the program and its leading arguments, run once per turn;
+	// the CLI drivers append theirs. The default of a CLI driver is the
+	// harness name, found on the server's PATH; the command driver needs
+	// one.
+	Argv []string `json:"argv,omitempty"`
 	// Env lists the server environment variables a binding may declare;
 	// only their values ever reach the process, and only when declared.
 	Env []string `json:"env,omitempty"`
@@ -100,7 +105,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, bad("key %q: want {\"driver\", \"argv\", \"env\"}: %v", key, err)
 		}
-		if err := e.validate(); err != nil {
+		if err := e.validate(key); err != nil {
 			return nil, bad("key %q: %v", key, err)
 		}
 		c.entries[key] = e
@@ -108,9 +113,17 @@ func Parse(name string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-func (e *Entry) validate() error {
-	if e.Driver != DriverCommand {
-		return fmt.Errorf("driver %q: want %q", e.Driver, DriverCommand)
+// validate checks an entry of harness name and fills in its defaults.
+func (e *Entry) validate(name string) error {
+	switch e.Driver {
+	case "":
+		e.Driver = name
+	case name, DriverCommand:
+	default:
+		return fmt.Errorf("driver %q: want %q or %q", e.Driver, name, DriverCommand)
+	}
+	if e.Argv == nil && e.Driver == name {
+		e.Argv = []string{name}
 	}
 	if len(e.Argv) == 0 || e.Argv[0] == "" {
 		return errors.New("argv needs at least the program")
@@ -202,6 +215,12 @@ func (c *Config) Driver(harness string) (Driver, error) {
 	e, ok := c.entry(harness)
 	if !ok {
 		return nil, c.notConfigured(harness)
+	}
+	switch e.Driver {
+	case HarnessCodex:
+		return &codexDriver{cli: newCLI(harness, e)}, nil
+	case HarnessClaude:
+		return &claudeDriver{cli: newCLI(harness, e)}, nil
 	}
 	return newCommandDriver(harness, e), nil
 }

@@ -30,6 +30,8 @@ func TestParseConfigRefusals(t *testing.T) {
 		{`{"gemini":{"driver":"command","argv":["x"]}}`, `key "gemini": unknown harness`},
 		{`{"claude":{"driver":"command","argv":["x"],"timeout":1}}`, `key "claude"`},
 		{`{"claude":{"driver":"socket","argv":["x"]}}`, `key "claude": driver "socket"`},
+		{`{"codex":{"driver":"claude"}}`, `key "codex": driver "claude": want "codex" or "command"`},
+		{`{"codex":{"argv":[""]}}`, `key "codex": argv needs at least the program`},
 		{`{"claude":{"driver":"command","argv":[]}}`, `key "claude": argv needs at least the program`},
 		{`{"claude":{"driver":"command"}}`, `key "claude": argv needs at least the program`},
 		{`{"claude":{"driver":"command","argv":["x"],"env":["BAD-NAME"]}}`, `key "claude": env "BAD-NAME"`},

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
@@ -201,13 +200,4 @@ func (c Contract) checkSignals(raw json.RawMessage) (map[string]string, error) {
 
 // problem bounds a validation message to maxProblemBytes on a UTF-8
 // boundary.
-func problem(msg string) error {
-	if len(msg) > maxProblemBytes {
-		cut := maxProblemBytes
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut]
-	}
-	return errors.New(msg)
-}
+func problem(msg string) error { return errors.New(truncateUTF8(msg, maxProblemBytes)) }

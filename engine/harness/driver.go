@@ -36,12 +36,27 @@ type Turn struct {
 	// Session is "" to start a new session, or the id a previous turn
 	// returned to resume it.
 	Session string
+	// Resume is set when the turn continues an earlier conversation: a
+	// correction, or a later execution of a node_instance session. A
+	// driver that cannot continue without a session id then fails instead
+	// of starting afresh.
+	Resume bool
 	// Prompt is the full text of the turn.
 	Prompt string
 	// Env names the server environment variables the process gets. A
 	// driver refuses (ErrEnvNotAllowed) a name its harness entry does not
 	// list; a listed name that is unset is simply absent.
 	Env []string
+	// Verifier is set for a verifier node: it may read the workspace but
+	// must not change it.
+	Verifier bool
+	// Provider is the runtime plan's provider (openai, openrouter,
+	// anthropic).
+	Provider string
+	// Home is the session's private directory (mode 0700), the process's
+	// HOME and its CLI's configuration directory; "" when the runner has
+	// no runtime directory.
+	Home string
 }
 
 // Reply is a successful turn's answer.
@@ -50,6 +65,9 @@ type Reply struct {
 	Session string
 	// Text is the final answer of the turn.
 	Text string
+	// Streamed is set when the driver already published the answer's
+	// text as live output while the turn ran.
+	Streamed bool
 }
 
 // Driver is the port a harness implements.
@@ -70,18 +88,34 @@ type Driver interface {
 // empty) as JSON on stdin and reads {"session","text"} from stdout; each
 // stderr line becomes a log record and live output. The process group is
 // killed when the process exits or ctx ends.
-type commandDriver struct {
+type commandDriver struct{ cli }
+
+func newCommandDriver(name string, e Entry) *commandDriver { return &commandDriver{newCLI(name, e)} }
+
+// cli is what every driver knows of its harness entry: the harness name,
+// the argv prefix and the environment names the entry allows.
+type cli struct {
 	name    string
 	argv    []string
 	allowed map[string]bool
 }
 
-func newCommandDriver(name string, e Entry) *commandDriver {
-	d := &commandDriver{name: name, argv: append([]string(nil), e.Argv...), allowed: map[string]bool{}}
+func newCLI(name string, e Entry) cli {
+	c := cli{name: name, argv: append([]string(nil), e.Argv...), allowed: map[string]bool{}}
 	for _, n := range e.Env {
-		d.allowed[n] = true
+		c.allowed[n] = true
 	}
-	return d
+	return c
+}
+
+// checkEnv refuses a declared name the entry does not list.
+func (c cli) checkEnv(names []string) error {
+	for _, n := range names {
+		if !c.allowed[n] {
+			return fmt.Errorf("%w: %q (harness %s)", ErrEnvNotAllowed, n, c.name)
+		}
+	}
+	return nil
 }
 
 // turnRequest is the JSON a command harness reads on stdin.
@@ -101,10 +135,8 @@ func optional(s string) *string {
 }
 
 func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Reply, error) {
-	for _, n := range t.Env {
-		if !d.allowed[n] {
-			return Reply{}, fmt.Errorf("%w: %q (harness %s)", ErrEnvNotAllowed, n, d.name)
-		}
+	if err := d.checkEnv(t.Env); err != nil {
+		return Reply{}, err
 	}
 	if t.Dir == "" {
 		return Reply{}, fmt.Errorf("%w: no working directory", ErrDriver)

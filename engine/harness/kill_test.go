@@ -27,17 +27,29 @@ func TestHungProcessGroupKilledAtTimeout(t *testing.T) {
 	if s := outcome(got); s != `{"status":"error","code":"timeout","reason":"declared_failure"}` {
 		t.Fatalf("outcome %s", s)
 	}
-	pid := 0
+	waitDead(t, childPid(t, rec, "info: child "))
+}
+
+// childPid is the pid a hung agent reported in the line starting with
+// prefix.
+func childPid(t *testing.T, rec *recorder, prefix string) int {
+	t.Helper()
 	for _, l := range strings.Split(rec.text(), "\n") {
-		if rest, ok := strings.CutPrefix(l, "info: child "); ok {
-			pid, _ = strconv.Atoi(rest)
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			if pid, err := strconv.Atoi(rest); err == nil {
+				return pid
+			}
 		}
 	}
-	if pid == 0 {
-		t.Fatalf("no child pid in\n%s", rec.text())
-	}
-	// Run returned only after the child's stderr closed, which sleep never
-	// does while alive; wait for the kernel to finish its exit.
+	t.Fatalf("no child pid in\n%s", rec.text())
+	return 0
+}
+
+// waitDead waits until pid no longer runs. Run returned only after the
+// child's stderr closed, which sleep never does while alive; this waits
+// for the kernel to finish its exit, which has no event to wait on.
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
 	for i := 0; alive(pid); i++ {
 		if i == 500 {
 			t.Fatalf("child %d of the hung agent survived", pid)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -58,10 +59,20 @@ type Job struct {
 	// Node is the graph node (*graph.Step or *graph.Verifier with
 	// instructions).
 	Node graph.Node
+	// Execution identifies this execution within the run (a fresh
+	// session's private home is named after it).
+	Execution string
 	// Binding is the node's runtime binding.
 	Binding Binding
+	// Provider is the runtime plan's provider.
+	Provider string
 	// Dir is the execution's working directory.
 	Dir string
+	// Runtime is the run's private directory, where each session gets its
+	// home (mode 0700): "{writer,verifier}-node-instance-<Instance>" for a
+	// node_instance session, "{writer,verifier}-execution-<Execution>"
+	// otherwise, removed when the execution ends. "" gives no home.
+	Runtime string
 }
 
 // Worker adapts one job to engine/worker's Worker.
@@ -105,17 +116,26 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	}
 	ex.Sinks = redacting(ex.Sinks, values)
 	var entry *sessionEntry
-	session := ""
+	conv := conversation{r: r, job: job, ex: ex, c: c, log: log}
 	if job.Binding.SessionScope == ScopeNodeInstance {
 		if entry, err = r.sessions.checkout(ctx, sessionKey{job.RunID, job.Instance}); err != nil {
 			log.Warn("node instance session unavailable", "err", err)
 			return r.failure(ctx, ctx, err)
 		}
-		session = entry.id
+		conv.session, conv.resume = entry.id, entry.used
+	}
+	if conv.home, err = makeHome(job, c.Verifier); err != nil {
+		log.Error("agent home unavailable", "err", err)
+		if entry != nil {
+			r.sessions.release(entry, "", false)
+		}
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	if job.Binding.SessionScope != ScopeNodeInstance && conv.home != "" {
+		defer os.RemoveAll(conv.home)
 	}
 	dctx, cancel := context.WithTimeoutCause(ctx, r.deadline, errDeadline)
 	defer cancel()
-	conv := conversation{r: r, job: job, ex: ex, c: c, session: session, log: log}
 	out, err := conv.run(dctx, prompt)
 	if entry != nil {
 		r.sessions.release(entry, conv.session, err == nil)
@@ -143,14 +163,38 @@ func (r *Runner) failure(ctx, dctx context.Context, err error) worker.Outcome {
 	return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 }
 
+// makeHome creates the session's private home under job.Runtime ("" when
+// there is none).
+func makeHome(job Job, verifier bool) (string, error) {
+	if job.Runtime == "" {
+		return "", nil
+	}
+	role, name := "writer", "execution-"+job.Execution
+	if verifier {
+		role = "verifier"
+	}
+	if job.Binding.SessionScope == ScopeNodeInstance {
+		name = "node-instance-" + job.Instance
+	}
+	home := filepath.Join(job.Runtime, role+"-"+name)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", err
+	}
+	return home, os.Chmod(home, 0o700)
+}
+
 // conversation is the turns of one execution. session is the harness
-// session id, "" until a turn returned one.
+// session id, "" until a turn returned one; resume is set once the
+// conversation has a history to continue (a node_instance session used
+// before, or after the first turn); home is the session's private home.
 type conversation struct {
 	r       *Runner
 	job     Job
 	ex      worker.Execution
 	c       Contract
 	session string
+	resume  bool
+	home    string
 	log     *slog.Logger
 }
 
@@ -158,10 +202,11 @@ type conversation struct {
 // session. A nil error means a clean end: a valid outcome or malformed.
 func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, error) {
 	for turn := 0; ; turn++ {
-		v.log.Info("harness turn", "turn", turn, "resume", v.session != "")
+		v.log.Info("harness turn", "turn", turn, "resume", v.resume)
 		reply, err := v.r.driver.Turn(ctx, Turn{
 			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
-			Session: v.session, Prompt: prompt, Env: v.job.Binding.Env,
+			Session: v.session, Resume: v.resume, Prompt: prompt, Env: v.job.Binding.Env,
+			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home,
 		}, v.ex.Sinks)
 		if err != nil {
 			return worker.Outcome{}, err
@@ -169,8 +214,10 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 		if v.session != "" && reply.Session != v.session {
 			return worker.Outcome{}, fmt.Errorf("%w: the harness changed session on a resumed turn", ErrDriver)
 		}
-		v.session = reply.Session
-		emitText(v.ex.Sinks, reply.Text)
+		v.session, v.resume = reply.Session, true
+		if !reply.Streamed {
+			emitLines(v.ex.Sinks, streamOutput, reply.Text)
+		}
 		out, verr := v.c.Validate(reply.Text)
 		if verr == nil {
 			return out, nil
@@ -234,17 +281,8 @@ func bounded(s string, bound int, marker string) string {
 	return s
 }
 
-// emitText publishes each non-empty line of an answer as output.
-func emitText(s worker.Sinks, text string) {
-	for _, line := range strings.Split(text, "\n") {
-		if line = strings.TrimSuffix(line, "\r"); line != "" {
-			publish(s, "info", line)
-		}
-	}
-}
-
 // system publishes a runtime notice.
-func system(s worker.Sinks, msg string) { publish(s, "debug", msg) }
+func system(s worker.Sinks, msg string) { emit(s, streamSystem, msg) }
 
 // publish sends one line to the log sink at level and to live output,
 // sanitized and bounded.

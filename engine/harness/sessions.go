@@ -17,11 +17,13 @@ type sessionKey struct{ run, instance string }
 // the execution using the session, so turns never overlap; id is the
 // harness session id once a turn returned one; lost (guarded by the
 // table's mu) is set when an execution using it ended unclean or its run
-// was closed, and stays set.
+// was closed, and stays set; used is set once an execution ended clean
+// with it, so later ones continue its conversation.
 type sessionEntry struct {
 	lock chan struct{}
 	id   string
 	lost bool
+	used bool
 }
 
 // sessionTable holds the node_instance sessions of every run. An entry is
@@ -67,8 +69,11 @@ func (t *sessionTable) release(e *sessionEntry, id string, clean bool) {
 	defer t.mu.Unlock()
 	if !clean {
 		e.lost = true
-	} else if id != "" {
-		e.id = id
+	} else {
+		e.used = true
+		if id != "" {
+			e.id = id
+		}
 	}
 	<-e.lock
 }

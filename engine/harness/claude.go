@@ -1,0 +1,291 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/oecp/oecp/engine/worker"
+)
+
+// Bounds of a Claude process.
+const (
+	// maxClaudePromptBytes bounds the prompt, which travels in argv.
+	maxClaudePromptBytes = 64 << 10
+	// maxClaudeEvents bounds the events of one process.
+	maxClaudeEvents = 4096
+	// maxClaudeLineBytes bounds one line of the stream.
+	maxClaudeLineBytes = 64 << 10
+	// openRouterAnthropicURL is the Anthropic-compatible OpenRouter API.
+	openRouterAnthropicURL = "https://openrouter.ai/api"
+)
+
+var (
+	// claudeBase are the variables the driver itself sets; a node may not
+	// declare them.
+	claudeBase = []string{"HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR"}
+	// claudeForbidden are variables that would send the prompt elsewhere
+	// or replace the private configuration.
+	claudeForbidden = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"}
+)
+
+// claudeDriver runs Claude Code: `claude --print … --output-format
+// stream-json` once per process, the prompt as the last argument and stdin
+// closed, in the turn's directory with a private HOME and TMPDIR. Writers
+// skip permission prompts (`--dangerously-skip-permissions`); verifiers
+// run in plan mode, which changes nothing. It reads the stream-json
+// events: text deltas are output lines, thinking, API retries and tool
+// calls system lines, the session_id the session, the result the answer.
+type claudeDriver struct{ cli }
+
+func (d *claudeDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Reply, error) {
+	if err := d.checkEnv(t.Env); err != nil {
+		return Reply{}, err
+	}
+	switch {
+	case t.Dir == "" || t.Home == "":
+		return Reply{}, driverErr(d.name, "no working directory or private home")
+	case len(t.Prompt) > maxClaudePromptBytes || strings.ContainsRune(t.Prompt, 0):
+		return Reply{}, driverErr(d.name, "the prompt is over %d bytes or holds a NUL", maxClaudePromptBytes)
+	case t.Resume && t.Session == "":
+		return Reply{}, driverErr(d.name, "no session id to continue")
+	}
+	env, err := claudeEnv(t)
+	if err != nil {
+		return Reply{}, driverErr(d.name, "%v", err)
+	}
+	run := func(ctx context.Context, session, prompt string) attempt {
+		s := &claudeStream{session: session, text: lineBuffer{sinks: sinks, st: streamOutput}, thinking: lineBuffer{sinks: sinks, st: streamSystem}}
+		res, err := d.launch(ctx, t.Dir, claudeArgs(t, session, prompt), env, nil, sinks, s.line)
+		if err != nil {
+			return attempt{problem: err.Error()}
+		}
+		return s.end(res)
+	}
+	// Claude continues only after a failure that followed an API retry.
+	return withContinuation(ctx, d.name, "Claude", t, sinks, func(a attempt) bool { return a.retryable }, run)
+}
+
+// claudeEnv is the process environment: PATH and whichever of LANG,
+// LC_ALL and TERM the server has, HOME and TMPDIR set to the private home,
+// and the declared variables. With the openrouter provider the key goes
+// to ANTHROPIC_AUTH_TOKEN against OpenRouter's Anthropic API.
+func claudeEnv(t Turn) ([]string, error) {
+	env := declared(t.Env)
+	for _, n := range append(claudeBase, claudeForbidden...) {
+		if _, ok := env[n]; ok {
+			return nil, fmt.Errorf("a claude node may not declare %s", n)
+		}
+	}
+	if t.Provider == providerOpenRouter {
+		key := env["OPENROUTER_API_KEY"]
+		_, token := env["ANTHROPIC_AUTH_TOKEN"]
+		_, apiKey := env["ANTHROPIC_API_KEY"]
+		if key == "" || token || apiKey {
+			return nil, fmt.Errorf("the openrouter provider needs a non-empty OPENROUTER_API_KEY and no ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY")
+		}
+		env["ANTHROPIC_AUTH_TOKEN"], env["ANTHROPIC_API_KEY"], env["ANTHROPIC_BASE_URL"] = key, "", openRouterAnthropicURL
+	}
+	for _, n := range []string{"LANG", "LC_ALL", "TERM"} {
+		if v, ok := os.LookupEnv(n); ok {
+			env[n] = v
+		}
+	}
+	env["PATH"], env["HOME"], env["TMPDIR"] = serverPath(), t.Home, t.Home
+	return envList(env), nil
+}
+
+// claudeArgs is the argv after the entry's.
+func claudeArgs(t Turn, session, prompt string) []string {
+	a := []string{"--print", "--input-format", "text", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model", t.Model}
+	if t.Effort != "" {
+		a = append(a, "--effort", t.Effort)
+	}
+	if t.Verifier {
+		a = append(a, "--permission-mode", "plan")
+	} else {
+		a = append(a, "--dangerously-skip-permissions")
+	}
+	if session != "" {
+		a = append(a, "--resume", session)
+	}
+	return append(a, prompt)
+}
+
+// claudeStream folds one process's stream-json events.
+type claudeStream struct {
+	session        string
+	text, thinking lineBuffer
+	events         int
+	textSeen       bool
+	retrySeen      bool
+	newline        bool
+	result         *claudeResult
+	bad            error
+}
+
+type claudeResult struct {
+	ok     bool
+	answer string
+	diag   string
+}
+
+func (s *claudeStream) line(raw []byte) {
+	if s.bad != nil {
+		return
+	}
+	s.events++
+	s.newline = strings.HasSuffix(string(raw), "\n")
+	line := strings.TrimSuffix(string(raw), "\n")
+	switch {
+	case len(raw) > maxClaudeLineBytes:
+		s.bad = fmt.Errorf("a line is over %d bytes", maxClaudeLineBytes)
+	case s.events > maxClaudeEvents:
+		s.bad = fmt.Errorf("more than %d events", maxClaudeEvents)
+	case line == "":
+		s.bad = fmt.Errorf("an empty line")
+	case s.result != nil:
+		s.bad = fmt.Errorf("a line after the result")
+	}
+	if s.bad != nil {
+		return
+	}
+	m, kind, err := fields([]byte(line))
+	if err == nil {
+		err = s.sessionID(m)
+	}
+	if err != nil {
+		s.bad = err
+		return
+	}
+	switch kind {
+	case "system":
+		if str(m["subtype"]) == "api_retry" {
+			s.retrySeen = true
+			emit(s.text.sinks, streamSystem, fmt.Sprintf("API retry %s of %s: %s", m["attempt"], m["max_retries"], str(m["error"])))
+		}
+	case "stream_event":
+		s.delta(object(m["event"]))
+	case "assistant":
+		s.assistant(object(m["message"]))
+	case "result":
+		s.onResult(m)
+	}
+}
+
+// sessionID checks the top-level session_id an event may carry.
+func (s *claudeStream) sessionID(m map[string]json.RawMessage) error {
+	raw, ok := m["session_id"]
+	if !ok {
+		return nil
+	}
+	var id string
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return fmt.Errorf("session_id is not a string")
+	}
+	id = strings.TrimSpace(id)
+	switch {
+	case !validSession(id):
+		return fmt.Errorf("session_id must be 1..%d bytes without control characters", maxSessionBytes)
+	case s.session == "":
+		s.session = id
+	case s.session != id:
+		return fmt.Errorf("the session id changed")
+	}
+	return nil
+}
+
+// delta publishes a content delta: text as output, thinking as system.
+func (s *claudeStream) delta(ev map[string]json.RawMessage) {
+	if str(ev["type"]) != "content_block_delta" {
+		if str(ev["type"]) == "content_block_stop" {
+			s.text.flush()
+			s.thinking.flush()
+		}
+		return
+	}
+	d := object(ev["delta"])
+	switch str(d["type"]) {
+	case "text_delta":
+		s.textSeen = true
+		s.text.add(str(d["text"]))
+	case "thinking_delta":
+		s.thinking.add(str(d["thinking"]))
+	}
+}
+
+// assistant handles a whole assistant message: its text blocks are output
+// only when no text delta came, and each tool call is a system line.
+func (s *claudeStream) assistant(msg map[string]json.RawMessage) {
+	s.text.flush()
+	s.thinking.flush()
+	var blocks []map[string]json.RawMessage
+	_ = json.Unmarshal(msg["content"], &blocks)
+	for _, b := range blocks {
+		switch str(b["type"]) {
+		case "text":
+			if !s.textSeen {
+				emitLines(s.text.sinks, streamOutput, str(b["text"]))
+			}
+		case "tool_use":
+			emit(s.text.sinks, streamSystem, "tool "+str(b["name"])+" "+truncateUTF8(string(b["input"]), 200))
+		}
+	}
+}
+
+// onResult records the result event.
+func (s *claudeStream) onResult(m map[string]json.RawMessage) {
+	s.text.flush()
+	s.thinking.flush()
+	var isError bool
+	_ = json.Unmarshal(m["is_error"], &isError)
+	subtype := str(m["subtype"])
+	if subtype != "success" || isError {
+		diag := str(m["result"])
+		if diag == "" {
+			var errs []string
+			_ = json.Unmarshal(m["errors"], &errs)
+			diag = strings.Join(errs, "; ")
+		}
+		if diag == "" {
+			diag = "Claude result " + subtype
+		}
+		s.result = &claudeResult{diag: diag}
+		return
+	}
+	var answer string
+	if err := json.Unmarshal(m["result"], &answer); err != nil {
+		s.bad = fmt.Errorf("a successful result is not a string")
+		return
+	}
+	s.result = &claudeResult{ok: true, answer: answer}
+}
+
+// end judges the process: a successful result with exit status 0 is the
+// answer; a failing result is the provider's failure, retryable only after
+// an API retry; no result is retryable after an API retry and a driver
+// failure otherwise.
+func (s *claudeStream) end(res worker.ProcessResult) attempt {
+	s.text.flush()
+	s.thinking.flush()
+	a := attempt{session: s.session, problem: broken(res, s.bad)}
+	switch {
+	case a.problem != "":
+	case s.events > 0 && !s.newline:
+		a.problem = "malformed event stream: it does not end with a newline"
+	case s.result == nil && s.retrySeen:
+		a.problem, a.retryable = "the stream ended without a result after an API retry", true
+	case s.result == nil:
+		a.problem = unfinished("a result", res)
+	case !s.result.ok:
+		a.problem, a.retryable = s.result.diag, s.retrySeen
+	case res.Exit != nil:
+		a.problem = processProblem(res)
+	default:
+		a.ok = true
+		a.reply = Reply{Session: s.session, Text: s.result.answer, Streamed: true}
+	}
+	return a
+}

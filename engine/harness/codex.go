@@ -1,0 +1,279 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/oecp/oecp/engine/worker"
+)
+
+// Codex provider settings.
+const (
+	openRouterURL      = "https://openrouter.ai/api/v1"
+	providerOpenRouter = "openrouter"
+	// maxThreadBytes bounds a Codex thread id.
+	maxThreadBytes = 256
+)
+
+// codexForbidden are variables a Codex node must not declare: the driver
+// owns CODEX_HOME, HOME and PATH, and a base URL would send the prompt and
+// the key elsewhere.
+var codexForbidden = []string{"CODEX_HOME", "HOME", "PATH", "CODEX_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_BASE"}
+
+// codexDriver runs the Codex CLI: `codex exec --json … -` once per process,
+// the prompt on stdin, in the turn's directory with a private CODEX_HOME
+// and HOME. Writers may change the workspace (`--sandbox workspace-write`,
+// network allowed), verifiers only read it (`--sandbox read-only`); no
+// approval is ever asked for. It reads the JSONL event stream: assistant
+// messages are output lines, every other item a one-line system summary,
+// the thread id the session, the last assistant message the answer.
+type codexDriver struct{ cli }
+
+func (d *codexDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Reply, error) {
+	if err := d.checkEnv(t.Env); err != nil {
+		return Reply{}, err
+	}
+	if t.Dir == "" || t.Home == "" {
+		return Reply{}, driverErr(d.name, "no working directory or private home")
+	}
+	env, err := codexEnv(t)
+	if err != nil {
+		return Reply{}, driverErr(d.name, "%v", err)
+	}
+	run := func(ctx context.Context, session, prompt string) attempt {
+		s := &codexStream{sinks: sinks, thread: session}
+		res, err := d.launch(ctx, t.Dir, codexArgs(t, session), env, []byte(prompt), sinks, s.line)
+		if err != nil {
+			return attempt{problem: err.Error()}
+		}
+		return s.end(res)
+	}
+	// Codex continues once after any failure, its own or the process's.
+	return withContinuation(ctx, d.name, "Codex", t, sinks, func(attempt) bool { return true }, run)
+}
+
+// codexEnv is the process environment: the declared variables, CODEX_HOME
+// and HOME (the private home) and PATH. With the openai provider a
+// declared OPENAI_API_KEY becomes CODEX_API_KEY (a declared CODEX_API_KEY
+// wins) and one of the two is required; with openrouter OPENROUTER_API_KEY
+// must be set and not empty.
+func codexEnv(t Turn) ([]string, error) {
+	env := declared(t.Env)
+	for _, n := range codexForbidden {
+		if _, ok := env[n]; ok {
+			return nil, fmt.Errorf("a codex node may not declare %s", n)
+		}
+	}
+	switch t.Provider {
+	case providerOpenRouter:
+		if env["OPENROUTER_API_KEY"] == "" {
+			return nil, fmt.Errorf("the openrouter provider needs a declared, non-empty OPENROUTER_API_KEY")
+		}
+	default:
+		if key, ok := env["OPENAI_API_KEY"]; ok {
+			delete(env, "OPENAI_API_KEY")
+			if _, own := env["CODEX_API_KEY"]; !own {
+				env["CODEX_API_KEY"] = key
+			}
+		}
+		if _, ok := env["CODEX_API_KEY"]; !ok {
+			return nil, fmt.Errorf("the openai provider needs a declared OPENAI_API_KEY or CODEX_API_KEY")
+		}
+	}
+	env["CODEX_HOME"], env["HOME"], env["PATH"] = t.Home, t.Home, serverPath()
+	return envList(env), nil
+}
+
+// codexArgs is the argv after the entry's: exec, the provider, the
+// sandbox policy, resume when session is set, the JSON stream, the model
+// and effort, and "-" (the prompt comes on stdin).
+func codexArgs(t Turn, session string) []string {
+	conf := func(kv string) []string { return []string{"--config", kv} }
+	a := []string{"exec"}
+	model := t.Model
+	if t.Provider == providerOpenRouter {
+		a = append(a, conf(`model_provider="openrouter"`)...)
+		a = append(a, conf(`model_providers.openrouter.name="OpenRouter"`)...)
+		a = append(a, conf(`model_providers.openrouter.base_url="`+openRouterURL+`"`)...)
+		a = append(a, conf(`model_providers.openrouter.env_key="OPENROUTER_API_KEY"`)...)
+		a = append(a, conf(`model_providers.openrouter.wire_api="responses"`)...)
+		model = "openai/" + model
+	} else {
+		a = append(a, conf(`model_provider="openai"`)...)
+	}
+	if t.Verifier {
+		a = append(a, "--sandbox", "read-only")
+		a = append(a, conf(`approval_policy="never"`)...)
+	} else {
+		a = append(a, "--sandbox", "workspace-write")
+		a = append(a, conf(`approval_policy="never"`)...)
+		a = append(a, conf(`sandbox_workspace_write.network_access=true`)...)
+	}
+	if session != "" {
+		a = append(a, "resume")
+	}
+	a = append(a, "--json", "--model", model)
+	if t.Effort != "" {
+		a = append(a, conf(`model_reasoning_effort="`+t.Effort+`"`)...)
+	}
+	a = append(a, "--skip-git-repo-check")
+	a = append(a, conf(`web_search="disabled"`)...)
+	if session != "" {
+		a = append(a, session)
+	}
+	return append(a, "-")
+}
+
+// codexStream folds one process's JSONL events. thread is the thread id
+// (the one resumed, or the first one reported); bad is the first stream
+// error.
+type codexStream struct {
+	sinks     worker.Sinks
+	thread    string
+	messages  []string
+	completed bool
+	failed    bool
+	failure   string
+	bad       error
+}
+
+func (s *codexStream) line(raw []byte) {
+	line := strings.TrimSpace(string(raw))
+	if s.bad != nil || line == "" {
+		return
+	}
+	m, kind, err := fields([]byte(line))
+	if err != nil {
+		s.bad = err
+		return
+	}
+	switch kind {
+	case "thread.started":
+		id := str(m["thread_id"])
+		switch {
+		case id == "" || len(id) > maxThreadBytes || !validSession(id):
+			s.bad = fmt.Errorf("thread.started has no valid thread_id")
+		case s.thread == "":
+			s.thread = id
+		case s.thread != id:
+			s.bad = fmt.Errorf("the thread id changed")
+		}
+	case "item.started", "item.updated", "item.completed":
+		s.item(kind, object(m["item"]))
+	case "turn.started":
+		emit(s.sinks, streamSystem, "turn started")
+	case "turn.completed":
+		s.completed = true
+	case "turn.failed":
+		s.fail(str(object(m["error"])["message"]))
+	case "error":
+		s.fail(str(m["message"]))
+	}
+}
+
+func (s *codexStream) fail(msg string) {
+	if msg == "" {
+		msg = "the turn failed without a message"
+	}
+	if !s.failed {
+		s.failed, s.failure = true, msg
+	}
+}
+
+// item handles one item event: a completed agent message is output and a
+// candidate answer; any other item is a one-line system summary.
+func (s *codexStream) item(event string, item map[string]json.RawMessage) {
+	kind := str(item["type"])
+	if kind == "" {
+		s.bad = fmt.Errorf("%s has no item type", event)
+		return
+	}
+	if kind == "agent_message" {
+		if event == "item.completed" {
+			text := str(item["text"])
+			s.messages = append(s.messages, text)
+			emitLines(s.sinks, streamOutput, text)
+		}
+		return
+	}
+	emit(s.sinks, streamSystem, codexSummary(kind, item))
+}
+
+// codexSummary is one line about an item that is not an agent message.
+func codexSummary(kind string, item map[string]json.RawMessage) string {
+	switch kind {
+	case "reasoning":
+		return "reasoning: " + str(item["text"])
+	case "command_execution":
+		line := "command: " + str(item["command"])
+		if st := str(item["status"]); st != "" {
+			line += " (" + st
+			if code, ok := item["exit_code"]; ok && string(code) != "null" {
+				line += ", exit " + string(code)
+			}
+			line += ")"
+		}
+		return line
+	case "file_change":
+		var changes []struct{ Kind, Path string }
+		_ = json.Unmarshal(item["changes"], &changes)
+		parts := make([]string, len(changes))
+		for i, c := range changes {
+			parts[i] = c.Kind + " " + c.Path
+		}
+		return "file change: " + strings.Join(parts, ", ")
+	case "mcp_tool_call":
+		line := "tool " + str(item["server"]) + "/" + str(item["tool"])
+		if msg := str(object(item["error"])["message"]); msg != "" {
+			line += ": error: " + msg
+		}
+		return line
+	case "web_search":
+		return "web search: " + str(item["query"])
+	case "todo_list":
+		var todo []struct {
+			Text      string
+			Completed bool
+		}
+		_ = json.Unmarshal(item["items"], &todo)
+		parts := make([]string, len(todo))
+		for i, x := range todo {
+			mark := "[ ] "
+			if x.Completed {
+				mark = "[x] "
+			}
+			parts[i] = mark + x.Text
+		}
+		return "todo: " + strings.Join(parts, "; ")
+	case "error":
+		return "error: " + str(item["message"])
+	}
+	return kind
+}
+
+// end judges the process: exactly one of completed and failed must hold;
+// a failure is the provider's (accepted with any exit status); a
+// completed turn needs an agent message and exit status 0, and its answer
+// is the last message.
+func (s *codexStream) end(res worker.ProcessResult) attempt {
+	a := attempt{session: s.thread, problem: broken(res, s.bad)}
+	switch {
+	case a.problem != "":
+	case s.failed && s.completed:
+		a.problem = "the stream reported both a failure and a completed turn"
+	case s.failed:
+		a.problem = s.failure
+	case !s.completed:
+		a.problem = unfinished("turn.completed", res)
+	case len(s.messages) == 0:
+		a.problem = "the turn completed without an agent message"
+	case res.Exit != nil:
+		a.problem = processProblem(res)
+	default:
+		a.ok = true
+		a.reply = Reply{Session: s.thread, Text: s.messages[len(s.messages)-1], Streamed: true}
+	}
+	return a
+}
