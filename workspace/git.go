@@ -1,0 +1,122 @@
+package workspace
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oecp/oecp/engine/worker"
+)
+
+// Bounds of git commands.
+const (
+	// GitTimeout bounds one git command.
+	GitTimeout = 10 * time.Minute
+	// maxGitStdout bounds what one git command may print.
+	maxGitStdout = 1 << 20
+	// maxGitStderrLines is how many stderr lines an error keeps.
+	maxGitStderrLines = 8
+)
+
+// ErrGit wraps every failed git command.
+var ErrGit = errors.New("git failed")
+
+// Git runs git commands on behalf of the host, never of an agent: with
+// only LANG=C, PATH, HOME (Home) and settings that ignore system and user
+// configuration and never prompt, hooks disabled, and the repository
+// token, when there is one, as an HTTP authorization header passed in the
+// environment (never on the command line, never written to .git/config).
+type Git struct {
+	// Dir is the repository the commands run in (-C); "" runs them in Home.
+	Dir string
+	// Home is the HOME of git, a private directory of the run.
+	Home string
+	// Token authenticates HTTP remotes ("" for none).
+	Token string
+}
+
+// Env is the environment of git and of the forge CLI: Token, when set,
+// becomes an extra HTTP header for every remote.
+func (g Git) Env() []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := []string{"LANG=C", "PATH=" + path, "HOME=" + g.Home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0"}
+	if g.Token != "" {
+		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + g.Token))
+		env = append(env, "GIT_CONFIG_COUNT=2",
+			"GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=",
+			"GIT_CONFIG_KEY_1=http.extraHeader", "GIT_CONFIG_VALUE_1=AUTHORIZATION: basic "+basic)
+	}
+	return env
+}
+
+// Run runs `git <args>` and returns its stdout with surrounding space
+// trimmed. A failure is ErrGit with the command (token-free: the token is
+// only in the environment) and the last lines of stderr; ctx's end, or
+// GitTimeout, kills it.
+func (g Git) Run(ctx context.Context, args ...string) (string, error) {
+	out, code, detail, err := g.run(ctx, args...)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit status %d: %s", code, detail)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: git %s: %v", ErrGit, strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// Status runs `git <args>` and returns its exit status; only a command
+// that could not run, or was killed, is an error.
+func (g Git) Status(ctx context.Context, args ...string) (int, error) {
+	_, code, _, err := g.run(ctx, args...)
+	if err != nil {
+		return 0, fmt.Errorf("%w: git %s: %v", ErrGit, strings.Join(args, " "), err)
+	}
+	return code, nil
+}
+
+// run returns stdout, the exit status and the last stderr lines of a git
+// command that ran to its end.
+func (g Git) run(ctx context.Context, args ...string) (string, int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
+	defer cancel()
+	argv := []string{"git", "-c", "core.hooksPath=/dev/null"}
+	if g.Dir != "" {
+		argv = append(argv, "-c", "safe.directory="+g.Dir, "-C", g.Dir)
+	}
+	var mu sync.Mutex
+	var stderr []string
+	keep := func(_, line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stderr = append(stderr, line); len(stderr) > maxGitStderrLines {
+			stderr = stderr[1:]
+		}
+	}
+	res := worker.Process{Argv: append(argv, args...), Dir: g.Home, Env: g.Env(), MaxStdout: maxGitStdout, Sinks: worker.Sinks{Log: keep}}.Run(ctx)
+	mu.Lock()
+	detail := strings.Join(stderr, "; ")
+	mu.Unlock()
+	var exit *exec.ExitError
+	switch {
+	case res.StartErr != nil:
+		return "", 0, "", res.StartErr
+	case res.Cancelled:
+		return "", 0, "", fmt.Errorf("stopped: %w", ctx.Err())
+	case res.Overflow:
+		return "", 0, "", errors.New("too much output")
+	case errors.As(res.Exit, &exit):
+		return "", exit.ExitCode(), detail, nil
+	case res.Exit != nil:
+		return "", 0, "", res.Exit
+	}
+	return strings.TrimSpace(string(res.Stdout)), 0, detail, nil
+}

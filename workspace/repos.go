@@ -1,0 +1,160 @@
+// Package workspace gives each native run a git working copy of its
+// source: the host's repository map (oecp serve --repos FILE), a clone of
+// the run's exact revision on a branch of its own, the gate that lets a
+// writer hold the workspace alone while verifiers share it, the git
+// command runner delivery shares, and the removal of a finished run's
+// directory after a retention period.
+package workspace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Defaults of a repository's forge settings.
+const (
+	DefaultForgeCLI  = "gh"
+	DefaultForgeHost = "github.com"
+)
+
+var (
+	repoRE    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}/[A-Za-z0-9._-]{1,100}$`)
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	hostRE    = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]+)?$`)
+)
+
+// ErrInvalidRepos wraps every problem of a repository file; ErrNotServed
+// is a source repository the file does not list.
+var (
+	ErrInvalidRepos = errors.New("invalid repository file")
+	ErrNotServed    = errors.New("repository not served by this host")
+)
+
+// Repo is one repository of the host's repository file.
+type Repo struct {
+	// URL is where the repository is cloned from and delivered to: any
+	// URL git accepts, or a local path.
+	URL string `json:"url"`
+	// TokenEnv names the server environment variable holding the token
+	// for clone, push and forge calls ("" for none). It never reaches an
+	// agent.
+	TokenEnv string `json:"tokenEnv,omitempty"`
+	// Forge configures the forge CLI of pull requests (default: gh on the
+	// server's PATH, against github.com).
+	Forge *Forge `json:"forge,omitempty"`
+}
+
+// Forge is a repository's forge CLI: `<Argv…> api …` calls in the
+// GitHub REST shape, with GH_HOST set to Host.
+type Forge struct {
+	Argv []string `json:"argv,omitempty"`
+	Host string   `json:"host,omitempty"`
+}
+
+// ForgeCLI returns the repository's forge settings with defaults filled in.
+func (r Repo) ForgeCLI() Forge {
+	f := Forge{Argv: []string{DefaultForgeCLI}, Host: DefaultForgeHost}
+	if r.Forge != nil {
+		if len(r.Forge.Argv) > 0 {
+			f.Argv = slices.Clone(r.Forge.Argv)
+		}
+		if r.Forge.Host != "" {
+			f.Host = r.Forge.Host
+		}
+	}
+	return f
+}
+
+// Token reads the repository's token from the server environment: "" and
+// true without a TokenEnv; false when the variable is unset or empty.
+func (r Repo) Token() (string, bool) {
+	if r.TokenEnv == "" {
+		return "", true
+	}
+	v := os.Getenv(r.TokenEnv)
+	return v, v != ""
+}
+
+// Repos is the host's repository file: repositories keyed by owner/name.
+type Repos struct {
+	file string
+	m    map[string]Repo
+}
+
+// LoadRepos reads and validates a repository file.
+func LoadRepos(path string) (*Repos, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrInvalidRepos, path, err)
+	}
+	return ParseRepos(path, data)
+}
+
+// ParseRepos validates a repository file's content: a JSON object whose
+// keys are owner/name and whose values are closed Repo objects; name is
+// the file name used in error messages.
+func ParseRepos(name string, data []byte) (*Repos, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w %s: %s", ErrInvalidRepos, name, fmt.Sprintf(format, args...))
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+		return nil, bad(`want a JSON object {"owner/name": {"url", "tokenEnv", "forge"}}`)
+	}
+	r := &Repos{file: name, m: map[string]Repo{}}
+	for key, v := range raw {
+		if !repoRE.MatchString(key) {
+			return nil, bad("key %q is not owner/name", key)
+		}
+		var repo Repo
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&repo); err != nil {
+			return nil, bad("%s: want {\"url\", \"tokenEnv\", \"forge\": {\"argv\", \"host\"}}: %v", key, err)
+		}
+		if err := repo.validate(); err != nil {
+			return nil, bad("%s: %v", key, err)
+		}
+		r.m[key] = repo
+	}
+	return r, nil
+}
+
+func (r Repo) validate() error {
+	switch {
+	case strings.TrimSpace(r.URL) == "" || strings.HasPrefix(r.URL, "-"):
+		return errors.New("url must be a git URL or a path")
+	case r.TokenEnv != "" && !envNameRE.MatchString(r.TokenEnv):
+		return fmt.Errorf("tokenEnv %q is not a variable name", r.TokenEnv)
+	case r.Forge == nil:
+		return nil
+	case r.Forge.Argv != nil && (len(r.Forge.Argv) == 0 || r.Forge.Argv[0] == ""):
+		return errors.New("forge.argv needs at least the program")
+	case r.Forge.Host != "" && !hostRE.MatchString(r.Forge.Host):
+		return fmt.Errorf("forge.host %q is not a host name", r.Forge.Host)
+	}
+	return nil
+}
+
+// Lookup returns the settings of repository owner/name.
+func (r *Repos) Lookup(repo string) (Repo, bool) {
+	if r == nil {
+		return Repo{}, false
+	}
+	x, ok := r.m[repo]
+	return x, ok
+}
+
+// Check refuses a repository the file does not list, naming the file.
+func (r *Repos) Check(repo string) error {
+	if _, ok := r.Lookup(repo); !ok {
+		return fmt.Errorf("%w: %s is not listed in the server's --repos file %s", ErrNotServed, repo, r.file)
+	}
+	return nil
+}

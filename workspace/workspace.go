@@ -1,0 +1,261 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultKeep is how long a finished run's directory stays on disk.
+const DefaultKeep = 24 * time.Hour
+
+// Files and directories of a run's directory.
+const (
+	workspaceDir = "workspace"
+	runtimeDir   = "runtime"
+	// preparedFile records the revision a workspace was cloned at.
+	preparedFile = "prepared"
+	// finishedFile marks a finished run; its modification time starts
+	// the retention period.
+	finishedFile = "finished"
+)
+
+// Errors of Prepare. ErrRevisionNotFound is a source revision the
+// repository does not have; ErrUnavailable any other failure to make the
+// workspace.
+var (
+	ErrRevisionNotFound = errors.New("source revision not found")
+	ErrUnavailable      = errors.New("workspace unavailable")
+)
+
+// Source is the repository snapshot a run works on.
+type Source struct {
+	Repository string
+	Branch     string
+	Revision   string
+}
+
+// Key is the directory key of a run: the tenant's hash (tenant names may
+// hold any character) and the run id.
+func Key(tenant, runID string) string {
+	sum := sha256.Sum256([]byte(tenant))
+	return hex.EncodeToString(sum[:8]) + "/" + runID
+}
+
+// Branch is the run's own branch, the same for every attempt at it: the
+// workspace's local branch and the branch delivery pushes. It is
+// "oecp/run-" and the first 10 bytes of SHA-256 over the tenant and the
+// run id, in hex.
+func Branch(tenant, runID string) string {
+	sum := sha256.Sum256([]byte(tenant + "\x00" + runID))
+	return "oecp/run-" + hex.EncodeToString(sum[:10])
+}
+
+// Paths are the directories of one run.
+type Paths struct {
+	// Dir is the run's directory, holding the other two.
+	Dir string
+	// Workspace is where agents work (the clone, or an empty directory
+	// when the host serves no repositories).
+	Workspace string
+	// Runtime holds the private homes of agent sessions and of git.
+	Runtime string
+}
+
+// Manager owns the run directories under one root: Root/<Key>/workspace
+// and Root/<Key>/runtime. It is safe for concurrent use.
+type Manager struct {
+	root  string
+	repos *Repos
+	keep  time.Duration
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	gates  map[string]*Gate
+	timers map[string]*time.Timer
+	closed bool
+}
+
+// NewManager returns a manager of the run directories under root. repos
+// may be nil (no repositories: every workspace starts empty). keep is the
+// retention of a finished run's directory (0: removed at once).
+func NewManager(root string, repos *Repos, keep time.Duration, log *slog.Logger) *Manager {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log,
+		gates: map[string]*Gate{}, timers: map[string]*time.Timer{}}
+}
+
+// Repos is the host's repository file (nil when it serves none).
+func (m *Manager) Repos() *Repos { return m.repos }
+
+// Paths returns a run's directories, creating them when missing (the run
+// directory and runtime with mode 0700).
+func (m *Manager) Paths(key string) (Paths, error) {
+	p := m.paths(key)
+	for _, d := range []string{p.Dir, p.Runtime, p.Workspace} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return Paths{}, err
+		}
+	}
+	return p, nil
+}
+
+func (m *Manager) paths(key string) Paths {
+	dir := filepath.Join(m.root, filepath.FromSlash(key))
+	return Paths{Dir: dir, Workspace: filepath.Join(dir, workspaceDir), Runtime: filepath.Join(dir, runtimeDir)}
+}
+
+// Prepare makes the run's workspace a clone of src's repository, checked
+// out at exactly src.Revision on branch. A workspace this manager already
+// prepared at that revision (before a restart, say) is kept as it is;
+// anything else in its place is replaced. The error wraps
+// ErrRevisionNotFound or ErrUnavailable and says what failed.
+func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch string) error {
+	repo, ok := m.repos.Lookup(src.Repository)
+	if !ok {
+		return fmt.Errorf("%w: %v", ErrUnavailable, m.repos.Check(src.Repository))
+	}
+	token, ok := repo.Token()
+	if !ok {
+		return fmt.Errorf("%w: the token variable %s of %s is not set on the server", ErrUnavailable, repo.TokenEnv, src.Repository)
+	}
+	p, err := m.Paths(key)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	marker := filepath.Join(p.Dir, preparedFile)
+	if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == src.Revision {
+		return nil
+	}
+	if err := os.RemoveAll(p.Workspace); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if err := clone(ctx, Git{Home: p.Runtime, Token: token}, repo.URL, p.Workspace, src.Revision, branch); err != nil {
+		return err
+	}
+	if err := os.WriteFile(marker, []byte(src.Revision+"\n"), 0o600); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	m.log.Info("workspace prepared", "repository", src.Repository, "revision", src.Revision, "branch", branch, "dir", p.Workspace)
+	return nil
+}
+
+// clone makes dir a clone of url with revision checked out on branch.
+func clone(ctx context.Context, g Git, url, dir, revision, branch string) error {
+	if _, err := g.Run(ctx, "clone", "--no-tags", "--no-checkout", "--", url, dir); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	g.Dir = dir
+	commit := revision + "^{commit}"
+	if code, err := g.Status(ctx, "cat-file", "-e", commit); err != nil || code != 0 {
+		// Not on a branch the clone fetched: ask for the commit itself.
+		_, _ = g.Run(ctx, "fetch", "--no-tags", "origin", revision)
+		if code, err := g.Status(ctx, "cat-file", "-e", commit); err != nil || code != 0 {
+			return fmt.Errorf("%w: %s is not a commit of the repository", ErrRevisionNotFound, revision)
+		}
+	}
+	if _, err := g.Run(ctx, "checkout", "--quiet", "-B", branch, revision); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	head, err := g.Run(ctx, "rev-parse", "HEAD")
+	if err != nil || head != revision {
+		return fmt.Errorf("%w: HEAD is %q after the checkout of %s (%v)", ErrUnavailable, head, revision, err)
+	}
+	return nil
+}
+
+// Gate returns the run's workspace gate.
+func (m *Manager) Gate(key string) *Gate {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.gates[key]
+	if !ok {
+		g = newGate()
+		m.gates[key] = g
+	}
+	return g
+}
+
+// Finish marks a run finished: its directory is removed once the
+// retention period has passed (at once when it is 0), here or, after a
+// restart, by Sweep.
+func (m *Manager) Finish(key string) {
+	m.mu.Lock()
+	delete(m.gates, key)
+	m.mu.Unlock()
+	p := m.paths(key)
+	if _, err := os.Stat(p.Dir); err != nil {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(p.Dir, finishedFile), nil, 0o600); err != nil {
+		m.log.Warn("workspace: cannot mark a finished run", "dir", p.Dir, "err", err)
+	}
+	m.schedule(key, m.keep)
+}
+
+// Sweep schedules the removal of every run directory marked finished,
+// when its retention period ends; call it once at startup.
+func (m *Manager) Sweep() {
+	marks, _ := filepath.Glob(filepath.Join(m.root, "*", "*", finishedFile))
+	for _, mark := range marks {
+		st, err := os.Stat(mark)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Dir(mark)
+		key := filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
+		m.schedule(key, max(time.Until(st.ModTime().Add(m.keep)), 0))
+	}
+}
+
+// schedule removes the run's directory after the duration, at once when
+// it is not positive.
+func (m *Manager) schedule(key string, after time.Duration) {
+	if after <= 0 {
+		m.remove(key)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	if t, ok := m.timers[key]; ok {
+		t.Stop()
+	}
+	m.timers[key] = time.AfterFunc(after, func() { m.remove(key) })
+}
+
+func (m *Manager) remove(key string) {
+	m.mu.Lock()
+	delete(m.timers, key)
+	m.mu.Unlock()
+	dir := m.paths(key).Dir
+	if err := os.RemoveAll(dir); err != nil {
+		m.log.Warn("workspace: cannot remove a finished run's directory", "dir", dir, "err", err)
+		return
+	}
+	m.log.Info("workspace removed", "dir", dir)
+}
+
+// Close stops the pending removals (Sweep finds them again after a
+// restart).
+func (m *Manager) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	for k, t := range m.timers {
+		t.Stop()
+		delete(m.timers, k)
+	}
+}

@@ -1,0 +1,211 @@
+package workspace_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/workspace"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func repos(t *testing.T, entries map[string]workspace.Repo) *workspace.Repos {
+	t.Helper()
+	b, _ := json.Marshal(entries)
+	r, err := workspace.ParseRepos("repos.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func manager(t *testing.T, r *workspace.Repos, keep time.Duration) *workspace.Manager {
+	m := workspace.NewManager(t.TempDir(), r, keep, slog.New(slog.DiscardHandler))
+	t.Cleanup(m.Close)
+	return m
+}
+
+func TestParseRepos(t *testing.T) {
+	r, err := workspace.ParseRepos("r.json", []byte(`{"acme/app":{"url":"https://github.com/acme/app.git","tokenEnv":"ACME_TOKEN","forge":{"argv":["/opt/gh"],"host":"ghe.acme.test"}},"acme/lib":{"url":"/srv/lib.git"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, ok := r.Lookup("acme/app")
+	if f := app.ForgeCLI(); !ok || f.Argv[0] != "/opt/gh" || f.Host != "ghe.acme.test" || app.TokenEnv != "ACME_TOKEN" {
+		t.Fatalf("acme/app %+v", app)
+	}
+	lib, _ := r.Lookup("acme/lib")
+	if f := lib.ForgeCLI(); f.Argv[0] != "gh" || f.Host != "github.com" {
+		t.Fatalf("defaults %+v", f)
+	}
+	if err := r.Check("acme/other"); !errors.Is(err, workspace.ErrNotServed) || !strings.Contains(err.Error(), "--repos") {
+		t.Fatalf("unlisted: %v", err)
+	}
+	for _, bad := range []string{`[]`, `{"acme":{"url":"x"}}`, `{"a/b":{"url":""}}`, `{"a/b":{"url":"x","tokenEnv":"BAD-NAME"}}`,
+		`{"a/b":{"url":"x","secret":"y"}}`, `{"a/b":{"url":"x","forge":{"argv":[]}}}`, `{"a/b":{"url":"x","forge":{"host":"a b"}}}`} {
+		if _, err := workspace.ParseRepos("r.json", []byte(bad)); !errors.Is(err, workspace.ErrInvalidRepos) || !strings.Contains(err.Error(), "r.json") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+func TestPrepareClonesTheRevisionOnTheRunBranch(t *testing.T) {
+	remote := gittest.NewRemote(t)
+	older := remote.Head()
+	newer := remote.Commit("a.txt", "a\n", "second")
+	remote.Push("refs/heads/main")
+	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: remote.Dir}}), time.Hour)
+	key := workspace.Key("tenant", "run-a")
+	branch := workspace.Branch("tenant", "run-a")
+	if err := m.Prepare(context.Background(), key, workspace.Source{Repository: "acme/app", Branch: "main", Revision: older}, branch); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m.Paths(key)
+	if head := remote.Git(p.Workspace, "rev-parse", "HEAD"); head != older {
+		t.Fatalf("HEAD %s, want %s (not %s)", head, older, newer)
+	}
+	if b := remote.Git(p.Workspace, "symbolic-ref", "--short", "HEAD"); b != branch || !strings.HasPrefix(b, "oecp/run-") || len(b) != len("oecp/run-")+20 {
+		t.Fatalf("branch %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(p.Workspace, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("a.txt of the newer commit is checked out")
+	}
+	// Prepared again (a restart): the workspace and its edits stay.
+	if err := os.WriteFile(filepath.Join(p.Workspace, "edit.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Prepare(context.Background(), key, workspace.Source{Repository: "acme/app", Branch: "main", Revision: older}, branch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(p.Workspace, "edit.txt")); err != nil {
+		t.Fatalf("re-prepared workspace lost its edit: %v", err)
+	}
+}
+
+// A commit no branch holds is fetched by its id.
+func TestPrepareFetchesAnUnbranchedCommit(t *testing.T) {
+	remote := gittest.NewRemote(t)
+	hidden := remote.Commit("b.txt", "b\n", "hidden")
+	remote.Push("refs/pull/1/head")
+	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: remote.Dir}}), time.Hour)
+	key := workspace.Key("t", "run-b")
+	if err := m.Prepare(context.Background(), key, workspace.Source{Repository: "acme/app", Branch: "main", Revision: hidden}, workspace.Branch("t", "run-b")); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m.Paths(key)
+	if head := remote.Git(p.Workspace, "rev-parse", "HEAD"); head != hidden {
+		t.Fatalf("HEAD %s", head)
+	}
+}
+
+func TestPrepareRefusals(t *testing.T) {
+	remote := gittest.NewRemote(t)
+	m := manager(t, repos(t, map[string]workspace.Repo{
+		"acme/app":     {URL: remote.Dir},
+		"acme/gone":    {URL: filepath.Join(t.TempDir(), "missing.git")},
+		"acme/private": {URL: remote.Dir, TokenEnv: "WORKSPACE_TEST_UNSET_TOKEN"},
+	}), time.Hour)
+	cases := []struct {
+		repo, rev string
+		want      error
+		text      string
+	}{
+		{"acme/app", strings.Repeat("0", 40), workspace.ErrRevisionNotFound, "is not a commit"},
+		{"acme/gone", remote.Head(), workspace.ErrUnavailable, "git clone"},
+		{"acme/private", remote.Head(), workspace.ErrUnavailable, "WORKSPACE_TEST_UNSET_TOKEN"},
+		{"acme/unlisted", remote.Head(), workspace.ErrUnavailable, "--repos"},
+	}
+	for _, tc := range cases {
+		err := m.Prepare(context.Background(), workspace.Key("t", "r-"+tc.repo[5:]), workspace.Source{Repository: tc.repo, Branch: "main", Revision: tc.rev}, "oecp/run-x")
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("%s: %v", tc.repo, err)
+		}
+	}
+}
+
+// The token only travels in git's environment, as an HTTP header.
+func TestGitTokenInEnvironmentOnly(t *testing.T) {
+	env := strings.Join((workspace.Git{Home: "/h", Token: "ghp_secret"}).Env(), "\n")
+	if strings.Contains(env, "ghp_secret") || !strings.Contains(env, "GIT_CONFIG_KEY_1=http.extraHeader") || !strings.Contains(env, "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hwX3NlY3JldA==") {
+		t.Fatalf("env:\n%s", env)
+	}
+	if env := (workspace.Git{Home: "/h"}).Env(); strings.Contains(strings.Join(env, " "), "GIT_CONFIG_COUNT") {
+		t.Fatalf("tokenless env %v", env)
+	}
+}
+
+// A verifier never runs while a writer holds the workspace; verifiers
+// share it.
+func TestGateExcludesWriters(t *testing.T) {
+	g := manager(t, nil, 0).Gate("k")
+	ctx := context.Background()
+	releaseWriter, err := g.Acquire(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g.Acquire(short, false); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a verifier entered while the writer held the gate: %v", err)
+	}
+	entered := make(chan func())
+	go func() {
+		release, _ := g.Acquire(ctx, false)
+		entered <- release
+	}()
+	releaseWriter()
+	releaseReader := <-entered
+	second, err := g.Acquire(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Acquire(short, true); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a writer entered while verifiers held the gate: %v", err)
+	}
+	releaseReader()
+	second()
+	if release, err := g.Acquire(short, true); err != nil {
+		t.Fatalf("free gate: %v", err)
+	} else {
+		release()
+	}
+}
+
+func TestFinishedRunDirectoryRemoved(t *testing.T) {
+	root := t.TempDir()
+	m := workspace.NewManager(root, nil, 0, slog.New(slog.DiscardHandler))
+	defer m.Close()
+	p, err := m.Paths(workspace.Key("t", "run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Finish(workspace.Key("t", "run-1"))
+	if _, err := os.Stat(p.Dir); !os.IsNotExist(err) {
+		t.Fatalf("kept with --keep-workspaces 0: %v", err)
+	}
+	// A long retention keeps it; after a restart with a shorter one,
+	// Sweep removes what is due.
+	long := workspace.NewManager(root, nil, time.Hour, slog.New(slog.DiscardHandler))
+	p, _ = long.Paths(workspace.Key("t", "run-2"))
+	long.Finish(workspace.Key("t", "run-2"))
+	long.Close()
+	if _, err := os.Stat(p.Workspace); err != nil {
+		t.Fatalf("removed within the retention: %v", err)
+	}
+	restarted := workspace.NewManager(root, nil, 0, slog.New(slog.DiscardHandler))
+	defer restarted.Close()
+	restarted.Sweep()
+	if _, err := os.Stat(p.Dir); !os.IsNotExist(err) {
+		t.Fatalf("not swept: %v", err)
+	}
+}
