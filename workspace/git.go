@@ -14,19 +14,6 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 )
 
-// Bounds of git commands.
-const (
-	// GitTimeout bounds one git command.
-	GitTimeout = 10 * time.Minute
-	// maxGitStdout bounds what one git command may print.
-	maxGitStdout = 1 << 20
-	// maxGitStderrLines is how many stderr lines an error keeps.
-	maxGitStderrLines = 8
-)
-
-// ErrGit wraps every failed git command.
-var ErrGit = errors.New("git failed")
-
 // Git runs git commands on behalf of the host, never of an agent: with
 // only LANG=C, PATH, HOME (Home) and settings that ignore system and user
 // configuration and never prompt, hooks disabled, and the repository
@@ -40,6 +27,19 @@ type Git struct {
 	// Token authenticates HTTP remotes ("" for none).
 	Token string
 }
+
+// ErrGit wraps every failed git command.
+var ErrGit = errors.New("git failed")
+
+// GitTimeout bounds one git command.
+const GitTimeout = 10 * time.Minute
+
+// Bounds of what a git command prints: its stdout, and the stderr lines an
+// error keeps.
+const (
+	maxGitStdout      = 1 << 20
+	maxGitStderrLines = 8
+)
 
 // Env is the environment of git and of the forge CLI: Token, when set,
 // becomes an extra HTTP header for every remote.

@@ -90,38 +90,32 @@ type Repos struct {
 // LoadRepos reads and validates a repository file.
 func LoadRepos(path string) (*Repos, error) {
 	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrInvalidRepos, path, err)
+	if err == nil {
+		return ParseRepos(path, data)
 	}
-	return ParseRepos(path, data)
+	return nil, fmt.Errorf("%w %s: %v", ErrInvalidRepos, path, err)
 }
 
 // ParseRepos validates a repository file's content: a JSON object whose
 // keys are owner/name and whose values are closed Repo objects; name is
 // the file name used in error messages.
 func ParseRepos(name string, data []byte) (*Repos, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w %s: %s", ErrInvalidRepos, name, fmt.Sprintf(format, args...))
+	r := &Repos{file: name}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&r.m)
+	if err != nil || r.m == nil {
+		return nil, fmt.Errorf(`%w %s: want a JSON object {"owner/name": {"url", "tokenEnv", "forge": {"argv", "host"}}}: %v`, ErrInvalidRepos, name, err)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
-		return nil, bad(`want a JSON object {"owner/name": {"url", "tokenEnv", "forge"}}`)
-	}
-	r := &Repos{file: name, m: map[string]Repo{}}
-	for key, v := range raw {
+	for key, repo := range r.m {
 		if !repoRE.MatchString(key) {
-			return nil, bad("key %q is not owner/name", key)
+			err = fmt.Errorf("key %q is not owner/name", key)
+		} else if err = repo.validate(); err != nil {
+			err = fmt.Errorf("%s: %v", key, err)
 		}
-		var repo Repo
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&repo); err != nil {
-			return nil, bad("%s: want {\"url\", \"tokenEnv\", \"forge\": {\"argv\", \"host\"}}: %v", key, err)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: %v", ErrInvalidRepos, name, err)
 		}
-		if err := repo.validate(); err != nil {
-			return nil, bad("%s: %v", key, err)
-		}
-		r.m[key] = repo
 	}
 	return r, nil
 }
@@ -143,11 +137,10 @@ func (r Repo) validate() error {
 }
 
 // Lookup returns the settings of repository owner/name.
-func (r *Repos) Lookup(repo string) (Repo, bool) {
-	if r == nil {
-		return Repo{}, false
+func (r *Repos) Lookup(repo string) (x Repo, ok bool) {
+	if r != nil {
+		x, ok = r.m[repo]
 	}
-	x, ok := r.m[repo]
 	return x, ok
 }
 
