@@ -68,7 +68,7 @@ func (r *rejection) wire() *protocol.Error {
 // the reference's order, then runs the verifier over the graph-local
 // registry. On success the submission's runtime plan is normalized (the
 // default effort filled in).
-func admit(ctx context.Context, s *Submission, host Harnesses, verify Verify) error {
+func admit(ctx context.Context, s *Submission, host Harnesses, ws Workspaces, verify Verify) error {
 	g := s.Graph
 	if g.Profile != graph.ProfileFull {
 		return rejectf("graph profile must be %s", graph.ProfileFull)
@@ -82,8 +82,13 @@ func admit(ctx context.Context, s *Submission, host Harnesses, verify Verify) er
 			return rejectf("executable %q must declare attempts 1 (native runs never retry)", name)
 		}
 	}
-	if err := checkPlan(s, execs, host); err != nil {
+	if err := checkPlan(s, execs, host, ws); err != nil {
 		return err
+	}
+	if ws != nil {
+		if err := ws.CheckSource(s.Source); err != nil {
+			return rejectf("%v", err)
+		}
 	}
 	if err := checkOverlap(g.Root); err != nil {
 		return err
@@ -135,8 +140,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // executables; the host configured the plan's harness; agent nodes carry
 // instructions and name a catalogued model with an allowed effort; the run
 // declares at most MaxEnvNames distinct environment names, each allowed by
-// the host's harness entry. Delivery bindings are not admitted yet.
-func checkPlan(s *Submission, execs map[string]graph.Node, host Harnesses) error {
+// the host's harness entry; git delivery nodes, admitted only by a host
+// with workspaces, declare the delivery contract and no environment
+// (their credentials are the host's).
+func checkPlan(s *Submission, execs map[string]graph.Node, host Harnesses, ws Workspaces) error {
 	p := &s.Runtime
 	for _, name := range sortedKeys(execs) {
 		if _, ok := p.Nodes[name]; !ok {
@@ -152,7 +159,10 @@ func checkPlan(s *Submission, execs map[string]graph.Node, host Harnesses) error
 	for _, name := range sortedKeys(p.Nodes) {
 		b := p.Nodes[name]
 		if b.Kind == KindGitDelivery {
-			return rejectf("node %q: git delivery is not supported by this host yet", name)
+			if err := checkDelivery(name, b, execs[name], ws); err != nil {
+				return err
+			}
+			continue
 		}
 		if _, instr := leaf(execs[name]); instr == nil {
 			return rejectf("agent node %q must carry instructions", name)
@@ -179,6 +189,20 @@ func checkPlan(s *Submission, execs map[string]graph.Node, host Harnesses) error
 	}
 	if err := host.CheckPlan(p.Harness, p.Nodes); err != nil {
 		return rejectf("%v", err)
+	}
+	return nil
+}
+
+// checkDelivery admits a git delivery node.
+func checkDelivery(name string, b Binding, node graph.Node, ws Workspaces) error {
+	switch {
+	case ws == nil:
+		return rejectf("node %q: git delivery needs a host that serves repositories (start oecp serve with --repos FILE)", name)
+	case len(b.Env) > 0:
+		return rejectf("node %q: a git_delivery binding declares no env; delivery's credentials come from the host's --repos entry", name)
+	}
+	if err := ws.CheckDelivery(node); err != nil {
+		return rejectf("node %q: %v", name, err)
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ type Config struct {
 	// Agents runs agent nodes and checks runtime plans against the host's
 	// harnesses. Without it every submission is refused (no harness).
 	Agents Agents
+	// Workspaces gives runs a git workspace of their source and admits
+	// git delivery (--repos); nil records the source only.
+	Workspaces Workspaces
 	// Verify runs the production verifier (default VerifyDirect).
 	Verify Verify
 	Log    *slog.Logger
@@ -42,6 +45,7 @@ type Backend struct {
 	logs   logBuffer
 	seeds  seedCache
 	wake   signals
+	prep   preparations
 
 	// writeMu orders a run's log lines before the records that follow
 	// them: every write that takes pending lines holds it.
@@ -64,9 +68,13 @@ func New(cfg Config) *Backend {
 	return b
 }
 
-// Close waits for pending log lines to be written. It does not close the
-// store, which the host shares.
-func (b *Backend) Close() { b.logs.wait() }
+// Close stops the workspace preparations in flight and waits for pending
+// log lines to be written. It does not close the store, which the host
+// shares.
+func (b *Backend) Close() {
+	b.prep.stop()
+	b.logs.wait()
+}
 
 // TenantKey is the store key prefix of a connection tenant's runs.
 func (b *Backend) TenantKey(tenant string) string {
@@ -162,7 +170,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
-	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Verify); err != nil {
+	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.cfg.Verify); err != nil {
 		return nil, wire(err)
 	}
 	seed, err := sub.Encode()
@@ -286,14 +294,7 @@ func (b *Backend) Force(ctx context.Context, runID string) (*StatusResult, error
 		}
 		res = project(runID, st)
 		refusal := errorOutcome(worker.CodeRefusal, worker.ReasonDeclaredFailure)
-		for i := range st.Execs {
-			if st.Execs[i].End == nil {
-				if err := endExecution(tx, tk, runID, st, &st.Execs[i], ending{Outcome: refusal}); err != nil {
-					return err
-				}
-			}
-		}
-		return finishRun(tx, tk, runID, st, protocol.TerminalResult{Status: "failed", Reason: reasonForceStopped})
+		return stopRun(tx, tk, runID, st, refusal, protocol.TerminalResult{Status: "failed", Reason: reasonForceStopped})
 	})
 	if err != nil {
 		return nil, wire(err)
@@ -302,8 +303,22 @@ func (b *Backend) Force(ctx context.Context, runID string) (*StatusResult, error
 	return &res, nil
 }
 
+// stopRun ends every active execution of the run with outcome and
+// finishes it with t.
+func stopRun(tx store.Tx, tk, runID string, st *runState, outcome json.RawMessage, t protocol.TerminalResult) error {
+	for i := range st.Execs {
+		if st.Execs[i].End == nil {
+			if err := endExecution(tx, tk, runID, st, &st.Execs[i], ending{Outcome: outcome}); err != nil {
+				return err
+			}
+		}
+	}
+	return finishRun(tx, tk, runID, st, t)
+}
+
 // closeRun lets the agents drop a finished run's state.
 func (b *Backend) closeRun(tk, runID string) {
+	b.prep.forget(runKey{tk, runID})
 	if c, ok := b.cfg.Agents.(RunCloser); ok {
 		c.CloseRun(tk, runID)
 	}

@@ -104,12 +104,17 @@ type rig struct {
 }
 
 func newRig(t testing.TB, st store.Store, maxActive int) *rig {
+	return newRigWith(t, st, maxActive, nil)
+}
+
+// newRigWith is newRig with the host's workspaces.
+func newRigWith(t testing.TB, st store.Store, maxActive int, ws runs.Workspaces) *rig {
 	t.Helper()
 	if st == nil {
 		st = store.NewMemory()
 	}
 	agents := newFakeAgents()
-	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
+	b := runs.New(runs.Config{Store: st, Agents: agents, Workspaces: ws, Log: slog.New(slog.DiscardHandler)})
 	sup := engine.New(b.Ledger("test-owner"), worker.NewRegistry(), slog.New(slog.DiscardHandler))
 	sup.SetMaxActive(maxActive)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -120,6 +120,10 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: sub.Graph, Seed: json.RawMessage(sub.InitialInput),
 			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub)}
+		if !l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source) {
+			// No dispatch before the workspace is there.
+			snap.Dispatch = protocol.DispatchSuspended
+		}
 		for _, x := range st.Execs {
 			h, err := x.history()
 			if err != nil {
@@ -292,13 +296,14 @@ func orNull(v json.RawMessage) json.RawMessage {
 func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Dispatch) (worker.Worker, bool) {
 	return func(d reduce.Dispatch) (worker.Worker, bool) {
 		bind, ok := sub.Runtime.Nodes[d.Occurrence.Node]
-		if !ok || bind.Kind != KindAgent || b.cfg.Agents == nil {
+		delivery := bind.Kind == KindGitDelivery && b.cfg.Workspaces != nil
+		if !ok || (bind.Kind != KindAgent && !delivery) || b.cfg.Agents == nil {
 			return nil, false
 		}
 		node := executables(sub.Graph)[d.Occurrence.Node]
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
 			return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
-				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Node: node,
+				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
 				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
 		}), true
 	}

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
@@ -22,11 +23,35 @@ type Harnesses interface {
 // rendered or a provider process started.
 type Agents interface {
 	Harnesses
-	// RunAgent runs one execution of an agent-bound node to its outcome.
-	// It must return when ctx is done (cancellation or the node's
-	// timeout); the supervisor decides what a cancelled outcome means.
+	// RunAgent runs one execution of an agent-bound node, or of a
+	// git_delivery-bound one when the host has Workspaces, to its
+	// outcome. It must return when ctx is done (cancellation or the
+	// node's timeout); the supervisor decides what a cancelled outcome
+	// means.
 	RunAgent(ctx context.Context, a AgentExecution) worker.Outcome
 }
+
+// Workspaces is the host's git workspaces (oecp serve --repos FILE).
+// Without it a run's source is only recorded and git delivery is refused.
+type Workspaces interface {
+	// CheckSource refuses at submit a source whose repository the host
+	// does not serve, naming the host setting.
+	CheckSource(src Source) error
+	// CheckDelivery refuses a git_delivery-bound node that does not
+	// declare the delivery contract.
+	CheckDelivery(node graph.Node) error
+	// Prepare makes the run's workspace: a clone of src at exactly its
+	// revision. No execution of the run starts before it returned nil; an
+	// error fails the run (ErrRevisionNotFound: revision_not_found,
+	// anything else: runtime_unavailable). It runs again for an
+	// unfinished run after a restart and must then keep a workspace it
+	// already made.
+	Prepare(ctx context.Context, tenant, runID string, src Source) error
+}
+
+// ErrRevisionNotFound is the Prepare error of a source revision the
+// repository does not have.
+var ErrRevisionNotFound = errors.New("source revision not found")
 
 // RunCloser is implemented by Agents that keep per-run state (sessions):
 // CloseRun is called once a run has finished.
@@ -40,10 +65,13 @@ type AgentExecution struct {
 	Tenant string
 	RunID  string
 	// Harness and Provider come from the run's runtime plan; Binding is
-	// the node's own entry (model, effort, session scope, env names).
+	// the node's own entry (model, effort, session scope, env names, or
+	// git delivery).
 	Harness  string
 	Provider string
 	Binding  Binding
+	// Source is the run's source.
+	Source Source
 	// Node is the step or verifier being executed; its instructions and
 	// declared types form the agent's turn contract.
 	Node graph.Node

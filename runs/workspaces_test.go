@@ -1,0 +1,137 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs"
+)
+
+// fakeWorkspaces serves repository oecp/oecp; Prepare reports each call
+// on prepared, then waits for release (when set) and returns err.
+type fakeWorkspaces struct {
+	prepared chan string
+	release  chan struct{}
+	err      error
+}
+
+func (f *fakeWorkspaces) CheckSource(src runs.Source) error {
+	if src.Repository != "oecp/oecp" {
+		return fmt.Errorf("%s is not listed in the server's --repos file", src.Repository)
+	}
+	return nil
+}
+
+func (f *fakeWorkspaces) CheckDelivery(n graph.Node) error {
+	if v, ok := n.(*graph.Verifier); !ok || v.Worker != "builtin.git-delivery.pr@1" {
+		return errors.New("not the delivery contract")
+	}
+	return nil
+}
+
+func (f *fakeWorkspaces) Prepare(ctx context.Context, _, runID string, _ runs.Source) error {
+	f.prepared <- runID
+	if f.release != nil {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return f.err
+}
+
+// logMessages replays a finished run's log messages.
+func logMessages(t *testing.T, r *rig, ctx context.Context, runID string) string {
+	t.Helper()
+	sub, err := r.b.Logs(ctx, runID, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := drain(t, sub)
+	var msgs []string
+	for _, l := range lines {
+		msgs = append(msgs, l["record"].(map[string]any)["message"].(string))
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// No execution starts before the run's workspace is ready.
+func TestRunWaitsForItsWorkspace(t *testing.T) {
+	ws := &fakeWorkspaces{prepared: make(chan string, 1), release: make(chan struct{})}
+	r := newRigWith(t, nil, 0, ws)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "w", oneStep("k", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	<-ws.prepared
+	if st, err := r.b.Status(ctx, "w"); err != nil || st.Status.Phase != runs.PhaseAdmitted {
+		t.Fatalf("while preparing: %+v %v", st, err)
+	}
+	close(ws.release)
+	if got := statusJSON(t, waitFinished(t, r.b, ctx, "w")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
+		t.Fatalf("final %s", got)
+	}
+	if logs := logMessages(t, r, ctx, "w"); !strings.HasPrefix(logs, "workspace: oecp/oecp at 0123456789abcdef0123456789abcdef01234567 is ready") {
+		t.Fatalf("logs:\n%s", logs)
+	}
+}
+
+// A revision the repository lacks fails the run before any agent runs.
+func TestUnknownRevisionFailsTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		reason string
+	}{
+		{fmt.Errorf("%w: 0123456789abcdef0123456789abcdef01234567 is not a commit of the repository", runs.ErrRevisionNotFound), runs.ReasonRevisionNotFound},
+		{errors.New("git clone: connection refused"), runs.ReasonRuntimeUnavailable},
+	} {
+		ws := &fakeWorkspaces{prepared: make(chan string, 1), err: tc.err}
+		r := newRigWith(t, nil, 0, ws)
+		ctx := as("alice")
+		if _, err := r.b.Submit(ctx, "u", oneStep("k", "echo")); err != nil {
+			t.Fatal(err)
+		}
+		want := `{"phase":"finished","terminalResult":{"status":"failed","reason":"` + tc.reason + `"}}`
+		if got := statusJSON(t, waitFinished(t, r.b, ctx, "u")); got != want {
+			t.Fatalf("final %s", got)
+		}
+		r.agents.mu.Lock()
+		ran := r.agents.finished
+		r.agents.mu.Unlock()
+		if logs := logMessages(t, r, ctx, "u"); ran != 0 || logs != "workspace: "+tc.err.Error() {
+			t.Fatalf("%d agents ran; logs:\n%s", ran, logs)
+		}
+	}
+}
+
+func TestWorkspaceAdmission(t *testing.T) {
+	ws := &fakeWorkspaces{prepared: make(chan string, 8)}
+	r := newRigWith(t, nil, 0, ws)
+	ctx := as("alice")
+	deliver := `{"kind":"verifier","name":"deliver","worker":"builtin.git-delivery.pr@1","input":{"kind":"null"},"output":{"kind":"null"},` +
+		`"inputBindings":[],"writeBindings":[],"timeoutMs":600000,"attempts":1,"signals":{"delivery":["opened"]},"diagnostic":{"kind":"null"}}`
+	withDelivery := func(binding string) json.RawMessage {
+		sub := string(submission("k", graphOf(step("work", "echo"), deliver), "work"))
+		return json.RawMessage(strings.Replace(sub, `"nodes":{`, `"nodes":{"deliver":`+binding+`,`, 1))
+	}
+	for name, sub := range map[string]json.RawMessage{
+		"repository":   json.RawMessage(strings.Replace(string(oneStep("k", "echo")), "oecp/oecp", "acme/app", 1)),
+		"delivery env": withDelivery(`{"kind":"git_delivery","env":["GH_TOKEN"]}`),
+		"contract":     json.RawMessage(strings.Replace(string(withDelivery(`{"kind":"git_delivery"}`)), "builtin.git-delivery.pr@1", "builtin.echo@1", 1)),
+	} {
+		_, err := r.b.Submit(ctx, "a", sub)
+		if pe, ok := err.(*protocol.Error); !ok || pe.DataCode != protocol.GraphInvalid {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := r.b.Submit(ctx, "d", withDelivery(`{"kind":"git_delivery"}`)); err != nil {
+		t.Fatalf("delivery refused: %v", err)
+	}
+}
