@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
@@ -26,6 +27,7 @@ import (
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/verifier"
+	"github.com/oecp/oecp/workspace"
 )
 
 // Options configure a capsule.
@@ -47,15 +49,23 @@ type Options struct {
 	// Harness is the host's harness file (--harness); nil configures no
 	// harness, so every native submission is refused.
 	Harness *harness.Config
-	// RunDir holds one working directory per native run (default: oecp-runs
-	// in the system's temporary directory).
+	// RunDir holds the directories of native runs: a workspace and a
+	// runtime directory each (default: oecp-runs in the system's temporary
+	// directory).
 	RunDir string
+	// Repos is the host's repository file (--repos): runs get a clone of
+	// their source and may deliver. nil records sources only.
+	Repos *workspace.Repos
+	// KeepWorkspaces is how long a finished run's directory stays
+	// (0: workspace.DefaultKeep; negative: removed at once).
+	KeepWorkspaces time.Duration
 }
 
 // Capsule is a running default backend.
 type Capsule struct {
 	backend *Backend
 	sup     *engine.Supervisor
+	ws      *workspace.Manager
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -151,13 +161,24 @@ func New(o Options) (*Capsule, error) {
 	if o.RunDir == "" {
 		o.RunDir = filepath.Join(os.TempDir(), "oecp-runs")
 	}
-	rb := runs.New(runs.Config{
+	switch {
+	case o.KeepWorkspaces == 0:
+		o.KeepWorkspaces = workspace.DefaultKeep
+	case o.KeepWorkspaces < 0:
+		o.KeepWorkspaces = 0
+	}
+	ws := workspace.NewManager(o.RunDir, o.Repos, o.KeepWorkspaces, o.Log)
+	rc := runs.Config{
 		Store:  o.Store,
 		Shared: o.Tenancy == cluster.Shared,
-		Agents: &agents{cfg: o.Harness, dir: o.RunDir, runners: map[string]*harness.Runner{}},
+		Agents: &agents{cfg: o.Harness, ws: ws, log: o.Log, runners: map[string]*harness.Runner{}},
 		Verify: verifyNative(),
 		Log:    o.Log,
-	})
+	}
+	if o.Repos != nil {
+		rc.Workspaces = workspaces{ws}
+	}
+	rb := runs.New(rc)
 	owner := ownerID()
 	var ledger engine.Ledger = ledgers{cluster: b.Ledger(owner), native: rb.Ledger(owner)}
 	if o.WrapLedger != nil {
@@ -170,14 +191,16 @@ func New(o Options) (*Capsule, error) {
 	case o.MaxActive > 0:
 		sup.SetMaxActive(o.MaxActive)
 	}
-	return &Capsule{backend: &Backend{Backend: b, runs: rb}, sup: sup, done: make(chan struct{})}, nil
+	return &Capsule{backend: &Backend{Backend: b, runs: rb}, sup: sup, ws: ws, done: make(chan struct{})}, nil
 }
 
 // Backend is the server.Backend to serve.
 func (c *Capsule) Backend() *Backend { return c.backend }
 
-// Start runs the supervisor until Close.
+// Start runs the supervisor until Close, and schedules the removal of
+// the directories of runs that finished before.
 func (c *Capsule) Start() {
+	c.ws.Sweep()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() {
@@ -199,6 +222,7 @@ func (c *Capsule) Close() error {
 			<-c.done
 		}
 		c.backend.runs.Close()
+		c.ws.Close()
 		err = c.backend.Close()
 	})
 	return err

@@ -2,21 +2,22 @@ package capsule
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
-	"path/filepath"
+	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/delivery"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/workspace"
 )
 
 // DefaultMaxActive is the default bound on executions running at once
@@ -128,12 +129,17 @@ func (l ledgers) ExecutionEnded(ref engine.RunRef, execution string) {
 	l.of(ref).ExecutionEnded(ref, execution)
 }
 
-// agents runs native agent nodes on the host's harnesses (--harness): one
-// harness.Runner per configured harness. Each run works in its own
-// directory under dir.
+// agents runs native agent nodes on the host's harnesses (--harness), one
+// harness.Runner per configured harness, and git delivery nodes. Each run
+// has its own directories: agents work in its workspace, sessions keep
+// their homes in its runtime directory, and the run's workspace gate
+// admits one writer (a step or delivery) or any number of verifiers at a
+// time, from before a session is checked out until its driver returned.
 type agents struct {
-	cfg *harness.Config
-	dir string
+	cfg     *harness.Config
+	ws      *workspace.Manager
+	deliver delivery.Deliverer
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	runners map[string]*harness.Runner
@@ -143,9 +149,15 @@ type agents struct {
 func (a *agents) CheckPlan(name string, nodes map[string]runs.Binding) error {
 	bs := make(map[string]harness.Binding, len(nodes))
 	for n, b := range nodes {
-		bs[n] = harness.Binding{Model: b.Model, Effort: b.Effort, SessionScope: b.SessionScope, Env: b.Env}
+		if b.Kind == runs.KindAgent {
+			bs[n] = harnessBinding(b)
+		}
 	}
 	return a.cfg.Check(name, bs)
+}
+
+func harnessBinding(b runs.Binding) harness.Binding {
+	return harness.Binding{Model: b.Model, Effort: b.Effort, SessionScope: b.SessionScope, Env: b.Env}
 }
 
 func (a *agents) runner(name string) (*harness.Runner, error) {
@@ -163,37 +175,79 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 	return r, nil
 }
 
-// RunAgent runs one agent execution. Sessions are keyed by the run's
-// tenant and id, so two tenants' runs of one id never share a session.
+// RunAgent runs one agent or delivery execution in the run's workspace,
+// holding its gate. Sessions are keyed by the run's tenant and id, so two
+// tenants' runs of one id never share a session or a directory.
 func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) worker.Outcome {
+	key := workspace.Key(x.Tenant, x.RunID)
+	paths, err := a.ws.Paths(key)
+	if err != nil {
+		a.log.Error("run directories unavailable", "run", x.RunID, "err", err)
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	_, verifier := x.Node.(*graph.Verifier)
+	delivers := x.Binding.Kind == runs.KindGitDelivery
+	release, err := a.ws.Gate(key).Acquire(ctx, delivers || !verifier)
+	if err != nil {
+		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure) // ctx ended while waiting
+	}
+	defer release()
+	if delivers {
+		return a.delivery(ctx, x, paths)
+	}
 	r, err := a.runner(x.Harness)
 	if err != nil {
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	}
-	runKey := sessionRun(x.Tenant, x.RunID)
-	dir := filepath.Join(a.dir, filepath.FromSlash(runKey))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
-	}
-	b := x.Binding
-	job := harness.Job{RunID: runKey, Instance: strconv.FormatUint(x.NodeInstance, 10), Node: x.Node, Dir: dir,
-		Binding: harness.Binding{Model: b.Model, Effort: b.Effort, SessionScope: b.SessionScope, Env: b.Env}}
+	job := harness.Job{RunID: key, Instance: strconv.FormatUint(x.NodeInstance, 10), Execution: strconv.FormatUint(x.Execution, 10),
+		Node: x.Node, Binding: harnessBinding(x.Binding), Provider: x.Provider, Dir: paths.Workspace, Runtime: paths.Runtime}
 	return r.Run(ctx, job, x.Worker)
 }
 
-// sessionRun is the run key of the harness's sessions and of the run's
-// directory: the tenant's hash (tenant keys may hold any character) and
-// the run id.
-func sessionRun(tenant, runID string) string {
-	sum := sha256.Sum256([]byte(tenant))
-	return hex.EncodeToString(sum[:8]) + "/" + runID
+// delivery runs a git delivery node over the run's workspace.
+func (a *agents) delivery(ctx context.Context, x runs.AgentExecution, paths workspace.Paths) worker.Outcome {
+	repo, ok := a.ws.Repos().Lookup(x.Source.Repository)
+	v, isVerifier := x.Node.(*graph.Verifier)
+	if !ok || !isVerifier {
+		a.log.Error("git delivery without a served repository", "run", x.RunID, "repository", x.Source.Repository)
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	job := delivery.Job{RunID: x.RunID, Mode: delivery.Mode(v.Worker), Source: source(x.Source), Repo: repo,
+		Branch: workspace.Branch(x.Tenant, x.RunID), Paths: paths}
+	return a.deliver.Run(ctx, job, x.Worker.Sinks)
 }
 
-// CloseRun drops a finished run's sessions.
+// CloseRun drops a finished run's sessions and starts the retention of
+// its directory.
 func (a *agents) CloseRun(tenant, runID string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for _, r := range a.runners {
-		r.CloseRun(sessionRun(tenant, runID))
+		r.CloseRun(workspace.Key(tenant, runID))
 	}
+	a.mu.Unlock()
+	a.ws.Finish(workspace.Key(tenant, runID))
+}
+
+// workspaces is the runs backend's Workspaces over the manager of a host
+// that serves repositories.
+type workspaces struct{ m *workspace.Manager }
+
+func (w workspaces) CheckSource(src runs.Source) error { return w.m.Repos().Check(src.Repository) }
+func (w workspaces) CheckDelivery(n graph.Node) error  { return delivery.CheckNode(n) }
+
+func (w workspaces) Prepare(ctx context.Context, tenant, runID string, src runs.Source) error {
+	err := w.m.Prepare(ctx, workspace.Key(tenant, runID), source(src), workspace.Branch(tenant, runID))
+	if errors.Is(err, workspace.ErrRevisionNotFound) {
+		return revisionNotFound{err}
+	}
+	return err
+}
+
+// revisionNotFound is the workspace's error as runs.ErrRevisionNotFound.
+type revisionNotFound struct{ error }
+
+func (revisionNotFound) Is(target error) bool { return target == runs.ErrRevisionNotFound }
+
+func source(s runs.Source) workspace.Source {
+	return workspace.Source{Repository: s.Repository, Branch: s.Branch, Revision: s.Revision}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
@@ -15,6 +16,7 @@ import (
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/sqlite"
+	"github.com/oecp/oecp/workspace"
 )
 
 // backendConfig selects and configures the cluster backend of `oecp serve`.
@@ -26,6 +28,9 @@ type backendConfig struct {
 	tenancy string
 	workers string
 	harness string
+	repos   string
+	// keepWorkspaces is how long a finished run's directory stays.
+	keepWorkspaces time.Duration
 	// maxActive bounds running executions (0: unbounded).
 	maxActive int
 	pg        postgresConfig
@@ -39,6 +44,8 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.tenancy, "tenancy", "isolated", "`isolated|shared`: one cluster per tenant, or one cluster for all")
 	fs.StringVar(&b.workers, "workers", "", "JSON `FILE` of host-configured command workers")
 	fs.StringVar(&b.harness, "harness", "", "JSON `FILE` of the agent harnesses native runs (run/submit) may use; without it every run/submit is refused")
+	fs.StringVar(&b.repos, "repos", "", "JSON `FILE` of the repositories native runs work on, {\"owner/name\": {\"url\", \"tokenEnv\", \"forge\"}}: each run gets a clone of its source revision and may deliver to it (without it sources are only recorded and git delivery is refused)")
+	fs.DurationVar(&b.keepWorkspaces, "keep-workspaces", workspace.DefaultKeep, "keep a finished native run's workspace for `DURATION` (0: remove it at once)")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
 }
@@ -73,6 +80,9 @@ func (b *backendConfig) validate() error {
 	case "isolated", "shared":
 	default:
 		return fmt.Errorf("--tenancy %q: want isolated or shared", b.tenancy)
+	}
+	if b.keepWorkspaces < 0 {
+		return fmt.Errorf("--keep-workspaces %v: want 0 or more", b.keepWorkspaces)
 	}
 	if b.maxActive < 0 {
 		return fmt.Errorf("--max-active %d: want 0 (unbounded) or more", b.maxActive)
@@ -118,6 +128,16 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			_ = st.Close()
 			return nil, nil, err
 		}
+	}
+	if cfg.repos != "" {
+		if opts.Repos, err = workspace.LoadRepos(cfg.repos); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
+	}
+	opts.KeepWorkspaces = cfg.keepWorkspaces
+	if cfg.keepWorkspaces == 0 {
+		opts.KeepWorkspaces = -1
 	}
 	if d, ok := st.(interface{ Dir() string }); ok {
 		opts.RunDir = filepath.Join(d.Dir(), "runs")

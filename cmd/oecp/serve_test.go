@@ -45,6 +45,8 @@ func TestServeRefusesUnsafeNonLoopbackListen(t *testing.T) {
 		{[]string{"--auth-tokens", filepath.Join(dir, "missing.json")}, []string{"missing.json"}},
 		{[]string{"--listen", busy.Addr().String()}, []string{"listen on"}},
 		{[]string{"--cpuprofile", filepath.Join(dir, "no", "such", "dir")}, []string{"--cpuprofile"}},
+		{[]string{"--keep-workspaces", "-1h"}, []string{"--keep-workspaces"}},
+		{[]string{"--repos", filepath.Join(dir, "missing.json")}, []string{"repository file", "missing.json"}},
 	} {
 		r := oecp(t, nil, append([]string{"serve", "--store", "memory"}, c.args...)...)
 		if r.code != exitUsage {
