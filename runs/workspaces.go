@@ -73,9 +73,14 @@ func (b *Backend) prepare(ctx context.Context, k runKey, src Source) {
 	}
 	if err == nil {
 		b.prep.mu.Lock()
-		b.prep.state[k] = wsReady
+		current := b.prep.state[k] == wsPreparing // else the run finished meanwhile
+		if current {
+			b.prep.state[k] = wsReady
+		}
 		b.prep.mu.Unlock()
-		b.log(k.tk, k.runID, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
+		if current {
+			b.log(k.tk, k.runID, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
+		}
 		return
 	}
 	reason := ReasonRuntimeUnavailable
