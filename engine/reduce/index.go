@@ -166,7 +166,11 @@ func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
 		hi.niOcc[ok2] = x.NodeInstance
 		e := &entry{Execution: x, input: string(cin)}
 		hi.byID[x.Execution] = e
-		byOcc[ok2] = append(byOcc[ok2], e)
+		if x.State != StateInterrupted {
+			// An interrupted execution is no attempt of its visit: the
+			// same attempt is dispatched again.
+			byOcc[ok2] = append(byOcc[ok2], e)
+		}
 		maxNI = max(maxNI, x.NodeInstance)
 		maxEx = max(maxEx, x.Execution)
 	}
@@ -235,6 +239,10 @@ func checkExecution(ix *graphIndex, hi *historyIndex, x Execution) error {
 	case StateVoided:
 		if (x.VoidReason != VoidParallelJoin && x.VoidReason != VoidMapTerminal) || x.Position <= x.DispatchPosition {
 			return errf(ErrInconsistentHistory, "execution %d: bad void", x.Execution)
+		}
+	case StateInterrupted:
+		if x.Position <= x.DispatchPosition {
+			return errf(ErrInconsistentHistory, "execution %d: interrupted before its dispatch", x.Execution)
 		}
 	default:
 		return errf(ErrInconsistentHistory, "execution %d: unknown state %q", x.Execution, x.State)

@@ -42,7 +42,7 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 		return Result{}, errf(ErrRootCompleted, "root %q finished without a terminal", g.Root.NodeName())
 	}
 	for id, x := range hi.byID {
-		if !e.consumed[id] {
+		if !e.consumed[id] && x.State != StateInterrupted {
 			return Result{}, errf(ErrInconsistentHistory, "execution %d (%s) is never visited", id, x.Occurrence.Node)
 		}
 		if x.State == StateVoided {

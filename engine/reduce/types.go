@@ -30,6 +30,12 @@ const (
 	StateActive  ExecutionState = "active"
 	StateSettled ExecutionState = "settled"
 	StateVoided  ExecutionState = "voided"
+	// StateInterrupted: the execution was cancelled by a graceful
+	// shutdown of its supervisor before it ended. It neither failed nor
+	// succeeded: the fold ignores it, except that its execution id stays
+	// taken and its node instance stays its occurrence's, so the same
+	// attempt is dispatched again as a fresh execution.
+	StateInterrupted ExecutionState = "interrupted"
 )
 
 // VoidReason says why an execution was voided.
@@ -81,8 +87,9 @@ type Execution struct {
 	// Input is exactly what was dispatched.
 	Input json.RawMessage
 	State ExecutionState
-	// Position is the ledger position of node_completed (settled) or
-	// execution_voided (voided); unused when active.
+	// Position is the ledger position of node_completed (settled),
+	// execution_voided (voided) or of the interruption record
+	// (interrupted); unused when active.
 	Position uint64
 	// Outcome is set when settled.
 	Outcome *Outcome
