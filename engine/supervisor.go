@@ -156,9 +156,10 @@ type Supervisor struct {
 	running map[runExec]*execHandle // executions this process runs; under mu
 	// pending holds finished executions not yet recorded; the settle loop
 	// records everything pending per run in one transaction, so a wide
-	// par or map settles in a few commits rather than one per item.
-	// Under mu.
-	pending map[RunRef][]Settlement
+	// par or map settles in a few commits rather than one per item. A
+	// settlement stays pending until it commits or the run's lease is
+	// lost. Under mu.
+	pending map[RunRef][]pendingSettlement
 	// kick wakes the settle loop: worker goroutines send without
 	// blocking, the settle loop receives. Set by New.
 	kick chan struct{}
@@ -202,7 +203,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		log = slog.Default()
 	}
 	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]Settlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{},
+		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{},
 		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}}
 }
 
@@ -231,35 +232,43 @@ func (s *Supervisor) Run(ctx context.Context) {
 	settleDone := make(chan struct{})
 	go func() {
 		defer close(settleDone)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.kick:
-				s.flush(ctx)
-			}
-		}
+		s.settleLoop(ctx)
 	}()
 	defer func() { <-settleDone }()
+	// A reconcile whose writes failed (the store cannot write) is tried
+	// again after a backoff, since no commit may come to wake it.
+	var b backoff
 	for {
 		changed := s.ledger.Changed()
-		s.reconcileAll(ctx)
+		var retry <-chan time.Time
+		if s.reconcileAll(ctx) {
+			retry = time.After(b.next())
+		} else {
+			b.reset()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-s.keep.rescan:
+		case <-retry:
 		}
 	}
 }
 
-func (s *Supervisor) reconcileAll(ctx context.Context) {
+// reconcileAll reconciles every running run and reports whether a read or
+// write failed for a reason other than the run having moved on.
+func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
+	report := func(msg string, ref RunRef, err error) {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
+			failed = true
+			s.log.Error(msg, "run", ref.RunID, "err", err)
+		}
+	}
 	runs, err := s.ledger.Running(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("engine: list running runs", "err", err)
-		}
-		return
+		report("engine: list running runs", RunRef{}, err)
+		return failed
 	}
 	s.dropLost()
 	live := map[RunRef]bool{}
@@ -268,17 +277,15 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 		live[ref] = true
 		if !s.claimed[ref] {
 			if err := s.ledger.Claim(ctx, ref); err != nil {
-				if ctx.Err() == nil && !errors.Is(err, ErrClaimedElsewhere) {
-					s.log.Error("engine: claim run", "run", ref.RunID, "err", err)
+				if !errors.Is(err, ErrClaimedElsewhere) {
+					report("engine: claim run", ref, err)
 				}
 				continue
 			}
 			s.claimed[ref] = true
 		}
 		w, err := s.reconcileCached(ctx, ref)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
-			s.log.Error("engine: reconcile", "run", ref.RunID, "err", err)
-		}
+		report("engine: reconcile", ref, err)
 		if w != nil {
 			wants = append(wants, *w)
 		}
@@ -287,9 +294,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 		if n == 0 {
 			continue
 		}
-		if err := s.dispatch(ctx, wants[i].snap, wants[i].ds[:n]); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
-			s.log.Error("engine: dispatch", "run", wants[i].snap.Ref.RunID, "err", err)
-		}
+		report("engine: dispatch", wants[i].snap.Ref, s.dispatch(ctx, wants[i].snap, wants[i].ds[:n]))
 	}
 	// Workers of runs that are no longer running (finished, superseded,
 	// force-stopped) are cancelled; their results will be rejected.
@@ -306,6 +311,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) {
 			delete(s.seen, ref)
 		}
 	}
+	return failed
 }
 
 // reconcileCached is reconcile, skipped when the ledger says the run has
@@ -470,32 +476,13 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 			return
 		}
 		s.mu.Lock()
-		s.pending[ref] = append(s.pending[ref], Settlement{Execution: d.Execution, Outcome: outcome.Outcome})
+		s.pending[ref] = append(s.pending[ref], pendingSettlement{Settlement: Settlement{Execution: d.Execution, Outcome: outcome.Outcome}, ref: d.Ref})
 		s.mu.Unlock()
 		select {
 		case s.kick <- struct{}{}:
 		default:
 		}
 	}()
-}
-
-// flush records every pending settlement, one transaction per run. An
-// execution stays in the running set until its settlement is recorded, so
-// a reconcile in between never mistakes it for an orphan.
-func (s *Supervisor) flush(ctx context.Context) {
-	s.mu.Lock()
-	batch := s.pending
-	s.pending = map[RunRef][]Settlement{}
-	s.mu.Unlock()
-	for ref, ss := range batch {
-		err := s.ledger.Settle(ctx, ref, ss)
-		if err != nil && !errors.Is(err, ErrStale) && ctx.Err() == nil {
-			s.log.Error("engine: settle", "run", ref.RunID, "err", err)
-		}
-		for _, st := range ss {
-			s.forget(runExec{ref, st.Execution})
-		}
-	}
 }
 
 func (s *Supervisor) forget(key runExec) {
