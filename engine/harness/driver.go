@@ -57,6 +57,9 @@ type Turn struct {
 	// HOME and its CLI's configuration directory; "" when the runner has
 	// no runtime directory.
 	Home string
+	// Started, when set, is called with the process group id of the
+	// turn's process once it runs.
+	Started func(pgid int)
 }
 
 // Reply is a successful turn's answer.
@@ -147,7 +150,7 @@ func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (R
 	}
 	res := worker.Process{
 		Argv: d.argv, Dir: t.Dir, Env: worker.EnvFrom(t.Env),
-		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks,
+		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started,
 	}.Run(ctx)
 	if ctx.Err() != nil {
 		return Reply{}, fmt.Errorf("harness %s turn ended: %w", d.name, ctx.Err())

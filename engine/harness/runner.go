@@ -206,7 +206,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 		reply, err := v.r.driver.Turn(ctx, Turn{
 			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
 			Session: v.session, Resume: v.resume, Prompt: prompt, Env: v.job.Binding.Env,
-			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home,
+			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home, Started: v.ex.Started,
 		}, v.ex.Sinks)
 		if err != nil {
 			return worker.Outcome{}, err

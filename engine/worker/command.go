@@ -177,6 +177,7 @@ func (c *Command) Run(ctx context.Context, ex Execution) Outcome {
 		Stdin:     append(append([]byte{}, ex.Input...), '\n'),
 		MaxStdout: c.Spec.MaxOutputBytes,
 		Sinks:     ex.Sinks,
+		Started:   ex.Started,
 	}.Run(ctx)
 	switch {
 	case res.StartErr != nil:

@@ -137,6 +137,9 @@ type Execution struct {
 	Attempt int64
 	Input   json.RawMessage
 	Sinks   Sinks
+	// Started, when set, is called with the process group id of each
+	// external program the worker starts for the execution, once it runs.
+	Started func(pgid int)
 }
 
 // Worker runs executions. Run must return when ctx is done; the caller
