@@ -33,13 +33,19 @@ import (
 //	              (aborted, turn_failed) naming the executionRef
 //	void          fault (aborted, no_observable_effect) naming the
 //	              executionRef: a par/map loser that will not end
+//	interrupt     fault (unavailable, no_observable_effect, retryable)
+//	              naming the executionRef: a graceful shutdown cancelled
+//	              it; after the restart a fresh node_begin of the same
+//	              attempt follows
+//	process group nothing (the group an active execution's worker
+//	              started is kept for the cleanup after a crash)
 //	force stop    bookmark per execution in flight; the run's finished
 //	              event follows in the same commit
 //	hold / retry  bookmark
 //	run result    finished (get then carries terminalResult)
 //
-// So every node_begin is followed by exactly one node_end, one void
-// fault, or the run's finished event.
+// So every node_begin is followed by exactly one node_end, one void or
+// interrupt fault, or the run's finished event.
 
 // Ledger is the Backend seen as the engine's ledger, for one supervising
 // process (owner). It is safe for concurrent use.
@@ -50,6 +56,11 @@ type Ledger struct {
 	mu     sync.Mutex
 	epochs map[engine.RunRef]uint64 // claimed runs and the lease epoch held
 }
+
+var (
+	_ engine.Ledger   = (*Ledger)(nil)
+	_ engine.Recovery = (*Ledger)(nil)
+)
 
 // Ledger returns the engine.Ledger view of b for the supervising process
 // owner (an id unique to this process lifetime). Build the backend with
@@ -246,6 +257,8 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 				State:            reduce.StateActive,
 			}
 			switch {
+			case e.Interrupted:
+				x.State, x.Position = reduce.StateInterrupted, e.End
 			case e.Void != "":
 				x.State, x.Position, x.VoidReason = reduce.StateVoided, e.End, reduce.VoidReason(e.Void)
 			case e.End != 0:
@@ -257,6 +270,12 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 				x.Outcome = &reduce.Outcome{Status: reduce.OutcomeStatus(o.Status), Output: o.Output, Signals: o.Signals, Diagnostic: o.Diagnostic, Code: o.Code, Reason: o.Reason}
 			}
 			snap.History.Executions = append(snap.History.Executions, x)
+			if e.Group != nil && e.End == 0 {
+				if snap.Groups == nil {
+					snap.Groups = map[uint64]worker.Group{}
+				}
+				snap.Groups[e.Exec] = *e.Group
+			}
 		}
 		for _, gr := range st.Grants {
 			snap.History.Grants = append(snap.History.Grants, reduce.RetryGrant{Execution: gr})
@@ -316,7 +335,7 @@ func endExecs[T any](tx store.Tx, tenant string, st *state, items []T, exec func
 		if err := appendRecord(tx, tenant, st, func(*state) protocol.WatchEvent { return ev }); err != nil {
 			return err
 		}
-		e.End = st.Cursor
+		e.End, e.Group = st.Cursor, nil
 		if after != nil {
 			if err := after(it, e); err != nil {
 				return err
@@ -375,6 +394,42 @@ func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, execs []uint64) e
 				return appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent { return ev })
 			})
 	})
+}
+
+// Interrupt records executions a graceful shutdown cancelled (a fault
+// event each): neither failed, so the reducer dispatches the same attempt
+// again.
+func (l *Ledger) Interrupt(ctx context.Context, ref engine.RunRef, execs []uint64) error {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+		return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
+			func(x uint64, e *execRecord) (protocol.WatchEvent, error) {
+				e.Interrupted = true
+				f := engineFault("interrupt-"+turnOf(x), e.Ref, "no_observable_effect", "retryable", "wait", "warning",
+					"execution interrupted by a server shutdown; the same attempt runs again when the server is back")
+				f.Code = "unavailable"
+				return faultEvent(f)
+			}, nil)
+	})
+}
+
+// errUnchanged ends a ledger transaction that has nothing to write.
+var errUnchanged = errors.New("cluster: nothing to change")
+
+// RecordGroup records the process group an open execution's worker
+// started; it appends no event.
+func (l *Ledger) RecordGroup(ctx context.Context, ref engine.RunRef, exec uint64, g worker.Group) error {
+	err := l.ledgerUpdate(ctx, ref, func(_ store.Tx, st *state) error {
+		i, found := st.exec(exec)
+		if !found || st.Execs[i].End != 0 {
+			return errUnchanged
+		}
+		st.Execs[i].Group = &g
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
 }
 
 // Void records voided executions (a fault event each).

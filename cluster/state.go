@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -48,7 +49,7 @@ type state struct {
 	// Execs are the run's executions, in dispatch order: the log the
 	// engine's reducer folds and the run's only execution model. An
 	// execution is in flight while the run is running and it has not
-	// ended (settled, crashed or voided); a force stop ends the run with
+	// ended (settled, crashed, voided or interrupted); a force stop ends the run with
 	// its in-flight executions cut off by one bookmark each. Grants are
 	// the retry grants, Held the execution the run holds on, Terminal the
 	// run's result.
@@ -74,6 +75,11 @@ type execRecord struct {
 	End     uint64          `json:"e,omitempty"`
 	Outcome json.RawMessage `json:"o,omitempty"`
 	Void    string          `json:"v,omitempty"`
+	// Interrupted: a graceful shutdown of the engine ended it (End is
+	// the cursor of its fault); the reducer dispatches its attempt again.
+	Interrupted bool `json:"int,omitempty"`
+	// Group is the process group its worker started, while it is open.
+	Group *worker.Group `json:"g,omitempty"`
 }
 
 // exec finds execution id.

@@ -48,6 +48,9 @@ type Snapshot struct {
 	// Native selects the reducer's native mode (reduce.ReduceNative):
 	// attempt 1 only, no holds, unrouted errors set the error control.
 	Native bool
+	// Groups are the process groups recorded for the run's active
+	// executions (Recovery.RecordGroup), by execution.
+	Groups map[uint64]worker.Group
 	// Worker, when set, resolves the worker of each of the run's
 	// dispatches (a native run binds its nodes in its runtime plan);
 	// otherwise the supervisor's registry resolves the dispatch's worker
@@ -179,6 +182,11 @@ type Supervisor struct {
 	// only the reconcile loop reads or changes it.
 	seen map[RunRef]reading
 	keep claimKeeping // renewal of claims that expire
+	// rec is the ledger's Recovery, nil when it has none. Set by New.
+	rec Recovery
+	// interrupted holds the executions a graceful shutdown cancelled.
+	// Under mu.
+	interrupted map[RunRef][]uint64
 }
 
 // reading is what one reconcile of a run found, and under which version.
@@ -202,9 +210,11 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
+	s := &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
 		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{},
-		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}}
+		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}, interrupted: map[RunRef][]uint64{}}
+	s.rec, _ = ledger.(Recovery)
+	return s
 }
 
 // SetMaxActive bounds the executions running at once across every run
@@ -213,9 +223,10 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 // it before Run.
 func (s *Supervisor) SetMaxActive(n int) { s.maxActive = max(n, 0) }
 
-// Run reconciles until ctx is done, then cancels its workers and waits for
-// them. Executions it leaves active are settled as crash by the next
-// supervisor that starts on the same ledger.
+// Run reconciles until ctx is done, then cancels its workers, waits for
+// them and records them interrupted (when the ledger has Recovery).
+// Executions it leaves active are settled as crash by the next supervisor
+// that starts on the same ledger.
 func (s *Supervisor) Run(ctx context.Context) {
 	defer func() {
 		s.mu.Lock()
@@ -225,6 +236,7 @@ func (s *Supervisor) Run(ctx context.Context) {
 		s.mu.Unlock()
 		s.wg.Wait()
 		s.flush(context.WithoutCancel(ctx))
+		s.recordInterrupts(context.WithoutCancel(ctx))
 		s.releaseClaims(context.WithoutCancel(ctx))
 	}()
 	keepDone := s.keepClaims(ctx)
@@ -388,6 +400,7 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 	}
 	s.mu.Unlock()
 	if len(orphans) > 0 {
+		s.killLeft(ctx, snap, orphans)
 		return nil, s.ledger.Crash(ctx, ref, orphans)
 	}
 
@@ -468,10 +481,17 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 		s.ledger.ExecutionStarted(ref, d.Ref)
 		outcome := s.execute(wctx, snap, d, node, timeout)
 		s.ledger.ExecutionEnded(ref, d.Ref)
-		cancelled := wctx.Err() != nil && ctx.Err() == nil && !outcome.timedOut
-		if ctx.Err() != nil || cancelled {
-			// Shutdown or a void: the ledger already decided (or the
-			// next process will settle it as crash).
+		if ctx.Err() != nil {
+			// A graceful shutdown cancelled it: it is interrupted, not
+			// failed (recordInterrupts).
+			s.mu.Lock()
+			s.interrupted[ref] = append(s.interrupted[ref], d.Execution)
+			delete(s.running, key)
+			s.mu.Unlock()
+			return
+		}
+		if wctx.Err() != nil && !outcome.timedOut {
+			// A void or a lost claim: the ledger already decided.
 			s.forget(key)
 			return
 		}
@@ -521,6 +541,7 @@ func (s *Supervisor) execute(ctx context.Context, snap *Snapshot, d Dispatch, no
 			Log:    func(level, msg string) { s.ledger.Log(ref, d.Ref, level, msg) },
 			Output: func(text string) { s.ledger.Output(ref, d.Ref, text) },
 		},
+		Started: func(pgid int) { s.recordGroup(ctx, ref, d, pgid) },
 	}
 	o := w.Run(tctx, ex)
 	if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {

@@ -76,8 +76,9 @@ type served struct {
 	addr string // 127.0.0.1:PORT
 	base string // http://127.0.0.1:PORT
 	ws   string // ws://127.0.0.1:PORT/oecp
-	// stop ends it with SIGTERM and waits for it to exit (also at cleanup).
-	stop func()
+	// stop ends it with SIGTERM and waits for it to exit (also at cleanup);
+	// kill ends it with SIGKILL, as a crash does.
+	stop, kill func()
 }
 
 var servingURL = regexp.MustCompile(`url=ws://(127\.0\.0\.1:\d+)/oecp`)
@@ -96,12 +97,15 @@ func serve(t *testing.T, args ...string) served {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-		})
+	end := func(sig syscall.Signal) func() {
+		return func() {
+			once.Do(func() {
+				_ = cmd.Process.Signal(sig)
+				_ = cmd.Wait()
+			})
+		}
 	}
+	stop := end(syscall.SIGTERM)
 	t.Cleanup(stop)
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
@@ -110,7 +114,7 @@ func serve(t *testing.T, args ...string) served {
 				for lines.Scan() {
 				}
 			}()
-			return served{addr: m[1], base: "http://" + m[1], ws: "ws://" + m[1] + "/oecp", stop: stop}
+			return served{addr: m[1], base: "http://" + m[1], ws: "ws://" + m[1] + "/oecp", stop: stop, kill: end(syscall.SIGKILL)}
 		}
 	}
 	t.Fatalf("oecp serve ended before serving: %v", lines.Err())

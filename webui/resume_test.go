@@ -41,10 +41,11 @@ func (w *sentWatches) last() map[string]any {
 	return w.params[len(w.params)-1]
 }
 
-// When the server goes away the page says it is disconnected; when it is
-// back (same address, same SQLite directory) the page reconnects by itself
-// and its watch resumes after the last cursor it had: the events recorded
-// meanwhile appear once, none twice, and the run can be acted on again.
+// When the server goes away (it crashes: SIGKILL) the page says it is
+// disconnected; when it is back (same address, same SQLite directory) the
+// page reconnects by itself and its watch resumes after the last cursor it
+// had: the events recorded meanwhile appear once, none twice, and the run
+// can be acted on again.
 func TestWatchResumesAfterTheServerRestarts(t *testing.T) {
 	g := newGates(t)
 	data := filepath.Join(t.TempDir(), "data")
@@ -55,7 +56,7 @@ func TestWatchResumesAfterTheServerRestarts(t *testing.T) {
 	id := s.apply(t, "", exampleGraph(t, "one-step", map[string]string{"echo": "gate.reviewC@1"}), `{"text":"hi"}`)
 	run(t, tab, "the step runs", chromedp.Navigate(s.base+"/ui/runs/"+id), nodeIs("echo", "running"))
 	seen := value(t, tab, "read the last cursor", chromedp.Evaluate[string](`document.querySelector('.timeline li:last-child').title`))
-	s.stop()
+	s.kill()
 	run(t, tab, "the page shows it is disconnected", chromedp.WaitVisible(chromedp.CSS(`#connection[data-state="closed"]`)))
 	g.open(t, "reviewC", ".go")
 	serve(t, append(args, "--listen", s.addr)...)
