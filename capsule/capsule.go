@@ -197,6 +197,10 @@ func New(o Options) (*Capsule, error) {
 // Backend is the server.Backend to serve.
 func (c *Capsule) Backend() *Backend { return c.backend }
 
+// Ping reports whether the capsule's store can read and commit a write
+// now; an error wraps store.ErrUnavailable (or store.ErrClosed).
+func (c *Capsule) Ping(ctx context.Context) error { return c.backend.Ping(ctx) }
+
 // Start runs the supervisor until Close, and schedules the removal of
 // the directories of runs that finished before.
 func (c *Capsule) Start() {

@@ -110,6 +110,11 @@ func (b *Backend) Store() store.Store { return b.store }
 // Close releases the store.
 func (b *Backend) Close() error { return b.store.Close() }
 
+// Ping reports whether the backend's store can read and commit a write
+// now (store.Ping); a store that cannot answers an error wrapping
+// store.ErrUnavailable.
+func (b *Backend) Ping(ctx context.Context) error { return store.Ping(ctx, b.store) }
+
 // tenant maps a caller to its store tenant key.
 func (b *Backend) tenant(ctx context.Context) string {
 	return b.tenantKey(identity.From(ctx).Tenant)
@@ -139,8 +144,16 @@ func (b *Backend) view(ctx context.Context, tenant string) (*state, error) {
 	return st, b.wire(err)
 }
 
+// StoreUnavailable is the error.data.code of the -32603 error answered
+// when the store cannot serve a request (store.ErrUnavailable: a full
+// disk, a read-only or damaged database, an I/O error). Unlike
+// INTERNAL_ERROR it is no bug: the same request may succeed once an
+// operator fixes the storage, and nothing of it was committed.
+const StoreUnavailable = "STORE_UNAVAILABLE"
+
 // wire maps an internal error to its wire error: protocol errors pass,
-// cancellation is CANCELLED, anything else is an internal error.
+// cancellation is CANCELLED, a store that cannot serve is
+// STORE_UNAVAILABLE, anything else is an internal error.
 func (b *Backend) wire(err error) error {
 	if err == nil {
 		return nil
@@ -151,6 +164,10 @@ func (b *Backend) wire(err error) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errCancelled()
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		b.cfg.Log.Error("cluster backend: store unavailable", "err", err)
+		return protocol.Internal(StoreUnavailable)
 	}
 	b.cfg.Log.Error("cluster backend failure", "err", err)
 	return fmt.Errorf("cluster: %w", err)

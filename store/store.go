@@ -39,7 +39,31 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrReadOnly: a write was attempted through a read-only view.
 	ErrReadOnly = errors.New("store: read-only transaction")
+	// ErrUnavailable: the storage underneath cannot serve the request
+	// (a full disk, a read-only or damaged database, an I/O error). It is
+	// an operational condition, not a bug: the same request may succeed
+	// once an operator fixes the storage.
+	ErrUnavailable = errors.New("store: unavailable")
 )
+
+// Pinger is the optional health check of a Store.
+type Pinger interface {
+	// Ping returns nil when the store can read and commit a write now,
+	// else an error that wraps ErrUnavailable (or ErrClosed). It changes
+	// nothing a reader can see and wakes no watcher.
+	Ping(ctx context.Context) error
+}
+
+// Ping checks s: its own Ping when it has one, else a read.
+func Ping(ctx context.Context, s Store) error {
+	if p, ok := s.(Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return s.View(ctx, func(tx ReadTx) error {
+		_, err := tx.LastSeq()
+		return err
+	})
+}
 
 // Store is the transactional store.
 type Store interface {

@@ -189,14 +189,22 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 
 	path := filepath.Join(dir, dbFile)
 	if err := s.openWriter(ctx, path, syncPragma); err != nil {
-		return nil, err
+		return nil, classify(err)
 	}
 	from, err := migrate(ctx, s.wconn, schema)
 	if err != nil {
-		return nil, fmt.Errorf("store/sqlite: %s: %w", path, err)
+		return nil, classify(fmt.Errorf("store/sqlite: %s: %w", path, err))
 	}
 	if from != schema {
 		logger.Info("ledger schema migrated", "path", path, "from", from, "to", schema)
+	}
+	// A store that could not write, or whose pages are damaged, must not
+	// start: it would serve reads and fail every write.
+	if err := s.quickCheck(ctx); err != nil {
+		return nil, fmt.Errorf("store/sqlite: %s: %w", path, err)
+	}
+	if err := s.probe(); err != nil {
+		return nil, fmt.Errorf("store/sqlite: %s cannot be written: %w", path, err)
 	}
 	if schema != SchemaVersion {
 		// Test hook (an old-version database): no statements needed.
@@ -382,7 +390,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 	// costs the driver a goroutine per statement.
 	bg := context.Background()
 	if _, err := s.wstmts[stBegin].ExecContext(bg); err != nil {
-		return fmt.Errorf("store/sqlite: begin: %w", err)
+		return dbErr("begin", err)
 	}
 	t := &txn{s: s, seq: s.lastSeq}
 	committed := false
@@ -404,7 +412,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 		// then fails harmlessly, but report the commit error alone.
 		committed = true
 		_, _ = s.wstmts[stRollback].ExecContext(bg)
-		return fmt.Errorf("store/sqlite: commit: %w", err)
+		return dbErr("commit", err)
 	}
 	committed = true
 	s.lastSeq = t.seq
@@ -425,7 +433,7 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 	// read and keeps it until the end.
 	rtx, err := s.rdb.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("store/sqlite: begin read: %w", err)
+		return dbErr("begin read", err)
 	}
 	defer rtx.Rollback()
 	return fn(&txn{s: s, rtx: rtx})

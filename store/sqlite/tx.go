@@ -110,7 +110,7 @@ func (t *txn) exec(id int, args ...any) (sql.Result, error) {
 	return t.s.wstmts[id].ExecContext(bg, args...)
 }
 
-func dbErr(op string, err error) error { return fmt.Errorf("store/sqlite: %s: %w", op, err) }
+func dbErr(op string, err error) error { return classify(fmt.Errorf("store/sqlite: %s: %w", op, err)) }
 
 // lookup runs the one-row query of statement id with args and scans the
 // row into dest; found is false (and err nil) when there is no row, and a
