@@ -92,7 +92,14 @@ type result struct {
 // oecp runs the CLI against srv (nil: no --server) and returns its output.
 func oecp(t *testing.T, srv *testServer, args ...string) result {
 	t.Helper()
+	return oecpIn(t, "", srv, args...)
+}
+
+// oecpIn is oecp in the directory dir ("": the test's).
+func oecpIn(t *testing.T, dir string, srv *testServer, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(oecpBin, args...)
+	cmd.Dir = dir
 	cmd.Env = cliEnv(srv)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -239,23 +239,29 @@ in the current run's events.`,
 	}
 	fmt.Fprintf(stderr, "oecp attach: attached to execution %s (Ctrl-C to detach)\n", execution)
 	return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
-		if c.machine() {
-			c.printRaw(ev.Raw)
-			return ev.Event.Type == "settled"
-		}
-		switch ev.Event.Type {
-		case "output":
-			if ev.Event.Text != nil {
-				fmt.Fprintln(stdout, *ev.Event.Text)
-			}
-		case "working":
-			fmt.Fprintln(stderr, "[working]")
-		case "settled":
-			fmt.Fprintln(stderr, "[settled]")
-			return true
-		}
-		return false
+		return c.showAttach(ev.Event, ev.Raw)
 	})
+}
+
+// showAttach prints one attach event (raw is its notification) and
+// reports whether the execution has settled.
+func (c *cli) showAttach(ev protocol.AttachEvent, raw []byte) (settled bool) {
+	if c.machine() {
+		c.printRaw(raw)
+		return ev.Type == "settled"
+	}
+	switch ev.Type {
+	case "output":
+		if ev.Text != nil {
+			fmt.Fprintln(c.stdout, *ev.Text)
+		}
+	case "working":
+		fmt.Fprintln(c.stderr, "[working]")
+	case "settled":
+		fmt.Fprintln(c.stderr, "[settled]")
+		return true
+	}
+	return false
 }
 
 // resolveExecution finds the ExecutionRef of a node's execution in the

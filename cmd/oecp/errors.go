@@ -136,7 +136,7 @@ func (c *cli) refused(e *client.Error) *exitErr {
 	}
 	x := &exitErr{code: exitError, text: fmt.Sprintf("oecp %s refused: %s\n", c.name, line)}
 	x.hint("(" + describeServerError(e) + ")")
-	if more := serverHint(e); more != "" {
+	if more := serverHint(c.name, e); more != "" {
 		x.hint(more)
 	}
 	return x
@@ -173,8 +173,8 @@ func isPhaseMessage(m string) bool {
 }
 
 // serverHint adds what only the server's details can say: the graph's
-// diagnostics.
-func serverHint(e *client.Error) string {
+// diagnostics (a run command's refusal has said what to do already).
+func serverHint(cmd string, e *client.Error) string {
 	if e.DataCode != protocol.GraphInvalid {
 		return ""
 	}
@@ -184,6 +184,9 @@ func serverHint(e *client.Error) string {
 	for _, d := range diags {
 		b.WriteString(formatDiagnostic(d))
 		b.WriteString("\n  ")
+	}
+	if strings.HasPrefix(cmd, "run ") {
+		return strings.TrimSuffix(b.String(), "\n  ")
 	}
 	return b.String() + "Fix the graph; `oecp plan -f FILE` shows these diagnostics without applying."
 }

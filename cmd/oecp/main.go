@@ -40,6 +40,7 @@ var commands = map[string]command{
 	"attach":   {"stream the live output of one execution", runAttach},
 	"verify":   {"verify a graph or a worker descriptor offline", runVerify},
 	"version":  {"print the oecp version and protocol version", runVersion},
+	"run":      {"native runs: submit, list, status, watch, logs, attach, force", runRun},
 }
 
 func init() {

@@ -11,6 +11,9 @@ import (
 // explain says in plain words why the server refused command cmd, and
 // what to do about it ("" when nothing useful can be said).
 func explain(cmd string, e *client.Error) (why, todo string) {
+	if why, todo, ok := explainRun(e); ok && strings.HasPrefix(cmd, "run ") {
+		return why, todo
+	}
 	switch e.DataCode {
 	case protocol.InvalidPhase:
 		return explainPhase(cmd, e)

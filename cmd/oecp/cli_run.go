@@ -1,0 +1,378 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
+)
+
+// runCommands are the subcommands of `oecp run`, the native runs, in the
+// order its usage lists them.
+var runCommands = []struct {
+	name string
+	command
+}{
+	{"submit", command{"submit a graph as a new native run (--watch follows it to its end)", runRunSubmit}},
+	{"list", command{"list your runs, newest first: id, title, phase, age, active executions", runRunList}},
+	{"status", command{"show one run: title, source, size, phase, active executions, result", runRunStatus}},
+	{"watch", command{"follow a run's status until it finishes (exit 0 succeeded, 1 failed)", runRunWatch}},
+	{"logs", command{"print a run's durable log records (--follow: until the run ends)", runRunLogs}},
+	{"attach", command{"stream the live output of one active execution", runRunAttach}},
+	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runRunForce}},
+}
+
+func runUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: oecp run <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Native runs: any number per tenant, each a graph with a runtime plan that binds its")
+	fmt.Fprintln(w, "nodes to agents of the server's --harness file. commands:")
+	for _, rc := range runCommands {
+		fmt.Fprintf(w, "  %-8s %s\n", rc.name, rc.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'oecp run <command> --help' for a command's flags.")
+}
+
+// runRun dispatches `oecp run <command>`.
+func runRun(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		runUsage(stderr)
+		return exitWith(exitUsage)
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		runUsage(stdout)
+		return nil
+	}
+	for _, rc := range runCommands {
+		if rc.name == args[0] {
+			return rc.run(args[1:], stdout, stderr)
+		}
+	}
+	return failf("run", exitUsage, "unknown command %q", args[0]).hint("Run 'oecp run --help' for the list of commands.")
+}
+
+func runRunSubmit(args []string, stdout, stderr io.Writer) error {
+	c := newCLI("run submit", "run submit -f GRAPH --runtime FILE [--title T] [--input JSON|@FILE] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
+		`Submits a native run: the graph, its initial input (default null), the runtime plan
+(which harness, provider and size, and a binding per executable node) and the source.
+--id is generated when absent: a UUIDv7, whose leading bits are the time it was made.
+--source defaults to the git checkout of the current directory: its origin remote as
+OWNER/NAME, the branch HEAD is on, and HEAD's exact commit (uncommitted changes are
+not part of it). --key defaults to a digest of the submission (plus --id when given),
+so running the same command again answers the run it already started; pass another
+--key (or --id) to start it anew. --title defaults to the graph file's name.
+--watch follows the run to its end: exit 0 if it succeeded, 1 if it failed.`,
+		stdout, stderr, false, false)
+	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
+	runtime := c.fs.String("runtime", "", "runtime plan file (JSON RuntimePlan)")
+	title := c.fs.String("title", "", "title of the run (default: the graph file's name)")
+	input := c.fs.String("input", "null", "initial input: JSON value, or @FILE")
+	id := c.fs.String("id", "", "run id (default: a fresh UUIDv7)")
+	key := c.fs.String("key", "", "submission key (default: a digest of the submission)")
+	source := c.fs.String("source", "", "source snapshot "+sourceSyntax+" (default: the git checkout here)")
+	watch := c.fs.Bool("watch", false, "follow the run until it finishes")
+	if err := c.parse(args, 0, 0); err != nil {
+		return err
+	}
+	p, err := c.submission(*file, *runtime, *title, *input, *id, *key, *source)
+	if err != nil {
+		return err
+	}
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var r client.RunSubmitResult
+	if done, err := s.runResult(protocol.MethodRunSubmit, p, &r); done {
+		if err == nil && *watch {
+			return c.watchRun(s, r.RunID, "")
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "submitted: run %s\n", r.RunID)
+	if r.RunID != p.RunID {
+		fmt.Fprintf(stderr, "oecp run submit: this submission was already submitted as run %s, which answers it (pass another --key to start it anew)\n", r.RunID)
+	}
+	if !*watch {
+		return nil
+	}
+	return c.watchRun(s, r.RunID, "")
+}
+
+// submission builds run/submit's params from the submit flags.
+func (c *cli) submission(file, runtimeFile, title, input, id, key, source string) (client.RunSubmitParams, error) {
+	var p client.RunSubmitParams
+	if file == "" || runtimeFile == "" {
+		return p, c.usageErr("give the graph with -f GRAPH and the runtime plan with --runtime FILE")
+	}
+	var sub client.RunSubmission
+	var err error
+	if sub.Graph, err = readGraph(file); err != nil {
+		return p, c.usageErr("%v", err)
+	}
+	if sub.Runtime, err = parseJSONArg("--runtime", "@"+runtimeFile); err != nil {
+		return p, c.usageErr("%v", err)
+	}
+	if sub.InitialInput, err = parseJSONArg("--input", input); err != nil {
+		return p, c.usageErr("%v", err)
+	}
+	if sub.Source, err = c.source(source); err != nil {
+		return p, err
+	}
+	sub.Title = title
+	if sub.Title == "" {
+		sub.Title = defaultTitle(file)
+	}
+	sub.SubmissionKey = key
+	if key == "" {
+		sub.SubmissionKey = submissionKey(sub, id)
+	}
+	p.RunID = id
+	if id == "" {
+		p.RunID = client.NewRunID()
+	}
+	p.Submission, err = json.Marshal(sub)
+	return p, err
+}
+
+// source is --source, else the git checkout of the current directory.
+func (c *cli) source(flag string) (client.RunSource, error) {
+	if flag != "" {
+		src, err := parseSource(flag)
+		if err != nil {
+			return src, c.usageErr("%v", err)
+		}
+		return src, nil
+	}
+	src, top, err := gitSource()
+	if err != nil {
+		return src, c.usageErr("no --source, and %s", strings.TrimPrefix(err.Error(), errNoSource.Error()+": ")).
+			hint("Give the source with --source " + sourceSyntax + " (e.g. acme/widgets@main:<40 hex digits>), or run this in a git checkout on a branch with an origin remote.")
+	}
+	fmt.Fprintf(c.stderr, "oecp %s: source %s (the git checkout %s)\n", c.name, formatSource(src), top)
+	return src, nil
+}
+
+// startRun parses a run command with n positional arguments and opens its
+// session; the caller defers s.close().
+func (c *cli) startRun(args []string, n int) (*session, error) {
+	if err := c.parse(args, n, n); err != nil {
+		return nil, err
+	}
+	return c.open()
+}
+
+// runCall runs a unary run command: with no positional argument it sends
+// method with empty params, with one it sends {"runId": it}. It decodes
+// the result into r; done reports that the command is over (the call
+// failed, err says how, or --json printed the raw result).
+func (c *cli) runCall(args []string, n int, method string, r any) (done bool, err error) {
+	s, err := c.startRun(args, n)
+	if err != nil {
+		return true, err
+	}
+	defer s.close()
+	var params any = struct{}{}
+	if n == 1 {
+		params = map[string]string{"runId": c.args[0]}
+	}
+	return s.runResult(method, params, r)
+}
+
+// runResult is result for the run commands (see runCall).
+func (s *session) runResult(method string, params, r any) (done bool, err error) {
+	raw, err := s.call(method, params, r)
+	switch {
+	case err != nil:
+		return true, s.failRun(err)
+	case s.jsonOut:
+		s.printJSON(raw)
+		return true, nil
+	}
+	return false, nil
+}
+
+func runRunList(args []string, stdout, stderr io.Writer) error {
+	c := newCLI("run list", "run list [flags]",
+		`Lists your runs, newest first: id, title, phase (and result), age and active executions.
+AGE is read from the run id: ids made by 'oecp run submit' (UUIDv7) carry the time they
+were made; other ids show -. The protocol records no times, so there is no duration.`,
+		stdout, stderr, false, false)
+	var r client.RunListResult
+	if done, err := c.runCall(args, 0, protocol.MethodRunList, &r); done {
+		return err
+	}
+	if len(r.Runs) == 0 {
+		fmt.Fprintln(stdout, "no runs; start one with `oecp run submit`")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tTITLE\tPHASE\tAGE\tACTIVE")
+	now := time.Now()
+	for _, run := range r.Runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", run.RunID, shorten(run.Title, 40), phaseSummary(run.Status), age(run.RunID, now), activeNodes(run.Status))
+	}
+	return tw.Flush()
+}
+
+// phaseSummary is a run's phase, with the result once it has finished.
+func phaseSummary(st client.RunStatus) string {
+	if tr := st.TerminalResult; st.Phase == "finished" && tr != nil {
+		if tr.Reason != "" {
+			return "finished (" + tr.Status + ": " + tr.Reason + ")"
+		}
+		return "finished (" + tr.Status + ")"
+	}
+	return st.Phase
+}
+
+func activeNodes(st client.RunStatus) string {
+	if len(st.ActiveExecutions) == 0 {
+		return "-"
+	}
+	nodes := make([]string, len(st.ActiveExecutions))
+	for i, x := range st.ActiveExecutions {
+		nodes[i] = x.Node
+	}
+	return strings.Join(nodes, ", ")
+}
+
+// age is how long ago a run id was made (see client.RunIDTime), or "-".
+func age(runID string, now time.Time) string {
+	t, ok := client.RunIDTime(runID)
+	if !ok {
+		return "-"
+	}
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func runRunStatus(args []string, stdout, stderr io.Writer) error {
+	c := newCLI("run status", "run status ID [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take) and, once finished, its result.", stdout, stderr, false, false)
+	return c.showRun(args, protocol.MethodRunStatus)
+}
+
+func runRunForce(args []string, stdout, stderr io.Writer) error {
+	c := newCLI("run force", "run force ID [flags]",
+		`Stops a run at once: every active execution ends as a refusal and the run finishes
+failed (force_stopped). The status shown is the run's where the force was recorded.
+Forcing a finished run changes nothing.`,
+		stdout, stderr, false, false)
+	return c.showRun(args, protocol.MethodRunForce)
+}
+
+// showRun sends run/status or run/force for the one run id argument and
+// prints the run.
+func (c *cli) showRun(args []string, method string) error {
+	var r client.RunStatusResult
+	if done, err := c.runCall(args, 1, method, &r); done {
+		return err
+	}
+	w := c.stdout
+	if method == protocol.MethodRunForce {
+		if r.Status.Phase == "finished" {
+			fmt.Fprintf(w, "run %s had already finished: nothing to stop\n", r.RunID)
+		} else {
+			fmt.Fprintf(w, "force stop recorded for run %s: its active executions end as refusals and it finishes failed (force_stopped)\n", r.RunID)
+		}
+	}
+	fmt.Fprintf(w, "run:      %s\n", r.RunID)
+	fmt.Fprintf(w, "title:    %s\n", r.Title)
+	fmt.Fprintf(w, "source:   %s\n", formatSource(r.Source))
+	fmt.Fprintf(w, "size:     %s\n", r.Size)
+	fmt.Fprintf(w, "phase:    %s\n", r.Status.Phase)
+	fmt.Fprintf(w, "cursor:   %s\n", r.AtCursor)
+	for _, x := range r.Status.ActiveExecutions {
+		fmt.Fprintf(w, "active:   %s (execution %s)\n", x.Node, x.Execution)
+	}
+	if tr := r.Status.TerminalResult; tr != nil {
+		fmt.Fprintf(w, "result:   %s\n", resultSummary(tr))
+	}
+	return nil
+}
+
+// resultSummary renders a terminal result: its status, then the output of
+// a success or the reason of a failure.
+func resultSummary(tr *protocol.TerminalResult) string {
+	switch {
+	case tr.Status == "succeeded" && tr.Output != nil:
+		return "succeeded, output " + string(*tr.Output)
+	case tr.Reason != "":
+		return tr.Status + ": " + tr.Reason
+	}
+	return tr.Status
+}
+
+// reportRunEnd prints how a run ended (on stderr with --json) and returns
+// nil when it succeeded, exit 1 otherwise.
+func (c *cli) reportRunEnd(runID string, tr *protocol.TerminalResult) error {
+	out := c.stdout
+	if c.jsonOut {
+		out = c.stderr
+	}
+	switch tr.Status {
+	case "succeeded":
+		fmt.Fprintf(out, "run %s succeeded\n", runID)
+		if tr.Output != nil && !c.jsonOut {
+			fmt.Fprintf(out, "output: %s\n", *tr.Output)
+		}
+		return nil
+	case "failed":
+		fmt.Fprintf(out, "run %s failed: %s\n", runID, tr.Reason)
+	default:
+		fmt.Fprintf(out, "run %s ended %s\n", runID, tr.Status)
+	}
+	return exitWith(exitError)
+}
+
+// failRun is fail for the run commands (explain knows their refusals).
+func (c *cli) failRun(err error) *exitErr { return c.fail(err) }
+
+// explainRun is explain for the run commands: why the server refused one
+// and what to do; ok is false where explain's common answer applies.
+func explainRun(e *client.Error) (why, todo string, ok bool) {
+	switch e.DataCode {
+	case protocol.GraphInvalid:
+		why = "the graph does not verify"
+		e.Detail("reason", &why)
+		return why, "fix the submission (the graph, the --runtime plan or the --input) and submit it again", true
+	case protocol.RunConflict:
+		return "that run id is taken by a different submission", "choose another --id, or leave --id out for a fresh one", true
+	case protocol.IdempotencyReuse:
+		var run string
+		e.Detail("runId", &run)
+		return fmt.Sprintf("that submission key names run %s, a different submission", run), "pass another --key, or leave --key out", true
+	case protocol.NotFound:
+		return "no such run or execution", "`oecp run list` lists the runs, `oecp run status ID` a run's active executions", true
+	case protocol.Gone:
+		return "that execution is no longer active", "`oecp run logs ID --execution EXECUTION` prints its output", true
+	case protocol.InvalidPhase:
+		if e.Message == protocol.MsgCursorUnavailable {
+			return "the run has no such cursor", "give one from this run's events (--json shows them), or leave --from out", true
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/oecp/oecp/client"
+)
+
+// logsQuiet is how long `oecp run logs` without --follow waits for more
+// history of an unfinished run once the records stop coming: the protocol
+// marks no end of history.
+const logsQuiet = time.Second
+
+func runRunWatch(args []string, stdout, stderr io.Writer) error {
+	c := newCLI("run watch", "run watch ID [--from CURSOR] [flags]",
+		`Prints a run's status as it changes (executions starting and ending, its phase),
+replaying its history after --from, and ends with the run's result: exit 0 if it
+succeeded, 1 if it failed. --json prints one event notification object per line.`,
+		stdout, stderr, false, false)
+	from := c.fs.String("from", "", "print only what follows this cursor")
+	s, err := c.startRun(args, 1)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return c.watchRun(s, c.args[0], *from)
+}
+
+// watchRun prints a run's watch events until the run finishes and returns
+// nil when it succeeded, exit 1 when it failed.
+func (c *cli) watchRun(s *session, runID, from string) error {
+	sub, _, err := s.conn.RunWatch(s.ctx, client.RunWatchParams{RunID: runID, FromCursor: from})
+	if err != nil {
+		return c.failRun(err)
+	}
+	p := &runPrinter{w: c.stdout, json: c.jsonOut, active: map[string]string{}}
+	var last *client.RunWatchEvent
+	err = pump(s, sub, "oecp run watch "+runID+" --from CURSOR", func(ev client.RunWatchEvent) bool {
+		p.print(ev)
+		last = &ev
+		return ev.Status.Phase == "finished"
+	})
+	switch {
+	case err != nil:
+		return err
+	case s.ctx.Err() != nil:
+		return nil // interrupted
+	case last == nil || last.Status.Phase != "finished" || last.Status.TerminalResult == nil:
+		return c.failf(exitError, "the watch ended before run %s finished", runID)
+	}
+	return c.reportRunEnd(runID, last.Status.TerminalResult)
+}
+
+// runPrinter renders run/watch events: a header with the run's title,
+// source and size, then each execution that starts or ends and each new
+// phase. Every event is a whole status, so the printer compares it with
+// the previous one.
+type runPrinter struct {
+	w      io.Writer
+	json   bool
+	header bool
+	phase  string
+	active map[string]string // execution → node
+}
+
+func (p *runPrinter) print(ev client.RunWatchEvent) {
+	if p.json {
+		fmt.Fprintf(p.w, "%s\n", ev.Raw)
+		return
+	}
+	if !p.header {
+		fmt.Fprintf(p.w, "run %s: %q, source %s, size %s\n", ev.RunID, ev.Title, formatSource(ev.Source), ev.Size)
+		p.header = true
+	}
+	now := map[string]string{}
+	for _, x := range ev.Status.ActiveExecutions {
+		now[x.Execution] = x.Node
+	}
+	for x, node := range p.active {
+		if _, ok := now[x]; !ok {
+			fmt.Fprintf(p.w, "%s ended (execution %s)\n", node, x)
+		}
+	}
+	if ev.Status.Phase != p.phase {
+		note := ""
+		if ev.Status.Phase == "stopping" {
+			note = " (force requested)"
+		}
+		fmt.Fprintf(p.w, "phase %s%s\n", ev.Status.Phase, note)
+		p.phase = ev.Status.Phase
+	}
+	for _, x := range ev.Status.ActiveExecutions {
+		if _, ok := p.active[x.Execution]; !ok {
+			fmt.Fprintf(p.w, "%s started (execution %s)\n", x.Node, x.Execution)
+		}
+	}
+	p.active = now
+}
+
+func runRunLogs(args []string, stdout, stderr io.Writer) error {
+	c := newCLI("run logs", "run logs ID [--execution EXECUTION] [--from CURSOR] [--follow] [flags]",
+		`Prints a run's durable log records (one execution's with --execution), after --from,
+then exits. The history of a finished run is all of its records; that of an
+unfinished run ends at the run's cursor when the command started (or after a second
+without records, since the stream marks no end of history). --follow keeps printing
+records as they are written until the run finishes (or Ctrl-C).
+--json prints one log notification object per line.`,
+		stdout, stderr, false, false)
+	execution := c.fs.String("execution", "", "only this execution's records (a ref from 'oecp run status')")
+	from := c.fs.String("from", "", "print only records after this cursor")
+	follow := c.fs.Bool("follow", false, "keep printing new records until the run finishes")
+	s, err := c.startRun(args, 1)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	runID := c.args[0]
+	var end uint64 // the last cursor of the history; 0: up to the stream's end
+	if !*follow {
+		st, err := s.conn.RunStatus(s.ctx, runID)
+		if err != nil {
+			return c.failRun(err)
+		}
+		if st.Status.Phase != "finished" {
+			if end, _ = cursorSeq(st.AtCursor); end == 0 {
+				end = ^uint64(0)
+			}
+		}
+	}
+	sub, _, err := s.conn.RunLogs(s.ctx, client.RunLogsParams{RunID: runID, FromCursor: *from, Execution: *execution})
+	if err != nil {
+		return c.failRun(err)
+	}
+	show := func(ev client.RunLogEvent) bool {
+		c.printRunLog(runID, ev)
+		return false
+	}
+	if end != 0 {
+		// The history ends at the cursor end, or when the quiet timer ends
+		// the pump's context.
+		ctx, cancel := context.WithCancel(s.ctx)
+		defer cancel()
+		quiet := time.AfterFunc(logsQuiet, cancel)
+		defer quiet.Stop()
+		s = &session{cli: s.cli, ctx: ctx, conn: s.conn, dial: s.dial, stop: s.stop}
+		show = func(ev client.RunLogEvent) bool {
+			quiet.Reset(logsQuiet)
+			seq, ok := cursorSeq(ev.Cursor)
+			if ok && seq > end {
+				return true
+			}
+			c.printRunLog(runID, ev)
+			return ok && seq == end
+		}
+	}
+	return pump(s, sub, "oecp run logs "+runID, show)
+}
+
+// printRunLog prints one log record: level, the execution without the
+// run id it starts with ("run" for a run-wide record), message.
+func (c *cli) printRunLog(runID string, ev client.RunLogEvent) {
+	if c.jsonOut {
+		c.printJSON(ev.Raw)
+		return
+	}
+	who := "run"
+	if ev.Execution != "" {
+		who = strings.TrimPrefix(ev.Execution, runID+"/")
+	}
+	fmt.Fprintf(c.stdout, "%-5s %s: %s\n", ev.Record.Level, who, ev.Record.Message)
+}
+
+func runRunAttach(args []string, stdout, stderr io.Writer) error {
+	c := newCLI("run attach", "run attach ID EXECUTION [flags]",
+		`Streams the live output of one active execution of a run until it settles.
+EXECUTION is an execution ref from 'oecp run status' or 'oecp run watch', or the
+name of a node with one active execution. There is no history: 'oecp run logs
+--execution' prints what an execution has written.`,
+		stdout, stderr, false, false)
+	s, err := c.startRun(args, 2)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	runID, execution := c.args[0], c.args[1]
+	st, err := s.conn.RunStatus(s.ctx, runID)
+	if err != nil {
+		return c.failRun(err)
+	}
+	execution = activeExecution(st.Status, execution)
+	sub, _, err := s.conn.RunAttach(s.ctx, runID, execution)
+	if err != nil {
+		return c.failRun(err)
+	}
+	fmt.Fprintf(stderr, "oecp run attach: attached to execution %s\n", execution)
+	return pump(s, sub, "oecp run attach "+runID+" "+execution, func(ev client.RunAttachEvent) bool {
+		return c.showAttach(ev.Event, ev.Raw)
+	})
+}
+
+// activeExecution is the execution ref arg names: itself when it is one of
+// the run's active executions, else the active execution of the node it
+// names, else arg unchanged (for the server to judge).
+func activeExecution(st client.RunStatus, arg string) string {
+	for _, x := range st.ActiveExecutions {
+		if x.Execution == arg {
+			return arg
+		}
+	}
+	for _, x := range st.ActiveExecutions {
+		if x.Node == arg {
+			return x.Execution
+		}
+	}
+	return arg
+}

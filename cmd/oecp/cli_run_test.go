@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oecp/oecp/client"
+)
+
+// The native example (examples/native) and a one-step native graph whose
+// codex agent writes "tick N" lines until it is stopped.
+const (
+	exampleGraph   = "../../examples/native/review-loop.json"
+	exampleRuntime = "../../examples/native/runtime.json"
+	exampleInput   = "@../../examples/native/review-loop.input.json"
+	exampleHarness = "../../examples/native/harness.json"
+	stepGraph      = "testdata/native-step.json"
+	stepRuntime    = "testdata/native-step.runtime.json"
+	testSource     = "acme/widgets@main:0123456789abcdef0123456789abcdef01234567"
+)
+
+// exampleServer serves native runs with the example's harness file, its
+// agent built into a temporary directory in place of /tmp/oecp-echo-agent,
+// plus a codex harness that ticks until stopped.
+func exampleServer(t *testing.T) *testServer {
+	t.Helper()
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "echo-agent")
+	build := exec.Command("go", "build", "-o", agent, "./examples/native/echoagent")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build the echo agent: %v\n%s", err, out)
+	}
+	var h map[string]struct {
+		Driver string   `json:"driver"`
+		Argv   []string `json:"argv"`
+	}
+	data, err := os.ReadFile(exampleHarness)
+	if err != nil || json.Unmarshal(data, &h) != nil || len(h["claude"].Argv) != 1 || h["claude"].Argv[0] != "/tmp/oecp-echo-agent" {
+		t.Fatalf("%s does not run /tmp/oecp-echo-agent as the README says: %s %v", exampleHarness, data, err)
+	}
+	ticker := filepath.Join(dir, "tick.sh")
+	script := "read -r _ || true\ni=0\nwhile :; do i=$((i+1)); echo \"tick $i\" >&2; /bin/sleep 0.1; done\n"
+	if err := os.WriteFile(ticker, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "harness.json")
+	cfg := fmt.Sprintf(`{"claude":{"driver":%q,"argv":[%q]},"codex":{"driver":"command","argv":["/bin/sh",%q]}}`, h["claude"].Driver, agent, ticker)
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, "--harness", file)
+}
+
+// TestCLIRunExample runs the README's native example end to end through
+// the built binary: submit --watch succeeds, and list, status, logs and
+// watch show the finished run; the same submit again answers that run.
+func TestCLIRunExample(t *testing.T) {
+	srv := exampleServer(t)
+	submit := []string{"run", "submit", "-f", exampleGraph, "--runtime", exampleRuntime, "--input", exampleInput, "--source", testSource}
+	r := oecp(t, srv, append(submit, "--watch")...)
+	expect(t, r, 0, []string{
+		`"review-loop", source ` + testSource + `, size small`,
+		"phase running\n", "draft started (execution ", "review ended (execution ", "phase finished\n",
+		"succeeded\n", `output: {"text":"A haiku about Go's goroutines"}`,
+	}, nil)
+	_, rest, _ := strings.Cut(r.stdout, "submitted: run ")
+	id, _, _ := strings.Cut(rest, "\n")
+	if _, ok := client.RunIDTime(id); !ok {
+		t.Errorf("generated run id %q is not a UUIDv7", id)
+	}
+	expect(t, oecp(t, srv, submit...), 0, []string{"submitted: run " + id + "\n"}, []string{"already submitted as run " + id})
+	expect(t, oecp(t, srv, "run", "list"), 0, []string{"RUN", "AGE", id + "  review-loop  finished (succeeded)"}, nil)
+	expect(t, oecp(t, srv, "run", "status", id), 0, []string{"source:   " + testSource, `result:   succeeded, output {"text":"A haiku about Go's goroutines"}`}, nil)
+	expect(t, oecp(t, srv, "run", "logs", id), 0, []string{"info  draft/1: echo-agent: worker node draft (model claude-sonnet-5)", "review/1: echo-agent: verifier node review"}, nil)
+	expect(t, oecp(t, srv, "run", "watch", id), 0, []string{"review started", "run " + id + " succeeded"}, nil)
+
+	// --json: the results and events as the server sent them.
+	r = oecp(t, srv, "run", "watch", id, "--json")
+	expect(t, r, 0, nil, []string{"run " + id + " succeeded"})
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var last client.RunWatchEvent
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Status.Phase != "finished" || last.Status.TerminalResult.Status != "succeeded" {
+		t.Fatalf("last watch event %s: %v", lines[len(lines)-1], err)
+	}
+	var st client.RunStatusResult
+	r = oecp(t, srv, "run", "status", id, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.RunID != id || st.Source.Repository != "acme/widgets" || st.AtCursor != last.Cursor {
+		t.Fatalf("status --json %q: %v", r.stdout, err)
+	}
+}
+
+// TestCLIRunForceAttachLogs follows a run whose agent ticks until it is
+// forced: attach by node name streams its output, logs prints the history
+// of the unfinished run and exits, force ends it failed, and watch exits 1.
+func TestCLIRunForceAttachLogs(t *testing.T) {
+	srv := exampleServer(t)
+	expect(t, oecp(t, srv, "run", "submit", "-f", stepGraph, "--runtime", stepRuntime, "--source", testSource, "--id", "tick-1", "--title", "ticks"), 0, []string{"submitted: run tick-1\n"}, nil)
+	w := startCLI(t, srv, "run", "watch", "tick-1")
+	w.waitStdout("work started (execution tick-1/work/1)")
+	// After the agent's first log line its output can be attached to.
+	l := startCLI(t, srv, "run", "logs", "tick-1", "--follow")
+	l.waitStdout("info  work/1: tick ")
+	a := startCLI(t, srv, "run", "attach", "tick-1", "work")
+	a.waitStderr("attached to execution tick-1/work/1")
+	a.waitStdout("tick ")
+	expect(t, oecp(t, srv, "run", "logs", "tick-1"), 0, []string{"info  work/1: tick 1\n"}, nil)
+	expect(t, oecp(t, srv, "run", "list"), 0, []string{"tick-1  ticks  running  -    work"}, nil)
+	expect(t, oecp(t, srv, "run", "status", "tick-1"), 0, []string{"phase:    running", "active:   work (execution tick-1/work/1)"}, nil)
+
+	expect(t, oecp(t, srv, "run", "force", "tick-1"), 0, []string{"force stop recorded for run tick-1", "phase:    stopping"}, nil)
+	if code := w.wait(); code != 1 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-1 failed: force_stopped") {
+		t.Errorf("watch exit %d: %q", code, w.seen)
+	}
+	if code := a.wait(); code != 0 || !strings.Contains(strings.Join(a.seen, "\n"), "[settled]") {
+		t.Errorf("attach exit %d: %q", code, a.seen)
+	}
+	if code := l.wait(); code != 0 {
+		t.Errorf("logs --follow exit %d: %q", code, l.seen)
+	}
+	expect(t, oecp(t, srv, "run", "force", "tick-1"), 0, []string{"run tick-1 had already finished", "result:   failed: force_stopped"}, nil)
+	expect(t, oecp(t, srv, "run", "logs", "tick-1", "--execution", "tick-1/work/1"), 0, []string{"info  work/1: tick 1\n"}, nil)
+	expect(t, oecp(t, srv, "run", "attach", "tick-1", "tick-1/work/1"), 1, nil, []string{"GONE", "oecp run logs ID --execution"})
+	expect(t, oecp(t, srv, "run", "watch", "nope"), 1, nil, []string{"refused: no such run or execution", "oecp run list"})
+	expect(t, oecp(t, srv, "run", "watch", "tick-1", "--from", "v2:999999"), 1, nil, []string{"no such cursor"})
+}
+
+// TestCLIRunSubmitRefusals: what submit says about a bad submission, a
+// taken run id and a missing argument.
+func TestCLIRunSubmitRefusals(t *testing.T) {
+	srv := exampleServer(t)
+	submit := []string{"run", "submit", "-f", exampleGraph, "--runtime", exampleRuntime, "--source", testSource}
+	expect(t, oecp(t, srv, submit...), 1, nil, []string{"GRAPH_INVALID: initialInput does not match", "fix the submission"})
+	bad := filepath.Join(t.TempDir(), "runtime.json")
+	if err := os.WriteFile(bad, []byte(`{"harness":"claude","provider":"anthropic","size":"small","nodes":{"draft":{"kind":"agent","model":"gpt-5.6"},"review":{"kind":"agent","model":"claude-haiku-4-5"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, oecp(t, srv, "run", "submit", "-f", exampleGraph, "--runtime", bad, "--input", exampleInput, "--source", testSource), 1, nil, []string{`model "gpt-5.6" is not in the claude catalogue`})
+	expect(t, oecp(t, srv, append(submit, "--input", exampleInput, "--id", "one", "--key", "k1")...), 0, []string{"submitted: run one\n"}, nil)
+	expect(t, oecp(t, srv, append(submit, "--input", `{"text":"other"}`, "--id", "one")...), 1, nil, []string{"RUN_CONFLICT", "choose another --id"})
+	expect(t, oecp(t, srv, append(submit, "--input", `{"text":"other"}`, "--key", "k1")...), 1, nil, []string{"IDEMPOTENCY_REUSE", "names run one"})
+	expect(t, oecp(t, srv, append(submit, "--id", "run-7")...), 1, nil, []string{"SCHEMA_VIOLATION", "run-<digits>"})
+	expect(t, oecp(t, srv, "run", "submit", "-f", exampleGraph), 2, nil, []string{"--runtime FILE"})
+	expect(t, oecp(t, srv, "run", "status"), 2, nil, []string{"missing argument"})
+	expect(t, oecp(t, srv, "run", "frobnicate"), 2, nil, []string{`unknown command "frobnicate"`})
+	expect(t, oecp(t, srv, "run"), 2, nil, []string{"usage: oecp run <command>", "submit", "force"})
+}
+
+// git runs git in dir for a test.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestCLIRunSubmitSourceFromGit: without --source, submit snapshots the git
+// checkout it runs in, and refuses naming --source where there is none.
+func TestCLIRunSubmitSourceFromGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	srv := exampleServer(t)
+	graph, _ := filepath.Abs(stepGraph)
+	runtime, _ := filepath.Abs(stepRuntime)
+	submit := []string{"run", "submit", "-f", graph, "--runtime", runtime}
+
+	expect(t, oecpIn(t, t.TempDir(), srv, submit...), 2, nil, []string{"no --source, and the current directory is not in a git checkout", "--source OWNER/NAME@BRANCH:REVISION"})
+	repo := t.TempDir()
+	git(t, repo, "init", "-q", "-b", "feature/x")
+	expect(t, oecpIn(t, repo, srv, submit...), 2, nil, []string{"has no commit yet", "--source"})
+	git(t, repo, "commit", "-q", "--allow-empty", "-m", "first")
+	expect(t, oecpIn(t, repo, srv, submit...), 2, nil, []string{"has no remote named origin", "--source"})
+	git(t, repo, "remote", "add", "origin", "git@github.com:acme/widgets.git")
+	head := git(t, repo, "rev-parse", "HEAD")
+	r := oecpIn(t, repo, srv, append(submit, "--json")...)
+	expect(t, r, 0, []string{`"runId":`}, []string{"source acme/widgets@feature/x:" + head})
+	var res client.RunSubmitResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, oecp(t, srv, "run", "status", res.RunID), 0, []string{"source:   acme/widgets@feature/x:" + head}, nil)
+	git(t, repo, "checkout", "-q", "--detach")
+	expect(t, oecpIn(t, repo, srv, submit...), 2, nil, []string{"is detached", "--source"})
+
+	for _, bad := range []string{"acme/widgets", "acme@main:" + head, "acme/widgets@main:abc", "acme/widgets@:" + head} {
+		expect(t, oecp(t, srv, "run", "submit", "-f", graph, "--runtime", runtime, "--source", bad), 2, nil, []string{"--source " + fmt.Sprintf("%q", bad)})
+	}
+}
+
+func TestParseSource(t *testing.T) {
+	rev := "0123456789abcdef0123456789abcdef01234567"
+	src, err := parseSource("acme/wid.gets@release/v1.2@x:" + rev)
+	if err != nil || src != (client.RunSource{Repository: "acme/wid.gets", Branch: "release/v1.2@x", Revision: rev}) {
+		t.Fatalf("parseSource = %+v, %v", src, err)
+	}
+	for _, bad := range []string{"", "acme/widgets@main", "acme@main:" + rev, "a/b/c@main:" + rev, "a/b@main:" + strings.ToUpper(rev)} {
+		if _, err := parseSource(bad); err == nil {
+			t.Errorf("parseSource(%q) accepted", bad)
+		}
+	}
+}
+
+func TestRepoFromURL(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://github.com/acme/widgets.git":      "acme/widgets",
+		"https://github.com/acme/widgets/":         "acme/widgets",
+		"git@github.com:acme/widgets.git":          "acme/widgets",
+		"ssh://git@host:2222/group/acme/widgets":   "acme/widgets",
+		"file:///srv/git/widgets.git":              "git/widgets",
+		"https://github.com/widgets":               "",
+		"git@github.com:widgets":                   "",
+		"https://github.com/acme/wid gets.git":     "",
+		"https://example.com/acme/widgets.git?x=1": "",
+	} {
+		got, ok := repoFromURL(url)
+		if (ok && got != want) || ok != (want != "") {
+			t.Errorf("repoFromURL(%q) = %q, %v; want %q", url, got, ok, want)
+		}
+	}
+}
+
+// TestSubmissionKey: the default key depends on what the submission says,
+// not on how its files are formatted, and an explicit run id is part of it.
+func TestSubmissionKey(t *testing.T) {
+	g, err := os.ReadFile(stepGraph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, g); err != nil {
+		t.Fatal(err)
+	}
+	sub := client.RunSubmission{Title: "t", Graph: g, InitialInput: json.RawMessage("null"), Runtime: json.RawMessage(`{"harness":"codex","provider":"openai","size":"tiny","nodes":{"work":{"kind":"agent","model":"gpt-5.6"}}}`)}
+	sub.Source, _ = parseSource(testSource)
+	k := submissionKey(sub, "")
+	other := sub
+	other.Graph = compact.Bytes()
+	if submissionKey(other, "") != k {
+		t.Error("reformatting the graph changed the key")
+	}
+	if submissionKey(sub, "my-run") == k {
+		t.Error("an explicit run id did not change the key")
+	}
+	other.Title = "u"
+	if submissionKey(other, "") == k {
+		t.Error("another title gave the same key")
+	}
+	if !strings.HasPrefix(k, "oecp-cli-") || len(k) != len("oecp-cli-")+32 {
+		t.Errorf("key %q", k)
+	}
+}
