@@ -125,7 +125,7 @@ type RunWatchEvent struct {
 	Status RunStatus `json:"status"`
 }
 
-func (e *RunWatchEvent) keep(raw json.RawMessage) string { e.Raw = raw; return e.Cursor }
+func (e *RunWatchEvent) cursor() string { return e.Cursor }
 
 // RunLogEvent is one run/logs event. Execution is "" for a run-wide
 // record.
@@ -136,7 +136,7 @@ type RunLogEvent struct {
 	Record    protocol.LogRecord `json:"record"`
 }
 
-func (e *RunLogEvent) keep(raw json.RawMessage) string { e.Raw = raw; return e.Cursor }
+func (e *RunLogEvent) cursor() string { return e.Cursor }
 
 // RunAttachEvent is one run/attach event: live output of one execution.
 type RunAttachEvent struct {
@@ -145,13 +145,16 @@ type RunAttachEvent struct {
 	Event     protocol.AttachEvent `json:"event"`
 }
 
-func (e *RunAttachEvent) keep(raw json.RawMessage) string { e.Raw = raw; return "" }
+func (e *RunAttachEvent) cursor() string { return "" }
+
+func (h *RunEventHead) keep(raw json.RawMessage) { h.Raw = raw }
 
 // runEvent is a run/* event that keeps its raw params and names its
 // cursor ("" for attach events).
 type runEvent[E any] interface {
 	*E
-	keep(raw json.RawMessage) (cursor string)
+	keep(raw json.RawMessage)
+	cursor() string
 }
 
 // RunSubmit admits a submission as run p.RunID.
@@ -203,7 +206,8 @@ func runSubscribe[E any, P runEvent[E]](ctx context.Context, c *Conn, method str
 	sub, raw, err := subscribe(c, c.establisher(ctx, method, params), func(raw json.RawMessage) (E, string, error) {
 		var e E
 		err := json.Unmarshal(raw, &e)
-		return e, P(&e).keep(append(json.RawMessage(nil), raw...)), err
+		P(&e).keep(append(json.RawMessage(nil), raw...))
+		return e, P(&e).cursor(), err
 	})
 	if err != nil {
 		return nil, nil, err

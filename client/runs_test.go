@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,8 +31,16 @@ esac
 `
 
 // runServer serves the real backend (a capsule) with agentScript as its
-// codex harness over one binding.
+// codex harness over one binding, and dials it.
 func runServer(t *testing.T, bd binding) *client.Conn {
+	t.Helper()
+	dial, _ := runBackend(t, bd)
+	return mustDial(t, dial)
+}
+
+// runBackend serves the real backend (see runServer) and returns the
+// binding's dialer and connection dropper.
+func runBackend(t *testing.T, bd binding) (client.Dialer, func()) {
 	t.Helper()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
@@ -48,8 +57,7 @@ func runServer(t *testing.T, bd binding) *client.Conn {
 	}
 	c.Start()
 	t.Cleanup(func() { _ = c.Close() })
-	dial, _ := bd.start(t, c.Backend())
-	return mustDial(t, dial)
+	return bd.start(t, c.Backend())
 }
 
 // oneStepRun is a submission of one agent step with instructions instr.
@@ -227,4 +235,67 @@ func TestNewRunID(t *testing.T) {
 	if _, ok := client.RunIDTime("tick-1"); ok {
 		t.Fatal("RunIDTime read a time from tick-1")
 	}
+}
+
+// TestFollowRunResumesAfterDrop: a followed run/logs and run/watch go on
+// after every connection is dropped, on a new one, each event once and in
+// order, until the server ends them after the run's terminal record.
+func TestFollowRunResumesAfterDrop(t *testing.T) {
+	forEachBinding(t, func(t *testing.T, bd binding) {
+		dial, drop := runBackend(t, bd)
+		c := mustDial(t, dial)
+		ctx := context.Background()
+		if _, err := c.RunSubmit(ctx, client.RunSubmitParams{RunID: "f1", Submission: oneStepRun("f1", "BLOCK")}); err != nil {
+			t.Fatal(err)
+		}
+		var resumed atomic.Int32
+		o := client.FollowOptions{RunID: "f1", Conn: c, Dial: dial, Backoff: noBackoff,
+			OnReconnect: func(error, string) { resumed.Add(1) }}
+		logs, err := client.FollowRunLogs(ctx, o, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer logs.Close()
+		watch, err := client.FollowRunWatch(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer watch.Close()
+		<-watch.Events()
+		want := 1
+		for ev := range logs.Events() {
+			if ev.Record.Message != fmt.Sprintf("tick %d", want) {
+				t.Fatalf("log record %q, want tick %d", ev.Record.Message, want)
+			}
+			if want++; want == 3 {
+				drop()
+			}
+			if want == 6 {
+				break
+			}
+		}
+		if resumed.Load() == 0 {
+			t.Fatal("the follower did not resume")
+		}
+		c2 := mustDial(t, dial)
+		if _, err := c2.RunForce(ctx, "f1"); err != nil {
+			t.Fatal(err)
+		}
+		cursors := map[string]bool{}
+		var last client.RunWatchEvent
+		for ev := range watch.Events() {
+			if cursors[ev.Cursor] {
+				t.Fatalf("watch delivered %s twice", ev.Cursor)
+			}
+			cursors[ev.Cursor], last = true, ev
+		}
+		if err := watch.Err(); err != nil || last.Status.Phase != "finished" {
+			t.Fatalf("watch ended %v after %+v", err, last.Status)
+		}
+		for range logs.Events() {
+		}
+		if err := logs.Err(); err != nil {
+			t.Fatalf("logs ended %v", err)
+		}
+	})
 }

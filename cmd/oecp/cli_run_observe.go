@@ -19,7 +19,8 @@ func runRunWatch(args []string, stdout, stderr io.Writer) error {
 	c := newCLI("run watch", "run watch ID [--from CURSOR] [flags]",
 		`Prints a run's status as it changes (executions starting and ending, its phase),
 replaying its history after --from, and ends with the run's result: exit 0 if it
-succeeded, 1 if it failed. --json prints one event notification object per line.`,
+succeeded, 1 if it failed. The watch survives dropped connections, resuming after
+the last event it printed. --json prints one event notification object per line.`,
 		stdout, stderr, false, false)
 	from := c.fs.String("from", "", "print only what follows this cursor")
 	s, err := c.startRun(args, 1)
@@ -33,13 +34,13 @@ succeeded, 1 if it failed. --json prints one event notification object per line.
 // watchRun prints a run's watch events until the run finishes and returns
 // nil when it succeeded, exit 1 when it failed.
 func (c *cli) watchRun(s *session, runID, from string) error {
-	sub, _, err := s.conn.RunWatch(s.ctx, client.RunWatchParams{RunID: runID, FromCursor: from})
+	f, err := client.FollowRunWatch(s.ctx, c.followOptions(s, runID, from))
 	if err != nil {
 		return c.failRun(err)
 	}
 	p := &runPrinter{w: c.stdout, json: c.jsonOut, active: map[string]string{}}
 	var last *client.RunWatchEvent
-	err = pump(s, sub, "oecp run watch "+runID+" --from CURSOR", func(ev client.RunWatchEvent) bool {
+	err = followStream(c, f, func(ev client.RunWatchEvent) bool {
 		p.print(ev)
 		last = &ev
 		return ev.Status.Phase == "finished"
@@ -53,6 +54,33 @@ func (c *cli) watchRun(s *session, runID, from string) error {
 		return c.failf(exitError, "the watch ended before run %s finished", runID)
 	}
 	return c.reportRunEnd(runID, last.Status.TerminalResult)
+}
+
+// followOptions follow a run's stream on the session's connection,
+// resuming on a new one (saying so on stderr) when it drops.
+func (c *cli) followOptions(s *session, runID, from string) client.FollowOptions {
+	return client.FollowOptions{RunID: runID, FromCursor: from, Conn: s.conn, Dial: s.dial,
+		OnReconnect: func(cause error, after string) {
+			if after == "" {
+				after = "the start"
+			}
+			fmt.Fprintf(c.stderr, "oecp %s: the stream was interrupted (%v); resuming after %s…\n", c.name, cause, after)
+		}}
+}
+
+// follow hands each event of a followed run stream to show until show
+// says it is done, the stream ends or the command is interrupted.
+func followStream[E any](c *cli, f *client.RunFollower[E], show func(E) (done bool)) error {
+	defer f.Close()
+	for ev := range f.Events() {
+		if show(ev) {
+			return nil
+		}
+	}
+	if err := f.Err(); err != nil {
+		return c.failRun(err)
+	}
+	return nil
 }
 
 // runPrinter renders run/watch events: a header with the run's title,
@@ -131,22 +159,19 @@ records as they are written until the run finishes (or Ctrl-C).
 			}
 		}
 	}
-	sub, _, err := s.conn.RunLogs(s.ctx, client.RunLogsParams{RunID: runID, FromCursor: *from, Execution: *execution})
-	if err != nil {
-		return c.failRun(err)
-	}
+	ctx := s.ctx
 	show := func(ev client.RunLogEvent) bool {
 		c.printRunLog(runID, ev)
 		return false
 	}
 	if end != 0 {
 		// The history ends at the cursor end, or when the quiet timer ends
-		// the pump's context.
-		ctx, cancel := context.WithCancel(s.ctx)
+		// the stream's context.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 		quiet := time.AfterFunc(logsQuiet, cancel)
 		defer quiet.Stop()
-		s = &session{cli: s.cli, ctx: ctx, conn: s.conn, dial: s.dial, stop: s.stop}
 		show = func(ev client.RunLogEvent) bool {
 			quiet.Reset(logsQuiet)
 			seq, ok := cursorSeq(ev.Cursor)
@@ -157,7 +182,11 @@ records as they are written until the run finishes (or Ctrl-C).
 			return ok && seq == end
 		}
 	}
-	return pump(s, sub, "oecp run logs "+runID, show)
+	f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
+	if err != nil {
+		return c.failRun(err)
+	}
+	return followStream(c, f, show)
 }
 
 // printRunLog prints one log record: level, the execution without the

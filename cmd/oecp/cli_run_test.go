@@ -25,10 +25,16 @@ const (
 	testSource     = "acme/widgets@main:0123456789abcdef0123456789abcdef01234567"
 )
 
-// exampleServer serves native runs with the example's harness file, its
-// agent built into a temporary directory in place of /tmp/oecp-echo-agent,
-// plus a codex harness that ticks until stopped.
+// exampleServer serves native runs with nativeHarness.
 func exampleServer(t *testing.T) *testServer {
+	t.Helper()
+	return startServer(t, "--harness", nativeHarness(t))
+}
+
+// nativeHarness writes a harness file: the example's, its agent built into
+// a temporary directory in place of /tmp/oecp-echo-agent, plus a codex
+// harness that ticks until stopped.
+func nativeHarness(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	agent := filepath.Join(dir, "echo-agent")
@@ -55,7 +61,7 @@ func exampleServer(t *testing.T) *testServer {
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startServer(t, "--harness", file)
+	return file
 }
 
 // TestCLIRunExample runs the README's native example end to end through
@@ -129,6 +135,29 @@ func TestCLIRunForceAttachLogs(t *testing.T) {
 	expect(t, oecp(t, srv, "run", "attach", "tick-1", "tick-1/work/1"), 1, nil, []string{"GONE", "oecp run logs ID --execution"})
 	expect(t, oecp(t, srv, "run", "watch", "nope"), 1, nil, []string{"refused: no such run or execution", "oecp run list"})
 	expect(t, oecp(t, srv, "run", "watch", "tick-1", "--from", "v2:999999"), 1, nil, []string{"no such cursor"})
+}
+
+// TestCLIRunWatchSurvivesRestart: run watch resumes on a restarted server
+// (SQLite keeps the run) after the last status it printed, and ends with
+// the run's result: the agent interrupted by the shutdown settles as
+// crash, which no guard reads, so the run goes on and succeeds.
+func TestCLIRunWatchSurvivesRestart(t *testing.T) {
+	harness, data := nativeHarness(t), t.TempDir()
+	args := []string{"--store", "sqlite", "--data", data, "--harness", harness}
+	srv := startServer(t, args...)
+	expect(t, oecp(t, srv, "run", "submit", "-f", stepGraph, "--runtime", stepRuntime, "--source", testSource, "--id", "tick-r"), 0, nil, nil)
+	w := startCLI(t, srv, "run", "watch", "tick-r")
+	w.waitStdout("work started (execution tick-r/work/1)")
+	if err := srv.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.cmd.Wait()
+	w.waitStderr("the stream was interrupted")
+	port := srv.url[strings.LastIndex(srv.url, ":")+1 : strings.LastIndex(srv.url, "/")]
+	startServer(t, append([]string{"--listen", "127.0.0.1:" + port}, args...)...)
+	if code := w.wait(); code != 0 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-r succeeded") {
+		t.Fatalf("watch exit %d: %q", code, w.seen)
+	}
 }
 
 // TestCLIRunSubmitRefusals: what submit says about a bad submission, a
