@@ -99,7 +99,7 @@ so running the same command again answers the run it already started; pass anoth
 	}
 	fmt.Fprintf(stdout, "submitted: run %s\n", r.RunID)
 	if r.RunID != p.RunID {
-		fmt.Fprintf(stderr, "oecp run submit: this submission was already submitted as run %s, which answers it (pass another --key to start it anew)\n", r.RunID)
+		fmt.Fprintf(stderr, "oecp run submit: this submission was already submitted, as run %s: it was not started again (pass another --key to start it anew)\n", r.RunID)
 	}
 	if !*watch {
 		return nil
@@ -154,7 +154,7 @@ func (c *cli) source(flag string) (client.RunSource, error) {
 	}
 	src, top, err := gitSource()
 	if err != nil {
-		return src, c.usageErr("no --source, and %s", strings.TrimPrefix(err.Error(), errNoSource.Error()+": ")).
+		return src, c.usageErr("no --source, and %v", err).
 			hint("Give the source with --source " + sourceSyntax + " (e.g. acme/widgets@main:<40 hex digits>), or run this in a git checkout on a branch with an origin remote.")
 	}
 	fmt.Fprintf(c.stderr, "oecp %s: source %s (the git checkout %s)\n", c.name, formatSource(src), top)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (c *cli) watchRun(s *session, runID, from string) error {
 	if err != nil {
 		return c.failRun(err)
 	}
-	p := &runPrinter{w: c.stdout, json: c.jsonOut, active: map[string]string{}}
+	p := &runPrinter{w: c.stdout, json: c.jsonOut}
 	var last *client.RunWatchEvent
 	err = followStream(c, f, func(ev client.RunWatchEvent) bool {
 		p.print(ev)
@@ -68,7 +69,7 @@ func (c *cli) followOptions(s *session, runID, from string) client.FollowOptions
 		}}
 }
 
-// follow hands each event of a followed run stream to show until show
+// followStream hands each event of a followed run stream to show until show
 // says it is done, the stream ends or the command is interrupted.
 func followStream[E any](c *cli, f *client.RunFollower[E], show func(E) (done bool)) error {
 	defer f.Close()
@@ -84,7 +85,7 @@ func followStream[E any](c *cli, f *client.RunFollower[E], show func(E) (done bo
 }
 
 // runPrinter renders run/watch events: a header with the run's title,
-// source and size, then each execution that starts or ends and each new
+// source and size, then each execution that ends or starts and each new
 // phase. Every event is a whole status, so the printer compares it with
 // the previous one.
 type runPrinter struct {
@@ -92,7 +93,7 @@ type runPrinter struct {
 	json   bool
 	header bool
 	phase  string
-	active map[string]string // execution → node
+	active []client.RunExecution
 }
 
 func (p *runPrinter) print(ev client.RunWatchEvent) {
@@ -104,14 +105,9 @@ func (p *runPrinter) print(ev client.RunWatchEvent) {
 		fmt.Fprintf(p.w, "run %s: %q, source %s, size %s\n", ev.RunID, ev.Title, formatSource(ev.Source), ev.Size)
 		p.header = true
 	}
-	now := map[string]string{}
-	for _, x := range ev.Status.ActiveExecutions {
-		now[x.Execution] = x.Node
-	}
-	for x, node := range p.active {
-		if _, ok := now[x]; !ok {
-			fmt.Fprintf(p.w, "%s ended (execution %s)\n", node, x)
-		}
+	now := ev.Status.ActiveExecutions
+	for _, x := range without(p.active, now) {
+		fmt.Fprintf(p.w, "%s ended (execution %s)\n", x.Node, x.Execution)
 	}
 	if ev.Status.Phase != p.phase {
 		note := ""
@@ -121,12 +117,21 @@ func (p *runPrinter) print(ev client.RunWatchEvent) {
 		fmt.Fprintf(p.w, "phase %s%s\n", ev.Status.Phase, note)
 		p.phase = ev.Status.Phase
 	}
-	for _, x := range ev.Status.ActiveExecutions {
-		if _, ok := p.active[x.Execution]; !ok {
-			fmt.Fprintf(p.w, "%s started (execution %s)\n", x.Node, x.Execution)
-		}
+	for _, x := range without(now, p.active) {
+		fmt.Fprintf(p.w, "%s started (execution %s)\n", x.Node, x.Execution)
 	}
 	p.active = now
+}
+
+// without is the executions of a that are not in b, in a's order.
+func without(a, b []client.RunExecution) []client.RunExecution {
+	var out []client.RunExecution
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func runRunLogs(args []string, stdout, stderr io.Writer) error {

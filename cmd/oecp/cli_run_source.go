@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -50,20 +49,18 @@ func formatSource(s client.RunSource) string {
 	return s.Repository + "@" + s.Branch + ":" + s.Revision
 }
 
-// errNoSource is why the current directory gives no source.
-var errNoSource = errors.New("no source")
-
 // gitSource snapshots the git checkout of the current directory: its
 // origin remote as OWNER/NAME, the branch HEAD is attached to, and the
 // exact commit of HEAD. It also returns the checkout's top directory.
-// Uncommitted changes are not part of the snapshot.
+// Uncommitted changes are not part of the snapshot. An error says why the
+// current directory gives no source.
 func gitSource() (client.RunSource, string, error) {
 	git := func(args ...string) (string, error) {
 		out, err := exec.Command("git", args...).Output()
 		return strings.TrimSpace(string(out)), err
 	}
 	fail := func(format string, a ...any) (client.RunSource, string, error) {
-		return client.RunSource{}, "", fmt.Errorf("%w: %s", errNoSource, fmt.Sprintf(format, a...))
+		return client.RunSource{}, "", fmt.Errorf(format, a...)
 	}
 	top, err := git("rev-parse", "--show-toplevel")
 	if err != nil {
