@@ -164,7 +164,9 @@ records as they are written until the run finishes (or Ctrl-C).
 			}
 		}
 	}
-	ctx := s.ctx
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	var quiet *time.Timer // set once the stream is established
 	show := func(ev client.RunLogEvent) bool {
 		c.printRunLog(runID, ev)
 		return false
@@ -172,11 +174,6 @@ records as they are written until the run finishes (or Ctrl-C).
 	if end != 0 {
 		// The history ends at the cursor end, or when the quiet timer ends
 		// the stream's context.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		quiet := time.AfterFunc(logsQuiet, cancel)
-		defer quiet.Stop()
 		show = func(ev client.RunLogEvent) bool {
 			quiet.Reset(logsQuiet)
 			seq, ok := cursorSeq(ev.Cursor)
@@ -190,6 +187,10 @@ records as they are written until the run finishes (or Ctrl-C).
 	f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
 	if err != nil {
 		return c.failRun(err)
+	}
+	if end != 0 {
+		quiet = time.AfterFunc(logsQuiet, cancel)
+		defer quiet.Stop()
 	}
 	return followStream(c, f, show)
 }
