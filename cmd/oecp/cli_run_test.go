@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/oecp/oecp/client"
@@ -139,24 +143,85 @@ func TestCLIRunForceAttachLogs(t *testing.T) {
 // TestCLIRunWatchSurvivesRestart: run watch resumes on a restarted server
 // (SQLite keeps the run) after the last status it printed, and ends with
 // the run's result: the agent interrupted by the shutdown settles as
-// crash, which no guard reads, so the run goes on and succeeds.
+// crash, which no guard reads, so the run goes on and succeeds. The watch
+// reaches both servers through one relay address.
 func TestCLIRunWatchSurvivesRestart(t *testing.T) {
 	harness, data := nativeHarness(t), t.TempDir()
 	args := []string{"--store", "sqlite", "--data", data, "--harness", harness}
 	srv := startServer(t, args...)
 	expect(t, oecp(t, srv, "run", "submit", "-f", stepGraph, "--runtime", stepRuntime, "--source", testSource, "--id", "tick-r"), 0, nil, nil)
-	w := startCLI(t, srv, "run", "watch", "tick-r")
+	r := startRelay(t, srv)
+	w := startCLI(t, &testServer{url: "ws://" + r.ln.Addr().String() + "/oecp"}, "run", "watch", "tick-r")
 	w.waitStdout("work started (execution tick-r/work/1)")
 	if err := srv.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	_ = srv.cmd.Wait()
 	w.waitStderr("the stream was interrupted")
-	port := srv.url[strings.LastIndex(srv.url, ":")+1 : strings.LastIndex(srv.url, "/")]
-	startServer(t, append([]string{"--listen", "127.0.0.1:" + port}, args...)...)
+	r.point(startServer(t, args...))
 	if code := w.wait(); code != 0 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-r succeeded") {
 		t.Fatalf("watch exit %d: %q", code, w.seen)
 	}
+}
+
+// relay forwards each TCP connection it accepts to the server it points
+// at when the connection comes in.
+type relay struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	target string // host:port
+}
+
+func startRelay(t *testing.T, srv *testServer) *relay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{ln: ln}
+	r.point(srv)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); r.pipe(c) }()
+		}
+	}()
+	return r
+}
+
+func (r *relay) point(srv *testServer) {
+	u, err := url.Parse(srv.url)
+	if err != nil {
+		panic(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.target = u.Host
+}
+
+// pipe copies both ways until either side ends, then closes both.
+func (r *relay) pipe(c net.Conn) {
+	defer c.Close()
+	r.mu.Lock()
+	target := r.target
+	r.mu.Unlock()
+	s, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
+	<-done
 }
 
 // TestCLIRunSubmitRefusals: what submit says about a bad submission, a
