@@ -36,7 +36,7 @@ func runUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", rc.name, rc.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'oecp run <command> --help' for a command's flags.")
+	fmt.Fprintln(w, "Run 'oecp help run <command>' (or 'oecp run <command> --help') for a command's flags.")
 }
 
 // runRun dispatches `oecp run <command>`.
@@ -68,15 +68,17 @@ OWNER/NAME, the branch HEAD is on, and HEAD's exact commit (uncommitted changes 
 not part of it). --key defaults to a digest of the submission (plus --id when given),
 so running the same command again answers the run it already started; pass another
 --key (or --id) to start it anew. --title defaults to the graph file's name.
---watch follows the run to its end: exit 0 if it succeeded, 1 if it failed.`,
+--watch follows the run to its end as 'oecp run watch' does: exit 0 if it succeeded,
+1 if it failed.`,
 		stdout, stderr, false, false)
-	file := c.fs.String("f", "", "graph file (JSON GraphSpec; - for stdin)")
-	runtime := c.fs.String("runtime", "", "runtime plan file (JSON RuntimePlan)")
-	title := c.fs.String("title", "", "title of the run (default: the graph file's name)")
-	input := c.fs.String("input", "null", "initial input: JSON value, or @FILE")
-	id := c.fs.String("id", "", "run id (default: a fresh UUIDv7)")
-	key := c.fs.String("key", "", "submission key (default: a digest of the submission)")
-	source := c.fs.String("source", "", "source snapshot "+sourceSyntax+" (default: the git checkout here)")
+	c.addTimestamps()
+	file := c.fs.String("f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
+	runtime := c.fs.String("runtime", "", "runtime plan `FILE` (JSON RuntimePlan)")
+	title := c.fs.String("title", "", "`TITLE` of the run (default: the graph file's name)")
+	input := c.fs.String("input", "null", "initial input: a `JSON` value, or @FILE")
+	id := c.fs.String("id", "", "run `ID` (default: a fresh UUIDv7)")
+	key := c.fs.String("key", "", "submission `KEY` (default: a digest of the submission)")
+	source := c.fs.String("source", "", "source snapshot `"+sourceSyntax+"` (default: the git checkout here)")
 	watch := c.fs.Bool("watch", false, "follow the run until it finishes")
 	if err := c.parse(args, 0, 0); err != nil {
 		return err
@@ -111,7 +113,7 @@ so running the same command again answers the run it already started; pass anoth
 func (c *cli) submission(file, runtimeFile, title, input, id, key, source string) (client.RunSubmitParams, error) {
 	var p client.RunSubmitParams
 	if file == "" || runtimeFile == "" {
-		return p, c.usageErr("give the graph with -f GRAPH and the runtime plan with --runtime FILE")
+		return p, c.fs.usageErr("give the graph with -f GRAPH and the runtime plan with --runtime FILE")
 	}
 	var sub client.RunSubmission
 	var err error
@@ -192,20 +194,22 @@ func (s *session) runResult(method string, params, r any) (done bool, err error)
 	raw, err := s.call(method, params, r)
 	switch {
 	case err != nil:
-		return true, s.failRun(err)
-	case s.jsonOut:
-		s.printJSON(raw)
+		return true, s.fail(err)
+	case s.machine():
+		s.printRaw(raw)
 		return true, nil
 	}
 	return false, nil
 }
 
 func runRunList(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("run list", "run list [flags]",
+	c := newCLI("run list", "run list [-o json|yaml|wide] [flags]",
 		`Lists your runs, newest first: id, title, phase (and result), age and active executions.
 AGE is read from the run id: ids made by 'oecp run submit' (UUIDv7) carry the time they
-were made; other ids show -. The protocol records no times, so there is no duration.`,
+were made; other ids show -. The protocol records no times, so there is no duration.
+-o wide adds each run's source, size and cursor.`,
 		stdout, stderr, false, false)
+	c.addOutput()
 	var r client.RunListResult
 	if done, err := c.runCall(args, 0, protocol.MethodRunList, &r); done {
 		return err
@@ -215,10 +219,19 @@ were made; other ids show -. The protocol records no times, so there is no durat
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tTITLE\tPHASE\tAGE\tACTIVE")
+	wide := c.output == "wide"
+	head := "RUN\tTITLE\tPHASE\tAGE\tACTIVE"
+	if wide {
+		head += "\tSOURCE\tSIZE\tCURSOR"
+	}
+	fmt.Fprintln(tw, head)
 	now := time.Now()
 	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", run.RunID, shorten(run.Title, 40), phaseSummary(run.Status), age(run.RunID, now), activeNodes(run.Status))
+		row := strings.Join([]string{run.RunID, shorten(run.Title, 40), phaseSummary(run.Status), age(run.RunID, now), activeNodes(run.Status)}, "\t")
+		if wide {
+			row += "\t" + formatSource(run.Source) + "\t" + run.Size + "\t" + run.AtCursor
+		}
+		fmt.Fprintln(tw, row)
 	}
 	return tw.Flush()
 }
@@ -271,7 +284,8 @@ func shorten(s string, n int) string {
 }
 
 func runRunStatus(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("run status", "run status ID [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take) and, once finished, its result.", stdout, stderr, false, false)
+	c := newCLI("run status", "run status ID [-o json|yaml] [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take) and, once finished, its result.", stdout, stderr, false, false)
+	c.addOutput()
 	return c.showRun(args, protocol.MethodRunStatus)
 }
 
@@ -330,13 +344,13 @@ func resultSummary(tr *protocol.TerminalResult) string {
 // nil when it succeeded, exit 1 otherwise.
 func (c *cli) reportRunEnd(runID string, tr *protocol.TerminalResult) error {
 	out := c.stdout
-	if c.jsonOut {
+	if c.machine() {
 		out = c.stderr
 	}
 	switch tr.Status {
 	case "succeeded":
 		fmt.Fprintf(out, "run %s succeeded\n", runID)
-		if tr.Output != nil && !c.jsonOut {
+		if tr.Output != nil && !c.machine() {
 			fmt.Fprintf(out, "output: %s\n", *tr.Output)
 		}
 		return nil
@@ -347,9 +361,6 @@ func (c *cli) reportRunEnd(runID string, tr *protocol.TerminalResult) error {
 	}
 	return exitWith(exitError)
 }
-
-// failRun is fail for the run commands (explain knows their refusals).
-func (c *cli) failRun(err error) *exitErr { return c.fail(err) }
 
 // explainRun is explain for the run commands: why the server refused one
 // and what to do; ok is false where explain's common answer applies.

@@ -17,13 +17,17 @@ import (
 const logsQuiet = time.Second
 
 func runRunWatch(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("run watch", "run watch ID [--from CURSOR] [flags]",
+	c := newCLI("run watch", "run watch ID [--from CURSOR] [-o json|yaml|wide] [flags]",
 		`Prints a run's status as it changes (executions starting and ending, its phase),
 replaying its history after --from, and ends with the run's result: exit 0 if it
 succeeded, 1 if it failed. The watch survives dropped connections, resuming after
-the last event it printed. --json prints one event notification object per line.`,
+the last event it printed. Each line starts with the local time the event arrived.
+-o json (--json) prints one event notification per line, -o yaml one document each,
+-o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
-	from := c.fs.String("from", "", "print only what follows this cursor")
+	c.addOutput()
+	c.addTimestamps()
+	from := c.fs.String("from", "", "print only what follows this `CURSOR`")
 	s, err := c.startRun(args, 1)
 	if err != nil {
 		return err
@@ -37,9 +41,9 @@ the last event it printed. --json prints one event notification object per line.
 func (c *cli) watchRun(s *session, runID, from string) error {
 	f, err := client.FollowRunWatch(s.ctx, c.followOptions(s, runID, from))
 	if err != nil {
-		return c.failRun(err)
+		return c.fail(err)
 	}
-	p := &runPrinter{w: c.stdout, json: c.jsonOut}
+	p := &runPrinter{c: c}
 	var last *client.RunWatchEvent
 	err = followStream(c, f, func(ev client.RunWatchEvent) bool {
 		p.print(ev)
@@ -79,46 +83,54 @@ func followStream[E any](c *cli, f *client.RunFollower[E], show func(E) (done bo
 		}
 	}
 	if err := f.Err(); err != nil {
-		return c.failRun(err)
+		return c.fail(err)
 	}
 	return nil
 }
 
 // runPrinter renders run/watch events: a header with the run's title,
 // source and size, then each execution that ends or starts and each new
-// phase. Every event is a whole status, so the printer compares it with
-// the previous one.
+// phase, one line each (see line). Every event is a whole status, so the
+// printer compares it with the previous one.
 type runPrinter struct {
-	w      io.Writer
-	json   bool
+	c      *cli
 	header bool
 	phase  string
 	active []client.RunExecution
 }
 
+// line writes one line of text output: with -o wide the cursor, then s
+// (see streamLine).
+func (p *runPrinter) line(ev client.RunWatchEvent, s string) {
+	if p.c.output == "wide" {
+		s = ev.Cursor + " " + s
+	}
+	p.c.streamLine(p.c.stdout, s)
+}
+
 func (p *runPrinter) print(ev client.RunWatchEvent) {
-	if p.json {
-		fmt.Fprintf(p.w, "%s\n", ev.Raw)
+	if p.c.machine() {
+		p.c.printRaw(ev.Raw)
 		return
 	}
 	if !p.header {
-		fmt.Fprintf(p.w, "run %s: %q, source %s, size %s\n", ev.RunID, ev.Title, formatSource(ev.Source), ev.Size)
+		p.line(ev, fmt.Sprintf("run %s: %q, source %s, size %s", ev.RunID, ev.Title, formatSource(ev.Source), ev.Size))
 		p.header = true
 	}
 	now := ev.Status.ActiveExecutions
 	for _, x := range without(p.active, now) {
-		fmt.Fprintf(p.w, "%s ended (execution %s)\n", x.Node, x.Execution)
+		p.line(ev, x.Node+" ended (execution "+x.Execution+")")
 	}
 	if ev.Status.Phase != p.phase {
 		note := ""
 		if ev.Status.Phase == "stopping" {
 			note = " (force requested)"
 		}
-		fmt.Fprintf(p.w, "phase %s%s\n", ev.Status.Phase, note)
+		p.line(ev, "phase "+ev.Status.Phase+note)
 		p.phase = ev.Status.Phase
 	}
 	for _, x := range without(now, p.active) {
-		fmt.Fprintf(p.w, "%s started (execution %s)\n", x.Node, x.Execution)
+		p.line(ev, x.Node+" started (execution "+x.Execution+")")
 	}
 	p.active = now
 }
@@ -135,17 +147,20 @@ func without(a, b []client.RunExecution) []client.RunExecution {
 }
 
 func runRunLogs(args []string, stdout, stderr io.Writer) error {
-	c := newCLI("run logs", "run logs ID [--execution EXECUTION] [--from CURSOR] [--follow] [flags]",
+	c := newCLI("run logs", "run logs ID [--execution EXECUTION] [--from CURSOR] [--follow] [-o json|yaml|wide] [flags]",
 		`Prints a run's durable log records (one execution's with --execution), after --from,
 then exits. The history of a finished run is all of its records; that of an
 unfinished run ends at the run's cursor when the command started (or after a second
 without records, since the stream marks no end of history). --follow keeps printing
-records as they are written until the run finishes (or Ctrl-C).
---json prints one log notification object per line.`,
+records as they are written until the run finishes (or Ctrl-C). Each line starts
+with the local time it arrived. -o json (--json) prints one log notification per line,
+-o yaml one document each, -o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
-	execution := c.fs.String("execution", "", "only this execution's records (a ref from 'oecp run status')")
-	from := c.fs.String("from", "", "print only records after this cursor")
 	follow := c.fs.Bool("follow", false, "keep printing new records until the run finishes")
+	execution := c.fs.String("execution", "", "only the records of this `EXECUTION` (a ref from 'oecp run status')")
+	from := c.fs.String("from", "", "print only records after this `CURSOR`")
+	c.addOutput()
+	c.addTimestamps()
 	s, err := c.startRun(args, 1)
 	if err != nil {
 		return err
@@ -156,7 +171,7 @@ records as they are written until the run finishes (or Ctrl-C).
 	if !*follow {
 		st, err := s.conn.RunStatus(s.ctx, runID)
 		if err != nil {
-			return c.failRun(err)
+			return c.fail(err)
 		}
 		if st.Status.Phase != "finished" {
 			if end, _ = cursorSeq(st.AtCursor); end == 0 {
@@ -186,7 +201,7 @@ records as they are written until the run finishes (or Ctrl-C).
 	}
 	f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
 	if err != nil {
-		return c.failRun(err)
+		return c.fail(err)
 	}
 	if end != 0 {
 		quiet = time.AfterFunc(logsQuiet, cancel)
@@ -198,15 +213,19 @@ records as they are written until the run finishes (or Ctrl-C).
 // printRunLog prints one log record: level, the execution without the
 // run id it starts with ("run" for a run-wide record), message.
 func (c *cli) printRunLog(runID string, ev client.RunLogEvent) {
-	if c.jsonOut {
-		c.printJSON(ev.Raw)
+	if c.machine() {
+		c.printRaw(ev.Raw)
 		return
 	}
 	who := "run"
 	if ev.Execution != "" {
 		who = strings.TrimPrefix(ev.Execution, runID+"/")
 	}
-	fmt.Fprintf(c.stdout, "%-5s %s: %s\n", ev.Record.Level, who, ev.Record.Message)
+	line := fmt.Sprintf("%-5s %s: %s", ev.Record.Level, who, ev.Record.Message)
+	if c.output == "wide" {
+		line = ev.Cursor + " " + line
+	}
+	c.streamLine(c.stdout, line)
 }
 
 func runRunAttach(args []string, stdout, stderr io.Writer) error {
@@ -224,14 +243,14 @@ name of a node with one active execution. There is no history: 'oecp run logs
 	runID, execution := c.args[0], c.args[1]
 	st, err := s.conn.RunStatus(s.ctx, runID)
 	if err != nil {
-		return c.failRun(err)
+		return c.fail(err)
 	}
 	execution = activeExecution(st.Status, execution)
 	sub, _, err := s.conn.RunAttach(s.ctx, runID, execution)
 	if err != nil {
-		return c.failRun(err)
+		return c.fail(err)
 	}
-	fmt.Fprintf(stderr, "oecp run attach: attached to execution %s\n", execution)
+	fmt.Fprintf(stderr, "oecp run attach: attached to execution %s (Ctrl-C to detach)\n", execution)
 	return pump(s, sub, "oecp run attach "+runID+" "+execution, func(ev client.RunAttachEvent) bool {
 		return c.showAttach(ev.Event, ev.Raw)
 	})

@@ -105,12 +105,12 @@ func runHelp(args []string, stdout, stderr io.Writer) error {
 	case len(args) == 0, args[0] == "-h", args[0] == "--help":
 		usage(stdout)
 		return nil
-	case len(args) > 1:
-		return failf("help", exitUsage, "give at most one command name")
+	case len(args) > 2 || (len(args) == 2 && args[0] != "run"):
+		return failf("help", exitUsage, "give at most one command name (or run and one of its commands)")
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		return failf("help", exitUsage, "unknown command %q", args[0]).hint("Run 'oecp help' for the list of commands.")
 	}
-	return cmd.run([]string{"--help"}, stdout, stderr)
+	return cmd.run(append(args[1:], "--help"), stdout, stderr)
 }
