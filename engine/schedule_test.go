@@ -56,6 +56,8 @@ func (v *versioned) Version(RunRef) uint64               { return v.version }
 func (v *versioned) Dispatch(context.Context, RunRef, []Dispatch) error {
 	return ErrGateClosed
 }
+func (v *versioned) ExecutionStarted(RunRef, string) {}
+func (v *versioned) ExecutionEnded(RunRef, string)   {}
 
 func (v *versioned) Snapshot(_ context.Context, ref RunRef) (*Snapshot, error) {
 	v.snapshots++
@@ -78,5 +80,38 @@ func TestUnchangedRunIsNotReadAgain(t *testing.T) {
 	s.reconcileAll(ctx)
 	if l.snapshots != 2 {
 		t.Fatalf("%d snapshots after a change", l.snapshots)
+	}
+}
+
+// attachOrder records, at each Dispatch, which executions' attach streams
+// were open.
+type attachOrder struct {
+	versioned
+	open       map[string]bool
+	atDispatch []bool
+}
+
+func (a *attachOrder) ExecutionStarted(_ RunRef, x string) { a.open[x] = true }
+func (a *attachOrder) ExecutionEnded(_ RunRef, x string)   { delete(a.open, x) }
+func (a *attachOrder) Dispatch(_ context.Context, _ RunRef, ds []Dispatch) error {
+	for _, d := range ds {
+		a.atDispatch = append(a.atDispatch, a.open[d.Ref])
+	}
+	return ErrGateClosed
+}
+
+// TestAttachOpensBeforeTheDispatchCommits: a client that sees an
+// execution active (its dispatch committed) can attach to it at once, so
+// its attach stream opens before the dispatch commits; a dispatch that
+// does not commit closes it again.
+func TestAttachOpensBeforeTheDispatchCommits(t *testing.T) {
+	l := &attachOrder{versioned: versioned{version: 1}, open: map[string]bool{}}
+	s := New(l, nil, nil)
+	s.reconcileAll(context.Background())
+	if len(l.atDispatch) != 1 || !l.atDispatch[0] {
+		t.Fatalf("attach stream open at dispatch: %v", l.atDispatch)
+	}
+	if len(l.open) != 0 {
+		t.Fatalf("streams left open after a refused dispatch: %v", l.open)
 	}
 }

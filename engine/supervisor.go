@@ -452,7 +452,15 @@ func (s *Supervisor) dispatch(ctx context.Context, snap *Snapshot, ds []reduce.D
 		counts[d.Occurrence.Node]++
 		batch[i] = Dispatch{Dispatch: d, Ref: ExecutionRef(ref.RunID, d.Occurrence.Node, counts[d.Occurrence.Node])}
 	}
+	// Each execution's attach stream opens before its dispatch commits, so
+	// a client that sees the execution active can attach to it at once.
+	for _, d := range batch {
+		s.ledger.ExecutionStarted(ref, d.Ref)
+	}
 	if err := s.ledger.Dispatch(ctx, ref, batch); err != nil {
+		for _, d := range batch {
+			s.ledger.ExecutionEnded(ref, d.Ref)
+		}
 		if errors.Is(err, ErrGateClosed) {
 			return nil
 		}
@@ -464,7 +472,8 @@ func (s *Supervisor) dispatch(ctx context.Context, snap *Snapshot, ds []reduce.D
 	return nil
 }
 
-// start runs one execution's worker in its own goroutine.
+// start runs one execution's worker in its own goroutine; its attach
+// stream is already open (dispatch) and the goroutine ends it.
 func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 	ref := snap.Ref
 	node := findNode(snap.Spec, d.Occurrence.Node)
@@ -478,7 +487,6 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
-		s.ledger.ExecutionStarted(ref, d.Ref)
 		outcome := s.execute(wctx, snap, d, node, timeout)
 		s.ledger.ExecutionEnded(ref, d.Ref)
 		if ctx.Err() != nil {
