@@ -218,3 +218,39 @@ func blockedRun(t *testing.T, id string) (*rig, context.Context, string) {
 	r, ctx := startRun(t, id, "block")
 	return r, ctx, <-r.agents.started
 }
+
+// sharedMemory is the memory store presented as one that other replicas
+// write too.
+type sharedMemory struct{ store.Store }
+
+func (sharedMemory) SharedByReplicas() bool { return true }
+
+// TestWatchOnAnotherReplicaFollows: a watch served by a replica that does
+// not run the run (a second backend on the same shared store, with no
+// supervisor) follows its records to the terminal one, woken by the store
+// rather than by its own writes.
+func TestWatchOnAnotherReplicaFollows(t *testing.T) {
+	st := sharedMemory{store.NewMemory()}
+	a := newRig(t, st, 0)
+	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(b.Close)
+	ctx := as("alice")
+	if _, err := a.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
+		t.Fatal(err)
+	}
+	<-a.agents.started
+	sub, err := b.Watch(ctx, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // run started, node started: all there is while it blocks
+		if n, err := sub.Stream.Next(context.Background()); err != nil || n.Closed != "" {
+			t.Fatalf("replayed record %d: %+v %v", i, n, err)
+		}
+	}
+	close(a.agents.release)
+	rest, closed := drain(t, sub)
+	if closed != "done" || len(rest) == 0 {
+		t.Fatalf("followed %d records, closed %q", len(rest), closed)
+	}
+}

@@ -20,6 +20,7 @@ import (
 type tail struct {
 	st        store.Store
 	wake      *signals
+	shared    bool // st is written by other replicas too (store.IsShared)
 	tk, runID string
 	after     uint64
 	buf       []store.Event
@@ -41,6 +42,12 @@ func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, e
 			return ev, rec, false, err
 		}
 		changed := t.wake.wait(runKey{t.tk, t.runID})
+		// Another replica's write wakes no local signal; on a shared store
+		// its commit is seen through Changed.
+		var remote <-chan struct{}
+		if t.shared {
+			remote = t.st.Changed()
+		}
 		finished := false
 		err := t.st.View(ctx, func(tx store.ReadTx) error {
 			var err error
@@ -60,8 +67,11 @@ func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, e
 		if finished {
 			return ev, rec, false, nil
 		}
-		if err := await(ctx, changed); err != nil {
-			return ev, rec, false, err
+		select {
+		case <-changed:
+		case <-remote:
+		case <-ctx.Done():
+			return ev, rec, false, ctx.Err()
 		}
 	}
 }
@@ -79,7 +89,7 @@ type SubscribeResult struct {
 // record) for a new watch or logs stream.
 func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*tail, string, error) {
 	tk := b.tenant(ctx)
-	t := &tail{st: b.store, wake: &b.wake, tk: tk, runID: runID}
+	t := &tail{st: b.store, wake: &b.wake, shared: store.IsShared(b.store), tk: tk, runID: runID}
 	at := cursorString(0)
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
 		st, _, ok, err := loadRun(tx, tk, runID)

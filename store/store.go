@@ -164,3 +164,17 @@ type Event struct {
 	Index uint64
 	Body  []byte
 }
+
+// Shared is implemented by a store that other processes write as well
+// (several replicas on one database). A reader that is woken only by its
+// own process's writes must then also wait on Changed, which reports every
+// process's commits.
+type Shared interface {
+	SharedByReplicas() bool
+}
+
+// IsShared reports whether st is written by other processes too.
+func IsShared(st Store) bool {
+	s, ok := st.(Shared)
+	return ok && s.SharedByReplicas()
+}

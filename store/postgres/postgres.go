@@ -339,3 +339,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// SharedByReplicas reports true: every replica writes the same database,
+// so readers must wait on Changed, not only on their own process's writes.
+func (s *Store) SharedByReplicas() bool { return true }
