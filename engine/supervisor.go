@@ -489,16 +489,18 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 		defer cancel()
 		outcome := s.execute(wctx, snap, d, node, timeout)
 		s.ledger.ExecutionEnded(ref, d.Ref)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && outcome.IsError() {
 			// A graceful shutdown cancelled it: it is interrupted, not
-			// failed (recordInterrupts).
+			// failed (recordInterrupts). A worker that finished with a
+			// result before it saw the shutdown is settled with it, so
+			// its side effects are not repeated.
 			s.mu.Lock()
 			s.interrupted[ref] = append(s.interrupted[ref], d.Execution)
 			delete(s.running, key)
 			s.mu.Unlock()
 			return
 		}
-		if wctx.Err() != nil && !outcome.timedOut {
+		if wctx.Err() != nil && ctx.Err() == nil && !outcome.timedOut {
 			// A void or a lost claim: the ledger already decided.
 			s.forget(key)
 			return
