@@ -17,9 +17,9 @@ type settling struct {
 	settled []Settlement
 }
 
-func (l *settling) Changed() <-chan struct{}                          { return make(chan struct{}) }
+func (l *settling) Changed() <-chan struct{}                           { return make(chan struct{}) }
 func (l *settling) Dispatch(context.Context, RunRef, []Dispatch) error { return nil }
-func (l *settling) Log(RunRef, string, string, string)                {}
+func (l *settling) Log(RunRef, string, string, string)                 {}
 func (l *settling) Settle(_ context.Context, _ RunRef, ss []Settlement) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
