@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,13 +95,19 @@ type rememberedKey struct {
 
 // keyFile is where the key of this command's server is remembered:
 // $XDG_CACHE_HOME/oecp/keys (else ~/.cache/oecp/keys), one file named by
-// a hash of the server URL and the key.
+// a hash of the server URL, the identity's token and the key, so two
+// identities on one machine never share a remembered key (idempotency keys
+// are per tenant on the server too).
 func (c *cli) keyFile() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256([]byte(c.server + "\n" + c.idemKey))
+	o, err := c.dialOptions()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(c.server + "\n" + o.Token + "\n" + c.idemKey))
 	return filepath.Join(dir, "oecp", "keys", hex.EncodeToString(sum[:16])+".json"), nil
 }
 
@@ -143,11 +150,16 @@ func (c *cli) remember(s casState) {
 		}
 		pruneKeys(dir)
 		b, _ := json.Marshal(rememberedKey{Command: c.name, State: s})
-		tmp := f + ".tmp"
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		tmp, err := os.CreateTemp(dir, ".key-*")
+		if err != nil {
 			return err
 		}
-		return os.Rename(tmp, f)
+		_, err = tmp.Write(b)
+		if err = errors.Join(err, tmp.Close()); err != nil {
+			_ = os.Remove(tmp.Name())
+			return err
+		}
+		return os.Rename(tmp.Name(), f)
 	}()
 	if err != nil {
 		fmt.Fprintf(c.stderr, "oecp %s: cannot remember --idempotency-key (%v): running this command again with it may be refused as reused\n", c.name, err)
