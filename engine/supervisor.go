@@ -187,6 +187,8 @@ type Supervisor struct {
 	// interrupted holds the executions a graceful shutdown cancelled.
 	// Under mu.
 	interrupted map[RunRef][]uint64
+	// obs sees runs and executions (nil: none). Set before Run.
+	obs Observer
 }
 
 // reading is what one reconcile of a run found, and under which version.
@@ -283,6 +285,9 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 		return failed
 	}
 	s.dropLost()
+	if s.obs != nil {
+		s.obs.RunsActive(len(runs))
+	}
 	live := map[RunRef]bool{}
 	var wants []want
 	for _, ref := range runs {
@@ -410,7 +415,7 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 			return nil, nil // settle what runs first
 		}
 		s.log.Warn("engine: reducer error ends the run", "run", ref.RunID, "err", err)
-		return nil, s.ledger.Finish(ctx, ref, reduce.Terminal{Status: reduce.TerminalFailed, Reason: reduce.FailureReason(err)})
+		return nil, s.finish(ctx, ref, reduce.Terminal{Status: reduce.TerminalFailed, Reason: reduce.FailureReason(err)})
 	}
 	if vs := res.Voids(); len(vs) > 0 {
 		s.mu.Lock()
@@ -426,7 +431,7 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 		if len(active) > 0 {
 			return nil, nil
 		}
-		return nil, s.ledger.Finish(ctx, ref, *res.Terminal)
+		return nil, s.finish(ctx, ref, *res.Terminal)
 	}
 	if ds := res.Dispatches(); len(ds) > 0 {
 		if snap.Dispatch != protocol.DispatchActive {
@@ -457,6 +462,7 @@ func (s *Supervisor) dispatch(ctx context.Context, snap *Snapshot, ds []reduce.D
 	for _, d := range batch {
 		s.ledger.ExecutionStarted(ref, d.Ref)
 	}
+	at := time.Now()
 	if err := s.ledger.Dispatch(ctx, ref, batch); err != nil {
 		for _, d := range batch {
 			s.ledger.ExecutionEnded(ref, d.Ref)
@@ -467,14 +473,15 @@ func (s *Supervisor) dispatch(ctx context.Context, snap *Snapshot, ds []reduce.D
 		return err
 	}
 	for _, d := range batch {
-		s.start(ctx, snap, d)
+		s.start(ctx, snap, d, at)
 	}
 	return nil
 }
 
 // start runs one execution's worker in its own goroutine; its attach
-// stream is already open (dispatch) and the goroutine ends it.
-func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
+// stream is already open (dispatch) and the goroutine ends it. Its
+// dispatch was recorded at.
+func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at time.Time) {
 	ref := snap.Ref
 	node := findNode(snap.Spec, d.Occurrence.Node)
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
@@ -487,8 +494,13 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch) {
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		label := s.workerLabel(snap, d.Dispatch)
+		if s.obs != nil {
+			s.obs.ExecutionStarted(label, time.Since(at))
+		}
 		outcome := s.execute(wctx, snap, d, node, timeout)
 		s.ledger.ExecutionEnded(ref, d.Ref)
+		s.observeEnded(ctx, wctx, label, outcome)
 		if ctx.Err() != nil && outcome.IsError() {
 			// A graceful shutdown cancelled it: it is interrupted, not
 			// failed (recordInterrupts). A worker that finished with a

@@ -89,6 +89,14 @@ type Options struct {
 	Now func() time.Time
 	// Log receives connection diagnostics (default slog.Default()).
 	Log *slog.Logger
+	// Observer, when set, sees the connection (see observe.go); Binding
+	// and Peer describe it to the observer.
+	Observer Observer
+	Binding  string
+	Peer     string
+	// Limits, when set, bound this connection's requests and
+	// subscriptions (the transport obtained them from Limits.Open).
+	Limits ConnLimits
 }
 
 func (o *Options) defaults() {
@@ -144,6 +152,12 @@ type Conn struct {
 	// WriteTimeout.
 	writeStart atomic.Int64
 	stallOnce  atomic.Bool
+
+	obs       ConnObserver // nil: not observed
+	started   time.Time
+	framesIn  int64 // the reader's count
+	framesOut atomic.Int64
+	reason    CloseReason // set by the close sequence
 }
 
 // NewConn prepares a connection core over t for a peer with identity id.
@@ -173,6 +187,8 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 // every goroutine it started has finished, except handlers that ignore
 // cancellation (they are abandoned, their results dropped).
 func (c *Conn) Serve(shutdown context.Context) {
+	c.observeOpen()
+	defer c.observeClose()
 	watchdog.add(c)
 	defer watchdog.remove(c)
 	if !c.ident.ExpiresAt.IsZero() {
@@ -212,6 +228,7 @@ func (c *Conn) InFlight() (ids, slots, cancelledRunning int) {
 func (c *Conn) end(reason CloseReason) {
 	c.endOnce.Do(func() {
 		defer close(c.done)
+		c.reason = reason
 		if reason == CloseExpired || reason == CloseInternal {
 			c.stopAdmitting()
 			c.cancel()
@@ -297,6 +314,7 @@ func (c *Conn) readLoop() (expired bool) {
 		if err != nil {
 			return false
 		}
+		c.framesIn++
 		var stopped bool
 		c.updateInFlight(func(s *inFlight) { stopped = s.draining })
 		if stopped || !c.handleFrame(data) {
@@ -343,6 +361,7 @@ func (c *Conn) handleFrame(data []byte) bool {
 	f := protocol.DecodeFrame(data)
 	switch f.Kind {
 	case protocol.FrameParseError:
+		c.observeInline(MethodOther, CodeParseError)
 		return c.inline(protocol.ParseErrorFrame, true)
 	case protocol.FrameCancelRequest:
 		c.cancelRequest(f.CancelID)
@@ -352,6 +371,9 @@ func (c *Conn) handleFrame(data []byte) bool {
 		return true
 	}
 	m, task := c.classify(&f)
+	if c.opts.Limits != nil && f.AdmissionID != nil && !c.opts.Limits.Allow() {
+		return c.refuse(RefusedRate, protocol.ServerBusyFrame(*f.AdmissionID))
+	}
 	var spec *request
 	if task {
 		spec = &request{key: f.ID.Key(), registered: f.AdmissionID != nil, subscribe: m.Kind == protocol.Subscription}
@@ -361,24 +383,26 @@ func (c *Conn) handleFrame(data []byte) bool {
 	case refusedClosing:
 		return false
 	case refusedDuplicate:
-		return c.inline(protocol.DuplicateIDFrame(*f.AdmissionID), false)
+		return c.refuse(RefusedDuplicate, protocol.DuplicateIDFrame(*f.AdmissionID))
 	case refusedBusy:
 		if f.AdmissionID != nil {
-			return c.inline(protocol.ServerBusyFrame(*f.AdmissionID), false)
+			return c.refuse(RefusedBusy, protocol.ServerBusyFrame(*f.AdmissionID))
 		}
 		return true
 	}
 	switch {
 	case f.Kind == protocol.FrameInvalid:
+		c.observeInline(MethodOther, CodeInvalidRequest)
 		return c.inline(protocol.InvalidRequestFrame, false)
 	case m == nil:
+		c.observeInline(MethodOther, CodeMethodNotFound)
 		return c.inline(protocol.MethodNotFoundFrame(f.ID), false)
 	case r == nil:
 		// A read-only snapshot answered in place: it completes before the
 		// next frame is read, so no other frame can observe its id in
 		// flight, and its answer is queued in frame order like the
 		// reader's own.
-		return c.inline(c.disp.Unary(c.ctx, m, f.ID, f.Params), false)
+		return c.inline(c.unary(c.ctx, m, &f), false)
 	}
 	// Only the reader reads or sets r.cancel until the goroutine starts.
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -436,6 +460,9 @@ func (c *Conn) admit(aid *protocol.ID, spec *request) (r *request, v verdict) {
 func (c *Conn) cancelRequest(id protocol.ID) {
 	var r *request
 	c.updateInFlight(func(s *inFlight) { r = s.cancel(id.Key()) })
+	if c.obs != nil {
+		c.obs.Cancel(r != nil)
+	}
 	if r != nil {
 		r.cancel()
 	}
@@ -471,7 +498,7 @@ func (c *Conn) freeSlot() { c.updateInFlight((*inFlight).freeSlot) }
 func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
 	defer c.wg.Done()
 	defer r.cancel()
-	frame := c.disp.Unary(ctx, m, f.ID, f.Params)
+	frame := c.unary(ctx, m, &f)
 	if !c.release(r) {
 		return // cancelled: a late result is dropped
 	}

@@ -12,7 +12,14 @@ import (
 // life.
 func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
 	defer c.wg.Done()
-	sub, errFrame := c.disp.Subscribe(ctx, m, f.ID, f.Params)
+	if !c.openSubscription() {
+		c.release(r)
+		r.cancel()
+		c.answer(protocol.ServerBusyFrame(f.ID))
+		return
+	}
+	defer c.closeSubscription()
+	sub, errFrame := c.subscribe(ctx, m, &f)
 	c.release(r) // subscriptions ignore $/cancelRequest; the id is free now
 	if sub == nil {
 		r.cancel()
@@ -39,6 +46,7 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 		}
 		return
 	}
+	mi := c.subscribed(m)
 	defer func() {
 		sub.Stream.Close()
 		r.cancel()
@@ -46,8 +54,9 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 			in.unsubscribe(s)
 			in.freeSlot()
 		})
+		c.unsubscribed(mi)
 	}()
-	c.stream(ctx, sub, f.ID)
+	c.stream(ctx, sub, f.ID, mi)
 }
 
 // eventPrefix is the start of every event frame; the subscription id and
@@ -57,7 +66,7 @@ const eventPrefix = `{"jsonrpc":"2.0","method":"event","params":`
 // stream writes the establishment result, then the subscription's
 // notifications in stream order, until the stream or ctx ends; a
 // subscription/closed is the last frame.
-func (c *Conn) stream(ctx context.Context, sub *Subscription, id protocol.ID) {
+func (c *Conn) stream(ctx context.Context, sub *Subscription, id protocol.ID, mi int) {
 	result, err := protocol.Marshal(sub.Result)
 	if err != nil {
 		_ = c.send(c.ctx, protocol.ErrorFrame(id, protocol.Internal("")))
@@ -74,7 +83,9 @@ func (c *Conn) stream(ctx context.Context, sub *Subscription, id protocol.ID) {
 			return
 		}
 		if n.Closed != "" {
-			_ = c.send(ctx, closedFrame(sub, n.Closed, last))
+			if c.send(ctx, closedFrame(sub, n.Closed, last)) == nil && n.Closed == protocol.SlowConsumer && c.obs != nil {
+				c.obs.SlowConsumer(mi)
+			}
 			return
 		}
 		// params = {"subscriptionId":..<Rest>}; frame = prefix + Rest + "}}".
@@ -87,6 +98,9 @@ func (c *Conn) stream(ctx context.Context, sub *Subscription, id protocol.ID) {
 		frame = append(frame, '}', '}')
 		if c.send(ctx, frame) != nil {
 			return
+		}
+		if c.obs != nil {
+			c.obs.Delivered(mi)
 		}
 		if n.Cursor != "" {
 			last = n.Cursor

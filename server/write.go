@@ -50,6 +50,7 @@ func (c *Conn) writeDirect(b []byte) {
 	if err == nil {
 		err = c.t.Flush()
 	}
+	c.countOut()
 	c.endWrite()
 	if err != nil {
 		c.writeFailed(err)
@@ -75,6 +76,7 @@ func (c *Conn) drainer() {
 		for _, f := range batch {
 			if err == nil && !c.out.isAborted() {
 				err = c.t.WriteFrame(f.b)
+				c.countOut()
 			}
 			if f.token {
 				c.out.releaseToken()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
 // NewMemory returns an in-memory Store. Update transactions are serialized
@@ -46,6 +47,7 @@ type memory struct {
 	counters map[string]uint64
 	seq      uint64
 	changed  chan struct{}
+	obs      Observer // set before use; nil: none
 }
 
 func (m *memory) Update(ctx context.Context, fn func(Tx) error) error {
@@ -54,6 +56,7 @@ func (m *memory) Update(ctx context.Context, fn func(Tx) error) error {
 	}
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
+	start := time.Now()
 	m.mu.RLock()
 	closed := m.closed
 	m.mu.RUnlock()
@@ -78,6 +81,9 @@ func (m *memory) Update(ctx context.Context, fn func(Tx) error) error {
 	m.changed = make(chan struct{})
 	m.mu.Unlock()
 	close(ch)
+	if m.obs != nil {
+		m.obs.Commit(time.Since(start), false)
+	}
 	return nil
 }
 

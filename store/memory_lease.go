@@ -51,6 +51,9 @@ func (m *memory) AcquireLease(ctx context.Context, name, owner string) (uint64, 
 	err := m.leaseWrite(ctx, func(ls map[string]Lease) error {
 		l := ls[name]
 		if l.Owner != owner || l.Epoch == 0 {
+			if l.Owner != "" && m.obs != nil {
+				m.obs.LeaseTakenOver()
+			}
 			l = Lease{Name: name, Owner: owner, Epoch: l.Epoch + 1}
 			ls[name] = l
 		}

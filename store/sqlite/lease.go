@@ -35,6 +35,9 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string) (uint64, e
 		return 0, err
 	}
 	if prev.Owner != "" {
+		if s.obs != nil {
+			s.obs.LeaseTakenOver()
+		}
 		s.log.Info("lease taken over", "lease", name, "from", prev.Owner, "owner", owner, "epoch", epoch)
 	}
 	return epoch, nil

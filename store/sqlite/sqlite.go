@@ -54,6 +54,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
@@ -147,11 +148,14 @@ type Store struct {
 	rstmts [nStmts]*sql.Stmt // read statements, prepared on the pool
 
 	signal store.Signal // Changed
+
+	obs store.Observer // set before use; nil: none
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Leaser = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Leaser     = (*Store)(nil)
+	_ store.Observable = (*Store)(nil)
 )
 
 // Open opens (creating or migrating as needed) the store in opt.Dir and
@@ -389,7 +393,9 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 	// interrupt a transaction half way, and a context with a Done channel
 	// costs the driver a goroutine per statement.
 	bg := context.Background()
+	start := time.Now()
 	if _, err := s.wstmts[stBegin].ExecContext(bg); err != nil {
+		s.observe(start, true)
 		return dbErr("begin", err)
 	}
 	t := &txn{s: s, seq: s.lastSeq}
@@ -412,10 +418,12 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 		// then fails harmlessly, but report the commit error alone.
 		committed = true
 		_, _ = s.wstmts[stRollback].ExecContext(bg)
+		s.observe(start, true)
 		return dbErr("commit", err)
 	}
 	committed = true
 	s.lastSeq = t.seq
+	s.observe(start, false)
 	return nil
 }
 

@@ -1,0 +1,27 @@
+package store
+
+import "time"
+
+// Observer sees a store's commits and lease takeovers (metrics). Its
+// methods are called on the commit path, after the store's locks are
+// released or while its writer lock is held: they must not block or call
+// the store.
+type Observer interface {
+	// Commit is one read-write transaction that wrote: how long it took
+	// from begin to commit, and whether the store failed it (begin or
+	// commit failed). A transaction its callback abandoned with an error
+	// is not a commit and is not reported.
+	Commit(d time.Duration, failed bool)
+	// LeaseTakenOver is one lease acquired from another owner.
+	LeaseTakenOver()
+}
+
+// Observable is implemented by the stores that report to an Observer
+// (memory, SQLite). SetObserver must be called before the store is used
+// by more than one goroutine.
+type Observable interface {
+	SetObserver(o Observer)
+}
+
+// SetObserver implements Observable.
+func (m *memory) SetObserver(o Observer) { m.obs = o }
