@@ -59,6 +59,11 @@ type Options struct {
 	// KeepWorkspaces is how long a finished run's directory stays
 	// (0: workspace.DefaultKeep; negative: removed at once).
 	KeepWorkspaces time.Duration
+	// Observer, when set, sees the supervisor's runs and executions.
+	Observer engine.Observer
+	// MaxActiveRunsPerTenant bounds a tenant's unfinished native runs (0:
+	// unbounded); a v1 cluster holds at most one run per tenant anyway.
+	MaxActiveRunsPerTenant int
 }
 
 // Capsule is a running default backend.
@@ -174,6 +179,8 @@ func New(o Options) (*Capsule, error) {
 		Agents: &agents{cfg: o.Harness, ws: ws, log: o.Log, runners: map[string]*harness.Runner{}},
 		Verify: verifyNative(),
 		Log:    o.Log,
+
+		MaxActivePerTenant: o.MaxActiveRunsPerTenant,
 	}
 	if o.Repos != nil {
 		rc.Workspaces = workspaces{ws}
@@ -185,6 +192,9 @@ func New(o Options) (*Capsule, error) {
 		ledger = o.WrapLedger(ledger)
 	}
 	sup := engine.New(ledger, workers, o.Log)
+	if o.Observer != nil {
+		sup.SetObserver(o.Observer)
+	}
 	switch {
 	case o.MaxActive == 0:
 		sup.SetMaxActive(DefaultMaxActive)

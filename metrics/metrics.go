@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 )
@@ -118,12 +119,34 @@ func New() *Metrics {
 	m.takeovers = f.counter("lease_takeovers_total", "Run supervision leases taken over from another owner.")
 	m.compacted = f.counter("retention_compacted_runs_total", "Finished runs whose history retention deleted.")
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.zeroes()
 	m.reqCells = make([]cell[prometheus.Counter], methodSlots*len(server.Codes))
 	m.durCells = make([]cell[prometheus.Observer], methodSlots)
 	m.subCells = make([]cell[prometheus.Gauge], methodSlots)
 	m.delCells = make([]cell[prometheus.Counter], methodSlots)
 	m.slowCells = make([]cell[prometheus.Counter], methodSlots)
 	return m
+}
+
+// zeroes creates the series of the fixed label values (bindings,
+// refusal reasons, subscription methods), so that a scrape shows them
+// at zero before anything happened.
+func (m *Metrics) zeroes() {
+	for _, b := range []string{"websocket", "ndjson"} {
+		m.connsOpen.WithLabelValues(b)
+	}
+	for _, r := range server.Refusals {
+		m.refused.WithLabelValues(r)
+	}
+	for _, mi := range protocol.Methods {
+		if mi.Kind == protocol.Subscription {
+			m.subsOpen.WithLabelValues(mi.Name)
+			m.delivered.WithLabelValues(mi.Name)
+			m.slowConsumer.WithLabelValues(mi.Name)
+		}
+	}
+	m.runsFinished.WithLabelValues(string(reduce.TerminalSucceeded))
+	m.runsFinished.WithLabelValues(string(reduce.TerminalFailed))
 }
 
 // Registry returns the registry (tests, extra collectors).

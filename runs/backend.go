@@ -32,6 +32,10 @@ type Config struct {
 	// Verify runs the production verifier (default VerifyDirect).
 	Verify Verify
 	Log    *slog.Logger
+	// MaxActivePerTenant bounds a tenant's unfinished runs
+	// (--max-active-runs-per-tenant; 0: unbounded): a submission past it
+	// is answered SERVER_BUSY, a replay of a recorded one still answers.
+	MaxActivePerTenant int
 }
 
 // Backend serves the run/* methods over the store and is the engine's
@@ -181,7 +185,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	res := &SubmitResult{}
 	err = b.store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		res.RunID, err = commitSubmission(tx, tk, runID, sub, digest, seed)
+		res.RunID, err = commitSubmission(tx, tk, runID, sub, digest, seed, b.cfg.MaxActivePerTenant)
 		return err
 	})
 	switch {
@@ -189,6 +193,8 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 		return nil, protocol.AppError(protocol.RunConflict, protocol.MsgRunCAS, map[string]any{"currentRunId": runID})
 	case errors.Is(err, errKeyReused):
 		return nil, protocol.AppError(protocol.IdempotencyReuse, protocol.MsgIdempotencyReuse, map[string]any{"runId": res.RunID})
+	case errors.Is(err, errTenantBusy):
+		return nil, protocol.AppError(protocol.ServerBusy, protocol.MsgServerBusy, map[string]any{"maxActiveRunsPerTenant": b.cfg.MaxActivePerTenant})
 	case err != nil:
 		return nil, wire(err)
 	}
@@ -197,8 +203,10 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 
 // commitSubmission is Submit's transaction. It returns the run id the
 // submission is recorded under (another one for a replay under the same
-// submission key); with errKeyReused that is the key's existing run.
-func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest string, seed []byte) (string, error) {
+// submission key); with errKeyReused that is the key's existing run. A
+// new run is refused with errTenantBusy when the tenant already has
+// maxActive unfinished runs (0: unbounded).
+func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest string, seed []byte, maxActive int) (string, error) {
 	if st, _, ok, err := loadRun(tx, tk, runID); err != nil || ok {
 		if err == nil && st.Digest != digest {
 			err = errConflict
@@ -211,6 +219,9 @@ func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest str
 			err = errKeyReused
 		}
 		return string(r.Result), err
+	}
+	if err := checkTenantActive(tx, tk, maxActive); err != nil {
+		return "", err
 	}
 	if err := tx.CreateRun(tk, store.Run{ID: runID, Seed: seed}); err != nil {
 		return "", err

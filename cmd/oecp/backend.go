@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/metrics"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/sqlite"
@@ -34,6 +35,13 @@ type backendConfig struct {
 	// maxActive bounds running executions (0: unbounded).
 	maxActive int
 	pg        postgresConfig
+	// activeRunsPerTenant bounds a tenant's unfinished native runs (0:
+	// unbounded).
+	activeRunsPerTenant int
+	// metrics, when set, observes the store and the engine; onStore, when
+	// set, is given the opened store (readiness).
+	metrics *metrics.Metrics
+	onStore func(store.Store)
 }
 
 func (b *backendConfig) addFlags(fs *flag.FlagSet) {
@@ -48,6 +56,7 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&b.keepWorkspaces, "keep-workspaces", workspace.DefaultKeep, "keep a finished native run's workspace for `DURATION` (0: remove it at once)")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
+	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
 }
 
 func (b *backendConfig) validate() error {
@@ -84,6 +93,9 @@ func (b *backendConfig) validate() error {
 	if b.keepWorkspaces < 0 {
 		return fmt.Errorf("--keep-workspaces %v: want 0 or more", b.keepWorkspaces)
 	}
+	if b.activeRunsPerTenant < 0 {
+		return fmt.Errorf("--max-active-runs-per-tenant %d: want 0 (unbounded) or more", b.activeRunsPerTenant)
+	}
 	if b.maxActive < 0 {
 		return fmt.Errorf("--max-active %d: want 0 (unbounded) or more", b.maxActive)
 	}
@@ -119,7 +131,19 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			return nil, nil, err
 		}
 	}
-	opts := capsule.Options{Store: st, Tenancy: tenancy, Commands: cmds, Log: log, MaxActive: max(cfg.maxActive, 0)}
+	if cfg.metrics != nil {
+		if o, ok := st.(store.Observable); ok {
+			o.SetObserver(cfg.metrics)
+		}
+	}
+	if cfg.onStore != nil {
+		cfg.onStore(st)
+	}
+	opts := capsule.Options{Store: st, Tenancy: tenancy, Commands: cmds, Log: log, MaxActive: max(cfg.maxActive, 0),
+		MaxActiveRunsPerTenant: cfg.activeRunsPerTenant}
+	if cfg.metrics != nil {
+		opts.Observer = cfg.metrics
+	}
 	if cfg.maxActive == 0 {
 		opts.MaxActive = -1
 	}

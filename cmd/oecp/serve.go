@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,8 +16,10 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/transport/ndjson"
 	"github.com/oecp/oecp/transport/websocket"
 	"github.com/oecp/oecp/webui"
@@ -43,6 +44,7 @@ type serveConfig struct {
 	logLevel          string
 	cpuProfile        string
 	backend           backendConfig
+	ops               opsConfig
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
@@ -65,13 +67,17 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` until the server stops (diagnostics)")
 	cfg.backend.addFlags(fs.FlagSet)
+	cfg.ops.addFlags(fs.FlagSet)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fs.usageErr("unexpected argument %q", fs.Arg(0))
 	}
-	log, err := newLogger(stderr, cfg.logLevel)
+	if err := cfg.ops.validate(); err != nil {
+		return failf("serve", exitUsage, "%v", err)
+	}
+	log, err := newLogger(stderr, cfg.logLevel, cfg.ops.logFormat)
 	if err != nil {
 		return failf("serve", exitUsage, "%v", err)
 	}
@@ -92,6 +98,9 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 		}
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
+	op := newOperated(cfg.ops, log)
+	cfg.backend.metrics = op.metrics
+	cfg.backend.onStore = func(st store.Store) { op.ready.Store = st }
 	backend, closeBackend, err := newBackend(cfg.backend, log)
 	if err != nil {
 		// What fails here is a file a flag names: the workers file, or the
@@ -103,10 +112,13 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 	// The cluster backends answer initialize and get from one store
 	// snapshot without waiting, so the reader may run them in place.
 	disp := &server.Dispatcher{Backend: backend, Log: log, FaultDelay: delays, InlineReads: true}
-	opts := server.Options{ShutdownGrace: cfg.shutdownGrace, Log: log}
+	opts := server.Options{ShutdownGrace: cfg.shutdownGrace, Log: log, Observer: op.observer()}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := op.serveMetrics(ctx); err != nil {
+		return err
+	}
 
 	if cfg.stdio {
 		if err := ndjson.Serve(ctx, disp, os.Stdin, stdout, stderr, identity.Local(), opts); err != nil {
@@ -114,15 +126,7 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 		}
 		return nil
 	}
-	return serveWebSocket(ctx, cfg, disp, opts, log)
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return serveWebSocket(ctx, cfg, disp, opts, op)
 }
 
 func parseFaultDelays(specs []string) (map[string]time.Duration, error) {
@@ -168,6 +172,9 @@ func reachable(addr net.Addr) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
 }
 
+// authenticated reports whether connections present a token.
+func (cfg serveConfig) authenticated() bool { return cfg.authTokens != "" }
+
 // wsSecurity checks the WebSocket listener's security flags and loads the
 // token resolver and TLS configuration (nil for plaintext). A non-loopback
 // listen needs tokens, and TLS or an explicit --insecure-plaintext.
@@ -178,7 +185,7 @@ func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
 	}
 	if !isLoopbackListen(cfg.listen) {
 		var missing []string
-		if cfg.authTokens == "" {
+		if !cfg.authenticated() {
 			missing = append(missing, "--auth-tokens FILE (so that connections are authenticated)")
 		}
 		if !useTLS && !cfg.insecurePlaintext {
@@ -209,7 +216,8 @@ func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
 // serveWebSocket serves the dispatcher on cfg.listen until ctx ends, then
 // shuts down: new connections are refused, open ones get the shutdown
 // grace (plus a margin) to close.
-func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatcher, opts server.Options, log *slog.Logger) error {
+func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatcher, opts server.Options, op *operated) error {
+	log := op.log
 	resolver, tlsConfig, err := wsSecurity(cfg)
 	if err != nil {
 		return err
@@ -223,14 +231,12 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 		Options:        opts,
 		Shutdown:       shutdown,
 		Log:            log,
+		Limits:         op.limits,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
 	mux.Handle(webui.Prefix, webui.New())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
+	op.routes(mux)
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return failf("serve", exitUsage, "listen on %s: %v", cfg.listen, err)
@@ -240,7 +246,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 		ln = tls.NewListener(ln, tlsConfig)
 		scheme = "wss"
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 32 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	srv := ops.NewServer(op.handler(mux, cfg.authenticated()), cfg.ops.http, log)
 	log.Info("serving", "url", fmt.Sprintf("%s://%s/oecp", scheme, reachable(ln.Addr())), "listen", ln.Addr().String(),
 		"web", fmt.Sprintf("http%s://%s%s", strings.TrimPrefix(scheme, "ws"), reachable(ln.Addr()), webui.Prefix))
 	errc := make(chan error, 1)
@@ -250,6 +256,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 		return failf("serve", exitError, "%v", err)
 	case <-ctx.Done():
 	}
+	op.drain()
 	log.Info("shutting down")
 	beginShutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace+5*time.Second)

@@ -152,6 +152,9 @@ func Serve(shutdown context.Context, d *server.Dispatcher, in io.Reader, out, di
 		_, err := io.WriteString(diag, DiagExpired)
 		return err
 	}
+	if opts.Binding == "" {
+		opts.Binding = "ndjson"
+	}
 	c := server.NewConn(d, New(in, out, diag), id, opts)
 	served := make(chan struct{})
 	go func() {

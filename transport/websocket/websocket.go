@@ -144,6 +144,9 @@ type Handler struct {
 	// (--allow-origin); cross-origin upgrades are answered 403.
 	OriginPatterns []string
 	Options        server.Options
+	// Limits, when set, admit each connection after its identity resolved
+	// (HTTP 429 without upgrading when refused) and bound it.
+	Limits server.Limits
 	// Shutdown, when done, makes every connection drain and close 1001.
 	Shutdown context.Context
 	Log      *slog.Logger
@@ -176,6 +179,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized: identity expired", http.StatusUnauthorized)
 		return
 	}
+	opts := h.Options
+	opts.Binding, opts.Peer = "websocket", r.RemoteAddr
+	if h.Limits != nil {
+		lim, ok := h.Limits.Open(id)
+		if !ok {
+			http.Error(w, "too many connections for this principal", http.StatusTooManyRequests)
+			return
+		}
+		defer lim.Close()
+		opts.Limits = lim
+	}
 	// Counted before the upgrade hijacks the connection, so that Wait
 	// after the HTTP server's shutdown never misses one being accepted.
 	h.wg.Add(1)
@@ -189,7 +203,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if shutdown == nil {
 		shutdown = context.Background()
 	}
-	conn := server.NewConn(h.Dispatcher, NewTransport(c), id, h.Options)
+	conn := server.NewConn(h.Dispatcher, NewTransport(c), id, opts)
 	conn.Serve(shutdown)
 	_ = c.CloseNow()
 }
