@@ -140,23 +140,64 @@ func ParseTokens(data []byte) (*Tokens, error) {
 // SetClock replaces the clock used to reject already-expired tokens.
 func (t *Tokens) SetClock(now func() time.Time) { t.now = now }
 
-// Resolve checks the Authorization: Bearer header.
-func (t *Tokens) Resolve(r *http.Request) (ConnectionIdentity, error) {
-	if r == nil {
-		return ConnectionIdentity{}, ErrUnauthorized
-	}
-	h := r.Header.Get("Authorization")
-	const prefix = "Bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return ConnectionIdentity{}, ErrUnauthorized
-	}
-	tok := []byte(strings.TrimSpace(h[len(prefix):]))
+// Validate resolves a raw token (however it arrived) to its identity.
+func (t *Tokens) Validate(token string) (ConnectionIdentity, error) {
+	tok := []byte(token)
 	for _, e := range t.entries {
 		if subtle.ConstantTimeCompare(e.token, tok) == 1 {
 			if e.id.ExpiredAt(t.now()) {
 				return ConnectionIdentity{}, ErrUnauthorized
 			}
 			return e.id, nil
+		}
+	}
+	return ConnectionIdentity{}, ErrUnauthorized
+}
+
+// Resolve checks the Authorization: Bearer header.
+func (t *Tokens) Resolve(r *http.Request) (ConnectionIdentity, error) { return Bearer(t).Resolve(r) }
+
+// Validator checks a raw bearer token, whatever carried it (the
+// Authorization header, a WebSocket subprotocol), and returns the
+// identity it names or ErrUnauthorized.
+type Validator interface {
+	Validate(token string) (ConnectionIdentity, error)
+}
+
+// BearerToken returns the token of an "Authorization: Bearer" header.
+func BearerToken(r *http.Request) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[len(prefix):])
+	return tok, tok != ""
+}
+
+// Bearer resolves identities from the Authorization: Bearer header with v.
+func Bearer(v Validator) Resolver {
+	return ResolverFunc(func(r *http.Request) (ConnectionIdentity, error) {
+		tok, ok := BearerToken(r)
+		if !ok {
+			return ConnectionIdentity{}, ErrUnauthorized
+		}
+		return v.Validate(tok)
+	})
+}
+
+// AnyOf accepts a token any of vs accepts, asking them in order.
+func AnyOf(vs ...Validator) Validator { return anyOf(vs) }
+
+type anyOf []Validator
+
+func (a anyOf) Validate(token string) (ConnectionIdentity, error) {
+	for _, v := range a {
+		if id, err := v.Validate(token); err == nil {
+			return id, nil
 		}
 	}
 	return ConnectionIdentity{}, ErrUnauthorized

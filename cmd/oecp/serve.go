@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -36,6 +37,7 @@ type serveConfig struct {
 	listen            string
 	stdio             bool
 	authTokens        string
+	authJWT           string
 	tlsCert, tlsKey   string
 	insecurePlaintext bool
 	allowOrigins      multiFlag
@@ -58,6 +60,7 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7300", "host:port `ADDR` to serve WebSocket on (upgrade at /oecp, health at /healthz)")
 	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one NDJSON connection on stdin/stdout instead (diagnostics on stderr)")
 	fs.StringVar(&cfg.authTokens, "auth-tokens", "", "JSON `FILE` of bearer tokens: [{\"token\",\"principal\",\"tenant\",\"expiresAt\"}]")
+	fs.StringVar(&cfg.authJWT, "auth-jwt", "", "JSON `FILE` configuring JWT bearer tokens: {\"issuer\",\"audience\",\"jwks\",\"algorithms\",\"principalClaim\",\"tenantClaim\",\"leeway\"}")
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate `FILE` (serve wss://)")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "TLS key `FILE`")
 	fs.BoolVar(&cfg.insecurePlaintext, "insecure-plaintext", false, "allow plaintext ws:// on a non-loopback address (tokens travel in clear)")
@@ -173,12 +176,12 @@ func reachable(addr net.Addr) string {
 }
 
 // authenticated reports whether connections present a token.
-func (cfg serveConfig) authenticated() bool { return cfg.authTokens != "" }
+func (cfg serveConfig) authenticated() bool { return cfg.authTokens != "" || cfg.authJWT != "" }
 
 // wsSecurity checks the WebSocket listener's security flags and loads the
 // token resolver and TLS configuration (nil for plaintext). A non-loopback
 // listen needs tokens, and TLS or an explicit --insecure-plaintext.
-func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
+func wsSecurity(cfg serveConfig, log *slog.Logger) (identity.Resolver, *tls.Config, error) {
 	useTLS := cfg.tlsCert != "" || cfg.tlsKey != ""
 	if useTLS && (cfg.tlsCert == "" || cfg.tlsKey == "") {
 		return nil, nil, failf("serve", exitUsage, "--tls-cert and --tls-key go together")
@@ -186,7 +189,7 @@ func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
 	if !isLoopbackListen(cfg.listen) {
 		var missing []string
 		if !cfg.authenticated() {
-			missing = append(missing, "--auth-tokens FILE (so that connections are authenticated)")
+			missing = append(missing, "--auth-tokens FILE or --auth-jwt FILE (so that connections are authenticated)")
 		}
 		if !useTLS && !cfg.insecurePlaintext {
 			missing = append(missing, "--tls-cert FILE --tls-key FILE (or --insecure-plaintext to accept plaintext)")
@@ -195,13 +198,9 @@ func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
 			return nil, nil, failf("serve", exitUsage, "%s is not a loopback address: give %s", cfg.listen, strings.Join(missing, " and "))
 		}
 	}
-	var resolver identity.Resolver = identity.Static(identity.Local())
-	if cfg.authTokens != "" {
-		toks, err := identity.LoadTokens(cfg.authTokens)
-		if err != nil {
-			return nil, nil, failf("serve", exitUsage, "%v", err)
-		}
-		resolver = toks
+	resolver, err := authResolver(cfg, log)
+	if err != nil {
+		return nil, nil, failf("serve", exitUsage, "%v", err)
 	}
 	if !useTLS {
 		return resolver, nil, nil
@@ -218,7 +217,7 @@ func wsSecurity(cfg serveConfig) (identity.Resolver, *tls.Config, error) {
 // grace (plus a margin) to close.
 func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatcher, opts server.Options, op *operated) error {
 	log := op.log
-	resolver, tlsConfig, err := wsSecurity(cfg)
+	resolver, tlsConfig, err := wsSecurity(cfg, log)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/metrics"
 	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/server"
@@ -164,4 +165,31 @@ func (o *operated) drain() {
 		o.log.Info("draining: readiness fails before the listener closes", "delay", o.cfg.drainDelay)
 		time.Sleep(o.cfg.drainDelay)
 	}
+}
+
+// authResolver is the connections' identity: the anonymous local one, or
+// bearer tokens from --auth-tokens, --auth-jwt, or either.
+func authResolver(cfg serveConfig, log *slog.Logger) (identity.Resolver, error) {
+	var vs []identity.Validator
+	if cfg.authTokens != "" {
+		toks, err := identity.LoadTokens(cfg.authTokens)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, toks)
+	}
+	if cfg.authJWT != "" {
+		j, err := identity.LoadJWT(cfg.authJWT, log)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, j)
+	}
+	switch len(vs) {
+	case 0:
+		return identity.Static(identity.Local()), nil
+	case 1:
+		return identity.Bearer(vs[0]), nil
+	}
+	return identity.Bearer(identity.AnyOf(vs...)), nil
 }
