@@ -125,7 +125,8 @@ type memTx struct {
 	events     []pendingEvent
 	tombstones map[tkey]bool
 	counters   map[string]uint64
-	seq        uint64 // last sequence assigned in this tx (0: none)
+	seq        uint64      // last sequence assigned in this tx (0: none)
+	deletes    *memDeletes // memory_prune.go
 }
 
 type pendingEvent struct {
@@ -134,7 +135,7 @@ type pendingEvent struct {
 }
 
 func (t *memTx) dirty() bool {
-	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0
+	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0 || t.deletes != nil
 }
 
 func (t *memTx) Cluster(tenant string) (Cluster, bool, error) {
@@ -423,4 +424,5 @@ func (t *memTx) commit() {
 	if t.seq > m.seq {
 		m.seq = t.seq
 	}
+	t.commitDeletes()
 }

@@ -1,0 +1,128 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/oecp/oecp/store"
+)
+
+// RunPruner is the conformance suite of the optional deletion port
+// (store.Pruner, on Tx); open returns a fresh, empty store whose write
+// transactions implement it.
+func RunPruner(t *testing.T, open func(t *testing.T) store.Store) {
+	subtests(t, open, []subtest{
+		{"DeleteRun", testDeleteRun},
+		{"DeleteReceiptAndCluster", testDeleteRecords},
+		{"DeleteRollsBack", testDeleteRollback},
+	})
+}
+
+// prune runs fn with the store's Pruner in one Update.
+func prune(s store.Store, fn func(tx store.Tx, p store.Pruner) error) error {
+	return s.Update(ctx, func(tx store.Tx) error {
+		p, ok := tx.(store.Pruner)
+		if !ok {
+			return fmt.Errorf("%T does not implement store.Pruner", tx)
+		}
+		return fn(tx, p)
+	})
+}
+
+func testDeleteRun(t *testing.T, s store.Store) {
+	createRun(t, s, "b", "r1") // another tenant's run of the same id
+	appendN(t, s, "b", "r1", 1)
+	createRun(t, s, "a", "r2")
+	kept := appendN(t, s, "a", "r2", 2)
+	createRun(t, s, "a", "r1")
+	gone := appendN(t, s, "a", "r1", 3) // holds the highest sequence
+	ch := s.Changed()
+	must(t, prune(s, func(_ store.Tx, p store.Pruner) error { return p.DeleteRun("a", "r1") }))
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a commit that only deleted did not close Changed")
+	}
+	must(t, s.View(ctx, func(tx store.ReadTx) error {
+		if _, ok, _ := tx.Run("a", "r1"); ok {
+			return errors.New("deleted run still found")
+		}
+		if evs, _ := tx.Events("a", "r1", 0, 10); len(evs) != 0 {
+			return fmt.Errorf("deleted run still has %d events", len(evs))
+		}
+		if _, ok, _ := tx.Event("a", gone[1].Seq); ok {
+			return errors.New("deleted event still readable")
+		}
+		if r, ok, _ := tx.FirstRunAfter("a", kept[1].Seq); ok {
+			return fmt.Errorf("FirstRunAfter found deleted run %+v", r)
+		}
+		if last, _ := tx.LastSeq(); last != gone[2].Seq {
+			return fmt.Errorf("LastSeq %d after deleting, want %d", last, gone[2].Seq)
+		}
+		if evs, _ := tx.Events("a", "r2", 0, 10); len(evs) != 2 {
+			return fmt.Errorf("another run lost events: %d", len(evs))
+		}
+		if evs, _ := tx.Events("b", "r1", 0, 10); len(evs) != 1 {
+			return fmt.Errorf("another tenant's run lost events: %d", len(evs))
+		}
+		return nil
+	}))
+	// The id may be used again; sequences are never reused.
+	createRun(t, s, "a", "r1")
+	if again := appendN(t, s, "a", "r1", 1); again[0].Seq <= gone[2].Seq || again[0].Index != 1 {
+		t.Fatalf("event of the recreated run %+v", again[0])
+	}
+	if err := prune(s, func(_ store.Tx, p store.Pruner) error { return p.DeleteRun("a", "zz") }); !errors.Is(err, store.ErrNoRun) {
+		t.Fatalf("delete unknown run: %v", err)
+	}
+}
+
+func testDeleteRecords(t *testing.T, s store.Store) {
+	must(t, s.Update(ctx, func(tx store.Tx) error {
+		for v := uint64(1); v <= 2; v++ {
+			if err := tx.PutCluster("k", store.Cluster{Version: v, Data: []byte("x")}); err != nil {
+				return err
+			}
+		}
+		return errors.Join(tx.PutIdempotency("a", "key", store.Receipt{Fingerprint: "f"}), tx.PutIdempotency("b", "key", store.Receipt{Fingerprint: "g"}))
+	}))
+	must(t, prune(s, func(_ store.Tx, p store.Pruner) error {
+		return errors.Join(p.DeleteCluster("k"), p.DeleteIdempotency("a", "key"), p.DeleteCluster("absent"), p.DeleteIdempotency("a", "absent"))
+	}))
+	must(t, s.View(ctx, func(tx store.ReadTx) error {
+		if _, ok, _ := tx.Cluster("k"); ok {
+			return errors.New("deleted cluster record still found")
+		}
+		if _, ok, _ := tx.Idempotency("a", "key"); ok {
+			return errors.New("deleted receipt still found")
+		}
+		if _, ok, _ := tx.Idempotency("b", "key"); !ok {
+			return errors.New("another tenant's receipt was deleted")
+		}
+		return nil
+	}))
+	must(t, s.Update(ctx, func(tx store.Tx) error {
+		return errors.Join(tx.PutCluster("k", store.Cluster{Version: 1}), tx.PutIdempotency("a", "key", store.Receipt{Fingerprint: "h"}))
+	}))
+}
+
+func testDeleteRollback(t *testing.T, s store.Store) {
+	createRun(t, s, "a", "r")
+	appendN(t, s, "a", "r", 2)
+	boom := errors.New("boom")
+	if err := prune(s, func(_ store.Tx, p store.Pruner) error {
+		if err := p.DeleteRun("a", "r"); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("Update = %v", err)
+	}
+	must(t, s.View(ctx, func(tx store.ReadTx) error {
+		if evs, _ := tx.Events("a", "r", 0, 10); len(evs) != 2 {
+			return fmt.Errorf("a rolled-back delete removed events: %d left", len(evs))
+		}
+		return nil
+	}))
+}
