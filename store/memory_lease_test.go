@@ -10,7 +10,3 @@ import (
 func TestMemoryLeases(t *testing.T) {
 	storetest.RunLeases(t, func(*testing.T) store.Store { return store.NewMemory() })
 }
-
-func TestMemoryPruner(t *testing.T) {
-	storetest.RunPruner(t, func(*testing.T) store.Store { return store.NewMemory() })
-}

@@ -46,7 +46,6 @@ func open(t testing.TB, opt postgres.Options) *postgres.Store {
 func TestConformance(t *testing.T) {
 	pgtest.Require(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t, postgres.Options{}) })
-	t.Run("Pruner", func(t *testing.T) { storetest.RunPruner(t, func(t *testing.T) store.Store { return open(t, postgres.Options{}) }) })
 	// The lease suite assumes that a lease held by another owner belongs to
 	// a process that is gone (a local store's assumption): a TTL of one
 	// microsecond makes every lease expired by the next statement.

@@ -1,10 +1,6 @@
 package postgres
 
-import (
-	"fmt"
-
-	"github.com/oecp/oecp/store"
-)
+import "github.com/oecp/oecp/store"
 
 // store.Pruner: the deletions are queued like every other write and their
 // records marked absent in the transaction's caches.
@@ -12,12 +8,9 @@ import (
 var _ store.Pruner = (*txn)(nil)
 
 func (t *txn) DeleteRun(tenant, runID string) error {
-	r, err := t.runToWrite(tenant, runID)
+	r, err := t.existingRun(tenant, runID)
 	if err != nil {
 		return err
-	}
-	if !r.exists {
-		return fmt.Errorf("%w: %q", store.ErrNoRun, runID)
 	}
 	t.queue(qDropEvents, tenant, runID)
 	t.queue(`DELETE FROM runs WHERE tenant = $1 AND id = $2`, tenant, runID)

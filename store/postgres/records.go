@@ -176,6 +176,15 @@ func (t *txn) PutIdempotency(tenant, key string, r store.Receipt) error {
 	return nil
 }
 
+// existingRun is runToWrite of a run that must exist (else ErrNoRun).
+func (t *txn) existingRun(tenant, id string) (*runEntry, error) {
+	r, err := t.runToWrite(tenant, id)
+	if err == nil && !r.exists {
+		err = fmt.Errorf("%w: %q", store.ErrNoRun, id)
+	}
+	return r, err
+}
+
 // runToWrite is run in a write transaction.
 func (t *txn) runToWrite(tenant, id string) (*runEntry, error) {
 	if err := t.writable(); err != nil {
@@ -218,12 +227,9 @@ func (t *txn) AppendEvent(tenant, runID string, encode func(seq uint64) ([]byte,
 }
 
 func (t *txn) TombstoneRun(tenant, runID string) error {
-	r, err := t.runToWrite(tenant, runID)
+	r, err := t.existingRun(tenant, runID)
 	if err != nil {
 		return err
-	}
-	if !r.exists {
-		return fmt.Errorf("%w: %q", store.ErrNoRun, runID)
 	}
 	t.queue(qTombstone, tenant, runID)
 	t.queue(qDropEvents, tenant, runID)

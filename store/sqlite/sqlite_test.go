@@ -51,7 +51,6 @@ func TestConformance(t *testing.T) {
 			opener := func(t *testing.T) store.Store { return open(t, t.TempDir(), mode) }
 			storetest.Run(t, opener)
 			t.Run("Leases", func(t *testing.T) { storetest.RunLeases(t, opener) })
-			t.Run("Pruner", func(t *testing.T) { storetest.RunPruner(t, opener) })
 		})
 	}
 }

@@ -8,17 +8,6 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// RunPruner is the conformance suite of the optional deletion port
-// (store.Pruner, on Tx); open returns a fresh, empty store whose write
-// transactions implement it.
-func RunPruner(t *testing.T, open func(t *testing.T) store.Store) {
-	subtests(t, open, []subtest{
-		{"DeleteRun", testDeleteRun},
-		{"DeleteReceiptAndCluster", testDeleteRecords},
-		{"DeleteRollsBack", testDeleteRollback},
-	})
-}
-
 // prune runs fn with the store's Pruner in one Update.
 func prune(s store.Store, fn func(tx store.Tx, p store.Pruner) error) error {
 	return s.Update(ctx, func(tx store.Tx) error {

@@ -38,6 +38,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReadOnlyView", testReadOnly},
 		{"ConcurrentWritersSerialize", testConcurrent},
 		{"ReadYourWrites", testReadYourWrites},
+		// The deletion port (store.Pruner, prune.go).
+		{"DeleteRun", testDeleteRun},
+		{"DeleteReceiptAndCluster", testDeleteRecords},
+		{"DeleteRollsBack", testDeleteRollback},
 	})
 }
 
