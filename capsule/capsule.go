@@ -64,6 +64,11 @@ type Options struct {
 	// MaxActiveRunsPerTenant bounds a tenant's unfinished native runs (0:
 	// unbounded); a v1 cluster holds at most one run per tenant anyway.
 	MaxActiveRunsPerTenant int
+	// Retain, when positive, deletes the history of runs that ended more
+	// than this long ago (retention.go); Compacted, when set, is told how
+	// many.
+	Retain    time.Duration
+	Compacted RetentionObserver
 }
 
 // Capsule is a running default backend.
@@ -71,6 +76,9 @@ type Capsule struct {
 	backend *Backend
 	sup     *engine.Supervisor
 	ws      *workspace.Manager
+	log     *slog.Logger
+	retainD time.Duration
+	retObs  RetentionObserver
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -201,7 +209,7 @@ func New(o Options) (*Capsule, error) {
 	case o.MaxActive > 0:
 		sup.SetMaxActive(o.MaxActive)
 	}
-	return &Capsule{backend: &Backend{Backend: b, runs: rb}, sup: sup, ws: ws, done: make(chan struct{})}, nil
+	return &Capsule{backend: &Backend{Backend: b, runs: rb}, sup: sup, ws: ws, log: o.Log, retainD: o.Retain, retObs: o.Compacted, done: make(chan struct{})}, nil
 }
 
 // Backend is the server.Backend to serve.
@@ -219,6 +227,11 @@ func (c *Capsule) Start() {
 	c.cancel = cancel
 	go func() {
 		defer close(c.done)
+		if c.retainD > 0 {
+			retained := make(chan struct{})
+			go func() { defer close(retained); c.retain(ctx, c.retainD) }()
+			defer func() { <-retained }()
+		}
 		c.sup.Run(ctx)
 	}()
 }

@@ -70,6 +70,18 @@ func (w *wireError) toError() *Error {
 	return e
 }
 
+// Compacted reports whether err is the server's answer to a watch or logs
+// replay from a cursor of a run whose history retention deleted (GONE
+// with details.compactedThrough), as opposed to a deleted cluster's run
+// (GONE with tombstonedAt) or a cursor that never existed (NOT_FOUND). A
+// client recovers by re-reading state, as a Kubernetes client re-lists
+// after a 410.
+func Compacted(err error) bool {
+	var e *Error
+	var through string
+	return errors.As(err, &e) && e.DataCode == "GONE" && e.Detail("compactedThrough", &through)
+}
+
 // ErrorCode returns the data code of a server error in err's chain ("" if
 // err is not a server error or has no data code).
 func ErrorCode(err error) string {

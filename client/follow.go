@@ -163,6 +163,9 @@ func (w *Watcher) establish(ctx context.Context, resuming bool) error {
 		p.FromCursor = ""
 		sub, res, err = c.Watch(ctx, p)
 	}
+	if Compacted(err) && resuming {
+		sub, res, err = w.relist(ctx, c, p.RunID)
+	}
 	if err != nil {
 		return err
 	}
@@ -335,4 +338,24 @@ func (w *Watcher) finalErr(ctx context.Context, err error) error {
 		return ignoreCancel(ctx)
 	}
 	return err
+}
+
+// relist recovers a resuming watch whose run retention deleted meanwhile
+// (Compacted): it re-reads the cluster's state and follows its current
+// run from its first event, as a Kubernetes client re-lists after a 410.
+// Events already delivered are skipped by their (runId, cursor).
+func (w *Watcher) relist(ctx context.Context, c *Conn, gone string) (*Subscription[WatchEvent], *protocol.WatchResult, error) {
+	st, err := c.Get(ctx, GetParams{})
+	if err != nil {
+		return nil, nil, err
+	}
+	current := ""
+	if st.Status.CurrentRunID != nil {
+		current = *st.Status.CurrentRunID
+	}
+	w.opts.Log.Debug("oecp client: the watched run was compacted; following the current run", "run", gone, "current", current)
+	w.mu.Lock()
+	w.runID, w.last = current, ""
+	w.mu.Unlock()
+	return c.Watch(ctx, WatchParams{RunID: current})
 }

@@ -115,6 +115,14 @@ func TestFollowWatchResumesAfterSlowConsumer(t *testing.T) {
 // unknown, the watch restarts the run from its start and drops what it
 // already delivered.
 func TestFollowWatchNotFoundRestartsAndDedups(t *testing.T) {
+	resumeAfterDrop(t, func(fb *fakeBackend) { fb.rejectCursors = true })
+}
+
+// resumeAfterDrop delivers two events, applies change to the backend,
+// drops the connection, appends the run's end and checks that the watch
+// delivers every event once, in order, and ends cleanly.
+func resumeAfterDrop(t *testing.T, change func(*fakeBackend)) *fakeBackend {
+	t.Helper()
 	fb := newFake()
 	fb.appendEvents(evAdmission, evBegin)
 	dial, drop := startWS(t, fb)
@@ -125,7 +133,7 @@ func TestFollowWatchNotFoundRestartsAndDedups(t *testing.T) {
 	defer w.Close()
 	got := take(t, w, 2)
 	fb.mu.Lock()
-	fb.rejectCursors = true
+	change(fb)
 	fb.mu.Unlock()
 	drop()
 	fb.appendEvents(evEnd, evFinished)
@@ -133,6 +141,7 @@ func TestFollowWatchNotFoundRestartsAndDedups(t *testing.T) {
 	if want := []string{"c1", "c2", "c3", "c4"}; !reflect.DeepEqual(got, want) || w.Err() != nil {
 		t.Fatalf("events %v (Err %v), want %v", got, w.Err(), want)
 	}
+	return fb
 }
 
 // TestFollowWatchUnknownFromCursorIsNotFound: a FromCursor the server
@@ -215,5 +224,21 @@ func TestFollowWatchClose(t *testing.T) {
 	w.Close()
 	if _, ok := <-w.Events(); ok || w.Err() != nil {
 		t.Fatalf("after Close: Err %v", w.Err())
+	}
+}
+
+// TestFollowWatchRelistsAfterCompaction: when the run's history was
+// compacted while the watch was away (GONE with compactedThrough), the
+// watch re-reads the state and follows the current run from its start,
+// dropping what it already delivered; a tombstoned run's GONE still ends
+// it (TestFollowWatchStopsOnGone).
+func TestFollowWatchRelistsAfterCompaction(t *testing.T) {
+	fb := resumeAfterDrop(t, func(fb *fakeBackend) { fb.compacted = true })
+	if fb.recorded("get") == nil {
+		t.Fatal("the watch did not re-read the state")
+	}
+	if !client.Compacted(&client.Error{DataCode: protocol.Gone, Details: []byte(`{"compactedThrough":"c9"}`)}) ||
+		client.Compacted(&client.Error{DataCode: protocol.Gone, Details: []byte(`{"tombstonedAt":"c9"}`)}) {
+		t.Fatal("Compacted does not tell compaction from deletion")
 	}
 }

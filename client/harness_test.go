@@ -181,6 +181,7 @@ type fakeBackend struct {
 
 	rejectCursors bool   // watch with fromCursor answers NOT_FOUND
 	gone          bool   // watch answers GONE
+	compacted     bool   // watch with fromCursor answers GONE (compacted)
 	slowAfter     string // close SLOW_CONSUMER after delivering this cursor (once)
 	dupAfter      string // redeliver this cursor right after itself (once)
 	watchCalls    []protocol.WatchParams
@@ -291,6 +292,9 @@ func (b *fakeBackend) Watch(_ context.Context, p protocol.WatchParams) (*server.
 	}
 	pos := 0
 	if p.FromCursor != nil {
+		if b.compacted {
+			return nil, protocol.AppError(protocol.Gone, protocol.MsgRunGone, map[string]any{"compactedThrough": "c9"})
+		}
 		if b.rejectCursors {
 			return nil, protocol.AppError(protocol.NotFound, protocol.MsgRunNotFound, nil)
 		}

@@ -261,6 +261,11 @@ func (b *Backend) startRun(tx store.Tx, tenant string, st *state, spec []byte, i
 	if err := tx.CreateRun(tenant, store.Run{ID: runID, Seed: seed}); err != nil {
 		return err
 	}
+	if st.RunID != "" {
+		if err := markEnded(tx, tenant, st.RunID); err != nil {
+			return err
+		}
+	}
 	runs := append(st.Runs, runID)
 	retrySeq, held := st.RetrySeq, st.CleanupHeld
 	*st = state{

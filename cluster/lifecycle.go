@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"strconv"
 
@@ -314,7 +315,7 @@ func (b *Backend) Delete(ctx context.Context, p protocol.DeleteParams) (*protoco
 // kept.
 func finalizeDelete(tx store.Tx, tenant string, st *state) error {
 	for _, r := range st.Runs {
-		if err := tx.TombstoneRun(tenant, r); err != nil {
+		if err := errors.Join(tx.TombstoneRun(tenant, r), markEnded(tx, tenant, r)); err != nil {
 			return err
 		}
 	}

@@ -45,6 +45,9 @@ func (b *Backend) Watch(ctx context.Context, p protocol.WatchParams) (*server.Su
 			return nil
 		}
 		run, ok, err := tx.Run(tenant, runID)
+		if err == nil && !ok {
+			err = compactedCursor(tx, p.FromCursor)
+		}
 		if err != nil {
 			return err
 		}

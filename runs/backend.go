@@ -229,7 +229,7 @@ func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest str
 	if err := tx.PutIdempotency(tk, key, store.Receipt{Fingerprint: digest, Result: []byte(runID)}); err != nil {
 		return "", err
 	}
-	st := &runState{Title: sub.Title, Source: sub.Source, Size: sub.Runtime.Size, Digest: digest, Phase: PhaseAdmitted}
+	st := &runState{Title: sub.Title, Source: sub.Source, Size: sub.Runtime.Size, Digest: digest, Phase: PhaseAdmitted, Key: sub.SubmissionKey}
 	if err := appendRecord(tx, tk, runID, st, record{Kind: recAdmitted}); err != nil {
 		return "", err
 	}
@@ -269,7 +269,7 @@ func (b *Backend) List(ctx context.Context) (*ListResult, error) {
 		if err != nil {
 			return err
 		}
-		ids := ix.ordered()
+		ids := ix.Ordered()
 		for i := len(ids) - 1; i >= 0; i-- {
 			st, _, ok, err := loadRun(tx, tk, ids[i])
 			if err != nil || !ok {
@@ -395,6 +395,9 @@ func finishRun(tx store.Tx, tk, runID string, st *runState, t protocol.TerminalR
 	}
 	st.Phase, st.Terminal = PhaseFinished, detail
 	if err := appendRecord(tx, tk, runID, st, record{Kind: recTerminal, Detail: detail}); err != nil {
+		return err
+	}
+	if err := markFinished(tx, tk, runID); err != nil {
 		return err
 	}
 	return updateIndex(tx, activeKey, activeEntry(tk, runID), 0)

@@ -57,7 +57,7 @@ func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
 		if err != nil {
 			return err
 		}
-		for _, entry := range ix.ordered() {
+		for _, entry := range ix.Ordered() {
 			tk, runID := splitActive(entry)
 			ref := engine.RunRef{Tenant: tk, RunID: runID}
 			out = append(out, ref)

@@ -1,13 +1,10 @@
 package runs
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +90,8 @@ type runState struct {
 	Cursor uint64 `json:"cursor"`
 	// Logs counts the run's log records (bounded by maxLogRecords).
 	Logs uint64 `json:"logs,omitempty"`
+	// Key is the submission key (retention deletes its receipt).
+	Key string `json:"key,omitempty"`
 }
 
 // execution is one dispatch: its public ref and node, the reducer's
@@ -243,71 +242,16 @@ type record struct {
 }
 
 // runIndex is a set of runs with a sequence each: a tenant's runs (runId
-// → admission sequence) or every unfinished run (tenant key NUL runId →
-// the run's latest cursor). It is kept in indexBuckets records chosen by a hash of the
-// entry, so that a write rewrites one small record rather than one that
-// grows with every run.
-type runIndex map[string]uint64
+// → admission sequence), every unfinished run (tenant key NUL runId →
+// the run's latest cursor) or every finished run (→ finish time): a
+// store.Index, kept in small bucket records.
+type runIndex = store.Index
 
-// indexBuckets is the number of records one index is spread over.
-const indexBuckets = 32
-
-func bucketKey(key, entry string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(entry))
-	return key + "." + strconv.Itoa(int(h.Sum32()%indexBuckets))
-}
-
-func loadBucket(tx store.ReadTx, key string, into runIndex) (uint64, error) {
-	c, ok, err := tx.Cluster(key)
-	if err != nil || !ok {
-		return 0, err
-	}
-	if err := json.Unmarshal(c.Data, &into); err != nil {
-		return 0, fmt.Errorf("runs: corrupt index %q: %w", key, err)
-	}
-	return c.Version, nil
-}
-
-// loadIndex reads every bucket of an index.
-func loadIndex(tx store.ReadTx, key string) (runIndex, error) {
-	ix := runIndex{}
-	for i := range indexBuckets {
-		if _, err := loadBucket(tx, key+"."+strconv.Itoa(i), ix); err != nil {
-			return nil, err
-		}
-	}
-	return ix, nil
-}
+func loadIndex(tx store.ReadTx, key string) (runIndex, error) { return store.LoadIndex(tx, key) }
 
 // updateIndex sets (seq > 0) or deletes (seq == 0) one entry.
 func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
-	bk := bucketKey(key, entry)
-	ix := runIndex{}
-	version, err := loadBucket(tx, bk, ix)
-	if err != nil {
-		return err
-	}
-	if seq == 0 {
-		delete(ix, entry)
-	} else {
-		ix[entry] = seq
-	}
-	data, err := json.Marshal(ix)
-	if err == nil {
-		err = tx.PutCluster(bk, store.Cluster{Version: version + 1, Data: data})
-	}
-	return err
-}
-
-// ordered returns the index's keys by sequence, oldest first.
-func (ix runIndex) ordered() []string {
-	keys := make([]string, 0, len(ix))
-	for k := range ix {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(ix[a], ix[b]) })
-	return keys
+	return store.UpdateIndex(tx, key, entry, seq)
 }
 
 func activeEntry(tk, runID string) string { return tk + "\x00" + runID }

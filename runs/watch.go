@@ -93,6 +93,9 @@ func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*
 	at := cursorString(0)
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
 		st, _, ok, err := loadRun(tx, tk, runID)
+		if err == nil && !ok {
+			err = compactedCursor(tx, fromCursor)
+		}
 		if err != nil || !ok {
 			return errors.Join(err, errNoRun)
 		}

@@ -9,11 +9,12 @@ type memDeletes struct {
 	runs     map[tkey]bool
 	idem     map[tkey]bool
 	clusters map[string]bool
+	leases   map[string]bool
 }
 
 func (t *memTx) deleting() *memDeletes {
 	if t.deletes == nil {
-		t.deletes = &memDeletes{runs: map[tkey]bool{}, idem: map[tkey]bool{}, clusters: map[string]bool{}}
+		t.deletes = &memDeletes{runs: map[tkey]bool{}, idem: map[tkey]bool{}, clusters: map[string]bool{}, leases: map[string]bool{}}
 	}
 	return t.deletes
 }
@@ -46,6 +47,14 @@ func (t *memTx) DeleteCluster(tenant string) error {
 	return nil
 }
 
+func (t *memTx) DeleteLease(name string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	t.deleting().leases[name] = true
+	return nil
+}
+
 // commitDeletes applies the buffered deletions; the caller holds m.mu
 // exclusively, after the transaction's other writes are applied.
 func (t *memTx) commitDeletes() {
@@ -55,6 +64,12 @@ func (t *memTx) commitDeletes() {
 	}
 	for k := range d.clusters {
 		delete(m.clusters, k)
+	}
+	if len(d.leases) > 0 {
+		ls := m.leases()
+		for name := range d.leases {
+			delete(ls, name)
+		}
 	}
 	for k := range d.idem {
 		delete(m.idem, k)

@@ -19,4 +19,8 @@ type Pruner interface {
 	// DeleteCluster deletes a cluster record; an absent one is no error. A
 	// later PutCluster of the key starts again at version 1.
 	DeleteCluster(tenant string) error
+	// DeleteLease deletes a lease row (store.Leaser) whose run is gone;
+	// an absent one is no error. A later AcquireLease starts it again at
+	// epoch 1, so it must not be deleted while anyone may still hold it.
+	DeleteLease(name string) error
 }

@@ -38,6 +38,8 @@ type backendConfig struct {
 	// activeRunsPerTenant bounds a tenant's unfinished native runs (0:
 	// unbounded).
 	activeRunsPerTenant int
+	// retain deletes the history of runs ended longer ago (0: keep all).
+	retain time.Duration
 	// metrics, when set, observes the store and the engine; onStore, when
 	// set, is given the opened store (readiness).
 	metrics *metrics.Metrics
@@ -56,6 +58,7 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&b.keepWorkspaces, "keep-workspaces", workspace.DefaultKeep, "keep a finished native run's workspace for `DURATION` (0: remove it at once)")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
+	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
 	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
 }
 
@@ -92,6 +95,9 @@ func (b *backendConfig) validate() error {
 	}
 	if b.keepWorkspaces < 0 {
 		return fmt.Errorf("--keep-workspaces %v: want 0 or more", b.keepWorkspaces)
+	}
+	if b.retain < 0 {
+		return fmt.Errorf("--retain %v: want a positive duration, or 0 to keep everything", b.retain)
 	}
 	if b.activeRunsPerTenant < 0 {
 		return fmt.Errorf("--max-active-runs-per-tenant %d: want 0 (unbounded) or more", b.activeRunsPerTenant)
@@ -142,8 +148,9 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 	opts := capsule.Options{Store: st, Tenancy: tenancy, Commands: cmds, Log: log, MaxActive: max(cfg.maxActive, 0),
 		MaxActiveRunsPerTenant: cfg.activeRunsPerTenant}
 	if cfg.metrics != nil {
-		opts.Observer = cfg.metrics
+		opts.Observer, opts.Compacted = cfg.metrics, cfg.metrics
 	}
+	opts.Retain = cfg.retain
 	if cfg.maxActive == 0 {
 		opts.MaxActive = -1
 	}

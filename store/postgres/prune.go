@@ -30,6 +30,14 @@ func (t *txn) DeleteIdempotency(tenant, key string) error {
 	return nil
 }
 
+func (t *txn) DeleteLease(name string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	t.queue(`DELETE FROM leases WHERE name = $1`, name)
+	return nil
+}
+
 func (t *txn) DeleteCluster(tenant string) error {
 	if err := t.writable(); err != nil {
 		return err

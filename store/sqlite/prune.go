@@ -46,6 +46,11 @@ func (t *txn) DeleteIdempotency(tenant, key string) error {
 	return err
 }
 
+func (t *txn) DeleteLease(name string) error {
+	_, err := t.del("delete lease", `DELETE FROM leases WHERE name = ?`, name)
+	return err
+}
+
 func (t *txn) DeleteCluster(tenant string) error {
 	_, err := t.del("delete cluster", `DELETE FROM clusters WHERE tenant = ?`, tenant)
 	return err

@@ -76,8 +76,15 @@ func testDeleteRecords(t *testing.T, s store.Store) {
 		}
 		return errors.Join(tx.PutIdempotency("a", "key", store.Receipt{Fingerprint: "f"}), tx.PutIdempotency("b", "key", store.Receipt{Fingerprint: "g"}))
 	}))
+	lease := store.RunLease("a", "r")
+	if l, ok := s.(store.Leaser); ok {
+		if _, err := l.AcquireLease(ctx, lease, "owner"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	must(t, prune(s, func(_ store.Tx, p store.Pruner) error {
-		return errors.Join(p.DeleteCluster("k"), p.DeleteIdempotency("a", "key"), p.DeleteCluster("absent"), p.DeleteIdempotency("a", "absent"))
+		return errors.Join(p.DeleteCluster("k"), p.DeleteIdempotency("a", "key"), p.DeleteCluster("absent"), p.DeleteIdempotency("a", "absent"),
+			p.DeleteLease(lease), p.DeleteLease("absent"))
 	}))
 	must(t, s.View(ctx, func(tx store.ReadTx) error {
 		if _, ok, _ := tx.Cluster("k"); ok {
@@ -88,6 +95,11 @@ func testDeleteRecords(t *testing.T, s store.Store) {
 		}
 		if _, ok, _ := tx.Idempotency("b", "key"); !ok {
 			return errors.New("another tenant's receipt was deleted")
+		}
+		if lr, ok := tx.(store.LeaseReader); ok {
+			if l, found, _ := lr.Lease(lease); found {
+				return fmt.Errorf("deleted lease still found: %+v", l)
+			}
 		}
 		return nil
 	}))

@@ -1,0 +1,85 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+)
+
+// Retention: a finished run is entered in the finished-run index with the
+// time it finished; Compact deletes, a bounded batch per transaction, the
+// runs that finished before a cutoff — their records, events (log lines
+// included), state, index entries, submission receipt and lease — and
+// raises the store's compaction watermark past their last cursor.
+//
+//	clusters table  finishedKey + ".N"   every finished run (tenant key NUL
+//	                                     runId → finish time, Unix ns)
+
+const finishedKey = "\x00native-finished"
+
+// markFinished enters a run that has just finished in the finished-run
+// index.
+func markFinished(tx store.Tx, tk, runID string) error {
+	return updateIndex(tx, finishedKey, activeEntry(tk, runID), uint64(time.Now().UnixNano()))
+}
+
+// Compact deletes the history of at most limit native runs that finished
+// before cutoff, oldest first, in one transaction, and returns how many
+// it deleted (fewer than limit: none is left).
+func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	return store.CompactIndex(ctx, b.store, finishedKey, cutoff, limit, func(tx store.Tx, p store.Pruner, entry string) error {
+		tk, runID := splitActive(entry)
+		if err := compactRun(tx, p, tk, runID); err != nil {
+			return fmt.Errorf("runs: compact %s: %w", runID, err)
+		}
+		return nil
+	})
+}
+
+// compactRun deletes one finished run's history.
+func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
+	st, _, ok, err := loadRun(tx, tk, runID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if st.Key != "" {
+			if err := p.DeleteIdempotency(tk, submissionPrefix+st.Key); err != nil {
+				return err
+			}
+		}
+		if err := errors.Join(p.DeleteCluster(stateKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
+			return err
+		}
+	}
+	if err := p.DeleteRun(tk, runID); err != nil && !errors.Is(err, store.ErrNoRun) {
+		return err
+	}
+	return errors.Join(
+		p.DeleteLease(store.RunLease(tk, runID)),
+		updateIndex(tx, indexKey(tk), runID, 0))
+}
+
+// compactedCursor answers a watch or logs replay from a cursor of a run
+// that retention deleted: GONE with the compaction watermark, which a
+// client tells apart from the NOT_FOUND of a run that never existed.
+// It returns nil when the cursor is not one that was compacted.
+func compactedCursor(tx store.ReadTx, fromCursor *string) error {
+	if fromCursor == nil {
+		return nil
+	}
+	seq, ok := parseCursor(*fromCursor)
+	if !ok || seq == 0 {
+		return nil
+	}
+	through, err := store.CompactedThrough(tx)
+	if err != nil || seq > through {
+		return err
+	}
+	return protocol.AppError(protocol.Gone, protocol.MsgRunGone, map[string]any{"compactedThrough": "v2:" + strconv.FormatUint(through, 10)})
+}
