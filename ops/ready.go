@@ -11,8 +11,9 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// Readiness answers /readyz: 200 only while the store answers and the
-// server is not draining. /healthz (liveness) stays unconditional.
+// Readiness answers /readyz: 200 only while the store answers (store.Ping:
+// the store's own health check — on SQLite a read and a write probe —
+// else a read) and the server is not draining. /healthz (liveness) stays unconditional.
 type Readiness struct {
 	// Store is checked on every probe (nil: no store, always answers).
 	Store store.Store
@@ -20,12 +21,6 @@ type Readiness struct {
 	Timeout time.Duration
 
 	draining atomic.Bool
-}
-
-// Pinger is a store that can check its own health more cheaply than a
-// read transaction; Readiness prefers it.
-type Pinger interface {
-	Ping(ctx context.Context) error
 }
 
 // errDraining is the readiness failure once Drain was called.
@@ -49,13 +44,7 @@ func (r *Readiness) Check(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if p, ok := r.Store.(Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return r.Store.View(ctx, func(tx store.ReadTx) error {
-		_, err := tx.LastSeq()
-		return err
-	})
+	return store.Ping(ctx, r.Store)
 }
 
 // ServeHTTP answers 200 "ready" or 503 with the reason.
