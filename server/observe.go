@@ -165,6 +165,7 @@ const (
 	CodeDuplicateRequestID
 	CodeInternal
 	CodeSlowConsumer
+	CodeStoreUnavailable
 	CodeParseError
 	CodeInvalidRequest
 	CodeMethodNotFound
@@ -179,7 +180,7 @@ var Codes = [numCodes]string{
 	"ok", protocol.UnsupportedProtocolVersion, protocol.SchemaViolation, protocol.GraphInvalid,
 	protocol.GenerationConflict, protocol.RunConflict, protocol.IdempotencyReuse, protocol.InvalidPhase,
 	protocol.Cancelled, protocol.NotFound, protocol.Gone, protocol.NoRetryableFrontier, protocol.ServerBusy,
-	protocol.DuplicateRequestID, protocol.InternalErrorCode, protocol.SlowConsumer,
+	protocol.DuplicateRequestID, protocol.InternalErrorCode, protocol.SlowConsumer, "STORE_UNAVAILABLE",
 	"PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "OTHER_ERROR",
 }
 
@@ -258,7 +259,7 @@ func skipValue(b []byte) []byte {
 }
 
 func dataCode(b []byte) Code {
-	for c := CodeUnsupportedVersion; c <= CodeSlowConsumer; c++ {
+	for c := CodeUnsupportedVersion; c <= CodeStoreUnavailable; c++ {
 		if string(b) == Codes[c] {
 			return c
 		}

@@ -27,6 +27,7 @@ func TestAnswerCode(t *testing.T) {
 		{protocol.ErrorFrame(num, protocol.AppError(protocol.NotFound, `a "quoted", message}`, map[string]any{"x": 1})), server.CodeNotFound},
 		{protocol.ErrorFrame(str, protocol.Internal("")), server.CodeInternal},
 		{protocol.ParseErrorFrame, server.CodeParseError},
+		{protocol.ErrorFrame(num, &protocol.Error{Code: protocol.CodeInternalError, Message: "Internal error", DataCode: "STORE_UNAVAILABLE"}), server.CodeStoreUnavailable},
 		{[]byte(`garbage`), server.CodeOtherError},
 	} {
 		if got := server.AnswerCode(tc.frame); got != tc.want {

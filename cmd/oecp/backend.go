@@ -59,7 +59,7 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
 	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
-	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
+	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "`N` unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
 }
 
 func (b *backendConfig) validate() error {

@@ -20,7 +20,6 @@ import (
 	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
-	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/transport/ndjson"
 	"github.com/oecp/oecp/transport/websocket"
 	"github.com/oecp/oecp/webui"
@@ -77,10 +76,7 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 	if fs.NArg() > 0 {
 		return fs.usageErr("unexpected argument %q", fs.Arg(0))
 	}
-	if err := cfg.ops.validate(); err != nil {
-		return failf("serve", exitUsage, "%v", err)
-	}
-	log, err := newLogger(stderr, cfg.logLevel, cfg.ops.logFormat)
+	log, err := cfg.ops.logger(stderr, cfg.logLevel)
 	if err != nil {
 		return failf("serve", exitUsage, "%v", err)
 	}
@@ -101,9 +97,7 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 		}
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
-	op := newOperated(cfg.ops, log)
-	cfg.backend.metrics = op.metrics
-	cfg.backend.onStore = func(st store.Store) { op.ready.Store = st }
+	op := newOperated(cfg.ops, log, &cfg.backend)
 	backend, closeBackend, err := newBackend(cfg.backend, log)
 	if err != nil {
 		// What fails here is a file a flag names: the workers file, or the

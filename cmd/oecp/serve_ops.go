@@ -17,6 +17,7 @@ import (
 	"github.com/oecp/oecp/metrics"
 	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/store"
 )
 
 // opsConfig is the operating side of `oecp serve`: metrics, readiness,
@@ -53,17 +54,17 @@ func (r *rateFlag) Set(v string) error {
 
 func (o *opsConfig) addFlags(fs *flag.FlagSet) {
 	o.http = ops.DefaultHTTPConfig
-	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics (and /healthz, /readyz) on this address instead of the main listener")
-	fs.Var(&o.allowHosts, "allow-host", "extra Host name pattern a server without authentication answers (repeatable; loopback names always)")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz fails before the listener stops accepting")
-	fs.DurationVar(&o.http.ReadTimeout, "http-read-timeout", o.http.ReadTimeout, "bound on reading a whole plain HTTP request (not WebSocket connections)")
-	fs.DurationVar(&o.http.WriteTimeout, "http-write-timeout", o.http.WriteTimeout, "bound on writing a plain HTTP response (not WebSocket connections)")
-	fs.DurationVar(&o.http.IdleTimeout, "http-idle-timeout", o.http.IdleTimeout, "close keep-alive HTTP connections idle this long")
-	fs.IntVar(&o.http.MaxPlainConns, "max-http-conns", o.http.MaxPlainConns, "bound on connections not upgraded to WebSocket (unauthenticated, idle, probes); 0: unbounded")
-	fs.IntVar(&o.quota.ConnsPerPrincipal, "max-conns-per-principal", 0, "open connections per principal (0: unbounded)")
-	fs.IntVar(&o.quota.SubscriptionsPerTenant, "max-subscriptions-per-tenant", 0, "live subscriptions per tenant (0: unbounded)")
-	fs.Var(&o.rate, "rate-per-tenant", "requests per second per tenant, R/s (token bucket; refused requests answer SERVER_BUSY; default unbounded)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics (and /healthz, /readyz) on `ADDR` (host:port) instead of the main listener, to keep metrics private")
+	fs.Var(&o.allowHosts, "allow-host", "extra Host name `PATTERN` (path.Match, no port) a server without authentication answers (repeatable; loopback names always pass)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format, `text|json`")
+	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "on SIGTERM, how long (`DURATION`) /readyz fails before the listener stops accepting")
+	fs.DurationVar(&o.http.ReadTimeout, "http-read-timeout", o.http.ReadTimeout, "`DURATION` bound on reading a whole plain HTTP request (not WebSocket connections)")
+	fs.DurationVar(&o.http.WriteTimeout, "http-write-timeout", o.http.WriteTimeout, "`DURATION` bound on writing a plain HTTP response (not WebSocket connections)")
+	fs.DurationVar(&o.http.IdleTimeout, "http-idle-timeout", o.http.IdleTimeout, "close keep-alive HTTP connections idle for `DURATION`")
+	fs.IntVar(&o.http.MaxPlainConns, "max-http-conns", o.http.MaxPlainConns, "bound `N` on connections not upgraded to WebSocket (unauthenticated, idle, probes; past it new ones are closed); 0: unbounded")
+	fs.IntVar(&o.quota.ConnsPerPrincipal, "max-conns-per-principal", 0, "`N` open connections per principal; past it the upgrade answers 429 (0: unbounded)")
+	fs.IntVar(&o.quota.SubscriptionsPerTenant, "max-subscriptions-per-tenant", 0, "`N` live subscriptions per tenant; past it a subscription answers SERVER_BUSY (0: unbounded)")
+	fs.Var(&o.rate, "rate-per-tenant", "`R/s` requests per second per tenant (token bucket of one second's worth; past it requests answer SERVER_BUSY; default unbounded)")
 }
 
 func (o *opsConfig) validate() error {
@@ -77,6 +78,14 @@ func (o *opsConfig) validate() error {
 	}
 	o.quota.RatePerTenant = o.rate.perSecond
 	return nil
+}
+
+// logger checks the operating flags and returns the server's logger.
+func (o *opsConfig) logger(w io.Writer, level string) (*slog.Logger, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return newLogger(w, level, o.logFormat)
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -101,8 +110,12 @@ type operated struct {
 	log     *slog.Logger
 }
 
-func newOperated(cfg opsConfig, log *slog.Logger) *operated {
+// newOperated prepares the operating side and tells the backend to
+// report to its metrics and readiness.
+func newOperated(cfg opsConfig, log *slog.Logger, b *backendConfig) *operated {
 	o := &operated{cfg: cfg, metrics: metrics.New(), ready: &ops.Readiness{}, log: log}
+	b.metrics = o.metrics
+	b.onStore = func(st store.Store) { o.ready.Store = st }
 	if cfg.quota.Enabled() {
 		o.limits = ops.NewQuotas(cfg.quota, nil)
 	}
@@ -114,15 +127,21 @@ func (o *operated) observer() server.Observer {
 	return server.Tee(o.metrics, ops.AccessLog{Log: o.log.With("log", "access")})
 }
 
-// routes adds the probes (and metrics, unless they have their own
-// listener) to mux.
+// routes adds the probes and, unless they have their own listener, the
+// metrics to the main listener's mux.
 func (o *operated) routes(mux *http.ServeMux) {
+	o.probes(mux, o.cfg.metricsListen == "")
+}
+
+// probes adds /healthz (liveness), /readyz (readiness) and, with
+// metrics, /metrics to mux; none needs a token.
+func (o *operated) probes(mux *http.ServeMux, metrics bool) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("/readyz", o.ready)
-	if o.cfg.metricsListen == "" {
+	if metrics {
 		mux.Handle("/metrics", o.metrics.Handler())
 	}
 }
@@ -148,8 +167,7 @@ func (o *operated) serveMetrics(ctx context.Context) error {
 		return failf("serve", exitError, "--metrics-listen %s: %v", o.cfg.metricsListen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", o.metrics.Handler())
-	mux.Handle("/readyz", o.ready)
+	o.probes(mux, true)
 	srv := ops.NewServer(ops.Deadlines(mux, o.cfg.http, ""), o.cfg.http, o.log)
 	o.log.Info("serving metrics", "url", fmt.Sprintf("http://%s/metrics", ln.Addr()))
 	go func() { _ = srv.Serve(ln) }()
