@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,26 +18,9 @@ import (
 	ws "github.com/coder/websocket"
 
 	"github.com/oecp/oecp/ops"
-	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/websocket"
 )
-
-// countingBackend counts the calls that reach it.
-type countingBackend struct {
-	server.EmptyBackend
-	calls atomic.Int64
-}
-
-func (b *countingBackend) Initialize(ctx context.Context) (*protocol.InitializeResult, error) {
-	b.calls.Add(1)
-	return b.EmptyBackend.Initialize(ctx)
-}
-
-func (b *countingBackend) Get(ctx context.Context, p protocol.GetParams) (*protocol.GetResult, error) {
-	b.calls.Add(1)
-	return b.EmptyBackend.Get(ctx, p)
-}
 
 // TestDNSRebindingUpgradeIsRefused: on a server without authentication an
 // upgrade whose Host (and matching Origin) is not loopback gets 421 and

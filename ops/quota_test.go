@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,6 +91,22 @@ func TestConnectionsPerPrincipal(t *testing.T) {
 	if _, ok := q.Open(alice); ok {
 		t.Fatal("a double Close freed two places")
 	}
+}
+
+// countingBackend counts the calls that reach it.
+type countingBackend struct {
+	server.EmptyBackend
+	calls atomic.Int64
+}
+
+func (b *countingBackend) Initialize(ctx context.Context) (*protocol.InitializeResult, error) {
+	b.calls.Add(1)
+	return b.EmptyBackend.Initialize(ctx)
+}
+
+func (b *countingBackend) Get(ctx context.Context, p protocol.GetParams) (*protocol.GetResult, error) {
+	b.calls.Add(1)
+	return b.EmptyBackend.Get(ctx, p)
 }
 
 // hangingWatch serves watch subscriptions that stay open until cancelled.

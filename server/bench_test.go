@@ -3,11 +3,13 @@ package server_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"testing"
 
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/metrics"
+	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/server"
 )
 
@@ -65,9 +67,11 @@ func benchRequests(b *testing.B, inline bool, opts server.Options) {
 func BenchmarkGetInline(b *testing.B) { benchRequests(b, true, server.Options{}) }
 func BenchmarkGetTask(b *testing.B)   { benchRequests(b, false, server.Options{}) }
 
-func BenchmarkGetInlineObserved(b *testing.B) {
-	benchRequests(b, true, server.Options{Observer: metrics.New()})
+// The observed variants report to what `oecp serve` uses: the metrics
+// and the access log (which logs nothing for a get).
+func served() server.Options {
+	return server.Options{Observer: server.Tee(metrics.New(), ops.AccessLog{Log: slog.New(slog.DiscardHandler)})}
 }
-func BenchmarkGetTaskObserved(b *testing.B) {
-	benchRequests(b, false, server.Options{Observer: metrics.New()})
-}
+
+func BenchmarkGetInlineObserved(b *testing.B) { benchRequests(b, true, served()) }
+func BenchmarkGetTaskObserved(b *testing.B)   { benchRequests(b, false, served()) }

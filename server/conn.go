@@ -153,11 +153,9 @@ type Conn struct {
 	writeStart atomic.Int64
 	stallOnce  atomic.Bool
 
-	obs       ConnObserver // nil: not observed
-	started   time.Time
-	framesIn  int64 // the reader's count
-	framesOut atomic.Int64
-	reason    CloseReason // set by the close sequence
+	obs    ConnObserver // nil: not observed
+	acct   *account     // the observed connection's account (conn_observe.go)
+	reason CloseReason  // set by the close sequence
 }
 
 // NewConn prepares a connection core over t for a peer with identity id.
@@ -314,7 +312,7 @@ func (c *Conn) readLoop() (expired bool) {
 		if err != nil {
 			return false
 		}
-		c.framesIn++
+		c.countIn()
 		var stopped bool
 		c.updateInFlight(func(s *inFlight) { stopped = s.draining })
 		if stopped || !c.handleFrame(data) {
@@ -402,7 +400,10 @@ func (c *Conn) handleFrame(data []byte) bool {
 		// next frame is read, so no other frame can observe its id in
 		// flight, and its answer is queued in frame order like the
 		// reader's own.
-		return c.inline(c.unary(c.ctx, m, &f), false)
+		start := c.begin()
+		frame := c.disp.Unary(c.ctx, m, f.ID, f.Params)
+		c.answered(m, &f, frame, start)
+		return c.inline(frame, false)
 	}
 	// Only the reader reads or sets r.cancel until the goroutine starts.
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -498,7 +499,9 @@ func (c *Conn) freeSlot() { c.updateInFlight((*inFlight).freeSlot) }
 func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
 	defer c.wg.Done()
 	defer r.cancel()
-	frame := c.unary(ctx, m, &f)
+	start := c.begin()
+	frame := c.disp.Unary(ctx, m, f.ID, f.Params)
+	c.answered(m, &f, frame, start)
 	if !c.release(r) {
 		return // cancelled: a late result is dropped
 	}

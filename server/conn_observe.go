@@ -1,7 +1,7 @@
 package server
 
 import (
-	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/oecp/oecp/protocol"
@@ -10,10 +10,28 @@ import (
 // The connection's side of observation and limits (observe.go). Every
 // hook is a nil check when the host configured no observer or limits.
 
+// account counts an observed connection's frames. The reader's count and
+// the writers' are on separate cache lines, so that counting costs the
+// reader and the write-role holder no cache-line traffic; an unobserved
+// connection has no account and counts nothing.
+type account struct {
+	started time.Time
+	in      int64 // frames read; the reader's only
+	_       [56]byte
+	out     atomic.Int64 // frames written
+}
+
 func (c *Conn) observeOpen() {
-	c.started = c.opts.Now()
 	if c.opts.Observer != nil {
+		c.acct = &account{started: c.opts.Now()}
 		c.obs = c.opts.Observer.Open(ConnInfo{Binding: c.opts.Binding, Peer: c.opts.Peer, Identity: c.ident})
+	}
+}
+
+// countIn counts one frame read, on the reader.
+func (c *Conn) countIn() {
+	if c.acct != nil {
+		c.acct.in++
 	}
 }
 
@@ -21,24 +39,30 @@ func (c *Conn) observeOpen() {
 func (c *Conn) observeClose() {
 	if c.obs != nil {
 		c.obs.Closed(ConnStats{
-			Duration: c.opts.Now().Sub(c.started), FramesIn: c.framesIn, FramesOut: c.framesOut.Load(),
+			Duration: c.opts.Now().Sub(c.acct.started), FramesIn: c.acct.in, FramesOut: c.acct.out.Load(),
 			Reason: c.reason,
 		})
 	}
 }
 
-// unary serves one unary request, timed and observed when observed; a
-// request cancelled before it had an answer is not reported.
-func (c *Conn) unary(ctx context.Context, m *protocol.MethodInfo, f *protocol.Frame) []byte {
+// begin is the start of a request when the connection is observed (the
+// zero time otherwise). Requests are timed around the dispatcher call,
+// never by a wrapper around it: a task's goroutine starts on a small
+// stack, and one more frame under the backend call can make every task
+// grow it.
+func (c *Conn) begin() time.Time {
 	if c.obs == nil {
-		return c.disp.Unary(ctx, m, f.ID, f.Params)
+		return time.Time{}
 	}
-	start := time.Now()
-	frame := c.disp.Unary(ctx, m, f.ID, f.Params)
-	if frame != nil {
+	return time.Now()
+}
+
+// answered reports a unary request answered with frame (nil: cancelled
+// before it had an answer, not reported).
+func (c *Conn) answered(m *protocol.MethodInfo, f *protocol.Frame, frame []byte, start time.Time) {
+	if c.obs != nil && frame != nil {
 		c.obs.Request(RequestInfo{Method: MethodIndex(m), Code: AnswerCode(frame), Duration: time.Since(start), Params: f.Params, Answer: frame})
 	}
-	return frame
 }
 
 // observeInline reports a request the reader answers itself with an
@@ -75,21 +99,17 @@ func (c *Conn) closeSubscription() {
 	}
 }
 
-// subscribe establishes a subscription, timed and observed when observed.
-func (c *Conn) subscribe(ctx context.Context, m *protocol.MethodInfo, f *protocol.Frame) (*Subscription, []byte) {
-	if c.obs == nil {
-		return c.disp.Subscribe(ctx, m, f.ID, f.Params)
+// established reports a subscription's establishment: sub, or the error
+// answer errFrame (both nil: cancelled first, not reported).
+func (c *Conn) established(m *protocol.MethodInfo, f *protocol.Frame, sub *Subscription, errFrame []byte, start time.Time) {
+	if c.obs == nil || (sub == nil && errFrame == nil) {
+		return
 	}
-	start := time.Now()
-	sub, errFrame := c.disp.Subscribe(ctx, m, f.ID, f.Params)
-	if sub != nil || errFrame != nil {
-		code := CodeOK
-		if sub == nil {
-			code = AnswerCode(errFrame)
-		}
-		c.obs.Request(RequestInfo{Method: MethodIndex(m), Code: code, Duration: time.Since(start), Params: f.Params, Answer: errFrame})
+	code := CodeOK
+	if sub == nil {
+		code = AnswerCode(errFrame)
 	}
-	return sub, errFrame
+	c.obs.Request(RequestInfo{Method: MethodIndex(m), Code: code, Duration: time.Since(start), Params: f.Params, Answer: errFrame})
 }
 
 // subscribed reports a live subscription and returns its method index.
@@ -109,7 +129,7 @@ func (c *Conn) unsubscribed(mi int) {
 
 // countOut counts one frame written, for the connection's account.
 func (c *Conn) countOut() {
-	if c.obs != nil {
-		c.framesOut.Add(1)
+	if c.acct != nil {
+		c.acct.out.Add(1)
 	}
 }

@@ -19,7 +19,9 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 		return
 	}
 	defer c.closeSubscription()
-	sub, errFrame := c.subscribe(ctx, m, &f)
+	start := c.begin()
+	sub, errFrame := c.disp.Subscribe(ctx, m, f.ID, f.Params)
+	c.established(m, &f, sub, errFrame, start)
 	c.release(r) // subscriptions ignore $/cancelRequest; the id is free now
 	if sub == nil {
 		r.cancel()
