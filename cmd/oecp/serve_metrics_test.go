@@ -165,6 +165,8 @@ func TestMetricsAfterAGraph(t *testing.T) {
 		{"oecp_store_commit_duration_seconds", nil, -1},
 		{"oecp_store_commit_failures_total", nil, 0},
 		{"oecp_lease_takeovers_total", nil, 0},
+		{"oecp_retention_compacted_runs_total", nil, 0},
+		{"oecp_requests_refused_total", []string{"reason=tenant_subscriptions"}, 0},
 		{"go_goroutines", nil, -1},
 		{"process_open_fds", nil, -1},
 	} {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -67,4 +68,29 @@ func netSplit(wsURL string) (host, port string, err error) {
 		return "", "", err
 	}
 	return u.Hostname(), u.Port(), nil
+}
+
+// TestSIGTERMFailsReadinessFirst: on SIGTERM /readyz answers 503 while
+// the listener still accepts (for --drain-delay), so a load balancer
+// moves away before connections close.
+func TestSIGTERMFailsReadinessFirst(t *testing.T) {
+	srv := startServer(t, "--drain-delay", "3s")
+	if code := probe(t, srv.url, "", "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz before SIGTERM: HTTP %d", code)
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		code := probe(t, srv.url, "", "/readyz")
+		if code == http.StatusServiceUnavailable {
+			break
+		}
+		if code != http.StatusOK {
+			t.Fatalf("/readyz after SIGTERM: HTTP %d", code)
+		}
+	}
+	if code := probe(t, srv.url, "", "/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz while draining: HTTP %d, want 200 (liveness)", code)
+	}
 }
