@@ -104,6 +104,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string) (uint64, e
 	}
 	if prev != "" && prev != owner {
 		s.log.Info("lease taken over", "lease", name, "from", prev, "owner", owner, "epoch", epoch)
+		s.observeTakeover()
 	}
 	return uint64(epoch), nil
 }

@@ -112,6 +112,7 @@ type Store struct {
 	channel string
 	id      string // this store's id in notification payloads
 	log     *slog.Logger
+	obs     store.Observer // nil: nothing is reported (SetObserver)
 	ttl     time.Duration
 	poll    time.Duration
 	// txTimeout bounds one attempt of a transaction on the client side.
@@ -313,9 +314,13 @@ func (s *Store) attempt(ctx context.Context, write bool, fn func(*txn) error) (e
 	}
 	t := &txn{s: s, ctx: actx, conn: pc.Conn(), write: write}
 	defer t.release(pc)
+	start := time.Now()
 	ferr := fn(t)
 	switch {
 	case t.err != nil:
+		if write {
+			s.observe(start, true)
+		}
 		if ferr == nil || t.retry {
 			ferr = t.err
 		}
@@ -323,7 +328,9 @@ func (s *Store) attempt(ctx context.Context, write bool, fn func(*txn) error) (e
 	case ferr != nil:
 		return ferr, false
 	case write && t.dirty:
-		if err := t.commit(); err != nil {
+		err := t.commit()
+		s.observe(start, err != nil)
+		if err != nil {
 			return err, t.retry
 		}
 		s.signal.Wake()
