@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -42,8 +43,8 @@ type Job struct {
 	Repo workspace.Repo
 	// Branch is the run's own branch, the one pushed.
 	Branch string
-	// Paths are the run's directories: the workspace is committed, git
-	// and the forge CLI run with the runtime directory as HOME.
+	// Paths are the run's directories: the workspace is committed into
+	// the run's own git directory (never the one its .git names).
 	Paths workspace.Paths
 }
 
@@ -68,18 +69,27 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 		publish(sinks, "error", fmt.Sprintf("delivery: the token variable %s of %s is not set on the server", j.Repo.TokenEnv, j.Source.Repository))
 		return worker.Failed(worker.CodeRefusal, reasonAuthenticationRequired)
 	}
-	g := workspace.Git{Dir: j.Paths.Workspace, Home: j.Paths.Runtime, Token: token}
+	// git and the forge CLI get a fresh HOME of their own, outside the
+	// run's directory, which agents may write.
+	home, err := os.MkdirTemp("", "oecp-delivery-")
+	if err != nil {
+		return failure(ctx, sinks, err)
+	}
+	defer os.RemoveAll(home)
+	g := workspace.Git{Dir: j.Paths.Workspace, GitDir: j.Paths.Git, Home: home}
 	head, err := commit(ctx, g, j.Source.Revision, "oecp: deliver run "+j.RunID)
 	if err == nil {
 		say("committed %s on %s", head, j.Source.Revision)
+		g.Token = token
 		err = push(ctx, g, j.Repo.URL, j.Branch)
+		g.Token = ""
 	}
 	if err != nil {
 		return failure(ctx, sinks, err)
 	}
 	say("pushed %s to branch %s of %s", head, j.Branch, j.Source.Repository)
 	cli := j.Repo.ForgeCLI()
-	f := forge{argv: cli.Argv, dir: j.Paths.Runtime, repo: j.Source.Repository, env: append(g.Env(), "GH_HOST="+cli.Host)}
+	f := forge{argv: cli.Argv, dir: home, repo: j.Source.Repository, env: append(g.Env(), "GH_HOST="+cli.Host)}
 	if token != "" {
 		f.env = append(f.env, "GH_TOKEN="+token)
 	}

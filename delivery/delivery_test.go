@@ -110,7 +110,7 @@ func TestPullRequestOpenedThenRediscovered(t *testing.T) {
 	if again := r.deliver(delivery.Deliverer{}); again != got {
 		t.Fatalf("second delivery %s", again)
 	}
-	calls, _ := os.ReadFile(filepath.Join(r.job.Paths.Runtime, "fake-gh", "calls"))
+	calls, _ := os.ReadFile(filepath.Join(r.remote.Dir+".fake-gh", "calls"))
 	if n := strings.Count(string(calls), "POST repos/acme/app/pulls "); n != 1 {
 		t.Fatalf("%d pull requests created:\n%s", n, calls)
 	}
@@ -184,7 +184,7 @@ func TestTokenReachesForge(t *testing.T) {
 	if got := r.deliver(delivery.Deliverer{}); !strings.Contains(got, `"delivery":"opened"`) {
 		t.Fatalf("outcome %s\n%s", got, r.text())
 	}
-	calls, _ := os.ReadFile(filepath.Join(r.job.Paths.Runtime, "fake-gh", "calls"))
+	calls, _ := os.ReadFile(filepath.Join(r.remote.Dir+".fake-gh", "calls"))
 	if !strings.Contains(string(calls), "token=set") || strings.Contains(r.text(), "ghp_example") {
 		t.Fatalf("calls:\n%s\nlines:\n%s", calls, r.text())
 	}
@@ -231,6 +231,63 @@ func TestCheckNode(t *testing.T) {
 	} {
 		if err := delivery.CheckNode(n); !errors.Is(err, delivery.ErrContract) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// An agent that rewrites the git configuration within its reach (the
+// workspace's .git, its home) neither runs a program next to the token nor
+// sends the push elsewhere, and the forge CLI reads no configuration the
+// agent planted.
+func TestAgentGitConfigNeverSeesTheToken(t *testing.T) {
+	t.Setenv("DELIVERY_TEST_TOKEN", "ghp_example")
+	r := newRig(t, delivery.ModePR)
+	r.job.Repo.TokenEnv = "DELIVERY_TEST_TOKEN"
+	r.edit("notes.txt", "improved\n")
+	ws, dir := r.job.Paths.Workspace, t.TempDir()
+	capture, evil := filepath.Join(dir, "capture"), filepath.Join(dir, "evil.git")
+	script := filepath.Join(dir, "steal")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nenv >> "+capture+"\ncat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.remote.Git(dir, "init", "--quiet", "--bare", evil)
+	if st, err := os.Lstat(filepath.Join(ws, ".git")); err != nil || !st.IsDir() {
+		// Not a directory: the agent makes one of its own.
+		_ = os.Remove(filepath.Join(ws, ".git"))
+		r.remote.Git(dir, "init", "--quiet", ws)
+	}
+	for _, kv := range [][2]string{
+		{"core.fsmonitor", script}, {"filter.steal.clean", script}, {"filter.steal.required", "true"},
+		{"url." + evil + ".insteadOf", r.remote.Dir}, {"url." + evil + ".pushInsteadOf", r.remote.Dir},
+	} {
+		r.remote.Git(ws, "config", kv[0], kv[1])
+	}
+	r.edit(".gitattributes", "* filter=steal\n")
+	ghConfig := "aliases:\n  api: '!env >> " + capture + "'\n"
+	for _, home := range []string{r.job.Paths.Runtime, filepath.Join(r.job.Paths.Runtime, "agent")} {
+		if err := os.MkdirAll(filepath.Join(home, ".config", "gh"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".config", "gh", "config.yml"), []byte(ghConfig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	homes := filepath.Join(dir, "homes")
+	r.job.Repo.Forge.Argv = append([]string{"sh", "-c", `echo "$HOME" >> ` + homes + `; test ! -e "$HOME/.config/gh/config.yml" || exit 3; exec "$@"`, "sh"}, r.job.Repo.Forge.Argv...)
+	got := r.deliver(delivery.Deliverer{})
+	if stolen, _ := os.ReadFile(capture); strings.Contains(string(stolen), "AUTHORIZATION") || strings.Contains(string(stolen), "ghp_example") {
+		t.Fatalf("an agent's program saw the token:\n%s", stolen)
+	}
+	if !strings.Contains(got, `"delivery":"opened"`) || r.remote.Ref("refs/heads/"+r.job.Branch) == "" {
+		t.Fatalf("outcome %s\n%s", got, r.text())
+	}
+	if leaked := r.remote.Git(evil, "for-each-ref"); leaked != "" {
+		t.Fatalf("the push went to the agent's URL: %s", leaked)
+	}
+	seen, _ := os.ReadFile(homes)
+	for _, home := range strings.Fields(string(seen)) {
+		if strings.HasPrefix(home, r.job.Paths.Dir) {
+			t.Fatalf("the forge ran with HOME %s in the run's directory", home)
 		}
 	}
 }

@@ -22,7 +22,7 @@ var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 var errNoChange = errors.New("nothing to deliver")
 
 // commit stages everything in the workspace and commits it, when there is
-// anything, with the fixed identity and without hooks; it returns the head
+// anything, with the fixed identity and without hooks, g having no token; it returns the head
 // commit, which must descend from base and differ from it.
 func commit(ctx context.Context, g workspace.Git, base, message string) (string, error) {
 	if _, err := g.Run(ctx, "add", "--all"); err != nil {
@@ -55,9 +55,10 @@ func commit(ctx context.Context, g workspace.Git, base, message string) (string,
 	return head, nil
 }
 
-// push sends HEAD to branch of the remote at url, without hooks and
-// never forced.
+// push sends HEAD to branch of the remote at url, without hooks, never
+// forced, and over https (or to a local path) only.
 func push(ctx context.Context, g workspace.Git, url, branch string) error {
-	_, err := g.Run(ctx, "push", "--porcelain", "--no-verify", url, "HEAD:refs/heads/"+branch)
+	_, err := g.Run(ctx, "-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.file.allow=always",
+		"push", "--porcelain", "--no-verify", url, "HEAD:refs/heads/"+branch)
 	return err
 }

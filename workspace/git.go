@@ -16,13 +16,21 @@ import (
 
 // Git runs git commands on behalf of the host, never of an agent: with
 // only LANG=C, PATH, HOME (Home) and settings that ignore system and user
-// configuration and never prompt, hooks disabled, and the repository
-// token, when there is one, as an HTTP authorization header passed in the
-// environment (never on the command line, never written to .git/config).
+// configuration and never prompt, hooks, fsmonitor and the untracked cache
+// disabled, and the repository token, when there is one, as an HTTP
+// authorization header passed in the environment (never on the command
+// line, never written to a git config). Only commands that reach the
+// remote get a Token: agents write the work tree, and nothing they wrote
+// may run next to the token.
 type Git struct {
-	// Dir is the repository the commands run in (-C); "" runs them in Home.
+	// Dir is the work tree the commands run in (-C); "" runs them in Home.
 	Dir string
-	// Home is the HOME of git, a private directory of the run.
+	// GitDir, when set, is the repository's git directory, given to git
+	// explicitly with Dir as the work tree: the host's own, outside the
+	// work tree, so a .git file or directory an agent wrote there is not
+	// read.
+	GitDir string
+	// Home is the HOME of git, a directory agents cannot write.
 	Home string
 	// Token authenticates HTTP remotes ("" for none).
 	Token string
@@ -88,9 +96,12 @@ func (g Git) Status(ctx context.Context, args ...string) (int, error) {
 func (g Git) run(ctx context.Context, args ...string) (string, int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
 	defer cancel()
-	argv := []string{"git", "-c", "core.hooksPath=/dev/null"}
+	argv := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false"}
 	if g.Dir != "" {
 		argv = append(argv, "-c", "safe.directory="+g.Dir, "-C", g.Dir)
+	}
+	if g.GitDir != "" {
+		argv = append(argv, "-c", "safe.directory="+g.GitDir, "--git-dir="+g.GitDir, "--work-tree="+g.Dir)
 	}
 	var mu sync.Mutex
 	var stderr []string

@@ -18,6 +18,7 @@ const DefaultKeep = 24 * time.Hour
 const (
 	workspaceDir = "workspace"
 	runtimeDir   = "runtime"
+	gitDir       = "git"
 	// preparedFile records the revision a workspace was cloned at.
 	preparedFile = "prepared"
 	// finishedFile marks a finished run; its modification time starts
@@ -34,17 +35,22 @@ type Source struct {
 
 // Paths are the directories of one run.
 type Paths struct {
-	// Dir is the run's directory, holding the other two.
+	// Dir is the run's directory, holding the other three.
 	Dir string
 	// Workspace is where agents work (the clone, or an empty directory
 	// when the host serves no repositories).
 	Workspace string
-	// Runtime holds the private homes of agent sessions and of git.
+	// Runtime holds the private homes of agent sessions.
 	Runtime string
+	// Git is the clone's git directory, the host's alone: outside the
+	// workspace and the runtime directory, so no agent works or lives in
+	// it (the workspace's .git is a file naming it, which the host never
+	// reads).
+	Git string
 }
 
-// Manager owns the run directories under one root: Root/<Key>/workspace
-// and Root/<Key>/runtime. It is safe for concurrent use.
+// Manager owns the run directories under one root: Root/<Key>/workspace,
+// Root/<Key>/runtime and Root/<Key>/git. It is safe for concurrent use.
 type Manager struct {
 	root  string
 	repos *Repos
@@ -85,7 +91,7 @@ func (m *Manager) Paths(key string) (Paths, error) {
 
 func (m *Manager) paths(key string) Paths {
 	dir := filepath.Join(m.root, filepath.FromSlash(key))
-	return Paths{Dir: dir, Workspace: filepath.Join(dir, workspaceDir), Runtime: filepath.Join(dir, runtimeDir)}
+	return Paths{Dir: dir, Workspace: filepath.Join(dir, workspaceDir), Runtime: filepath.Join(dir, runtimeDir), Git: filepath.Join(dir, gitDir)}
 }
 
 // Prepare makes the run's workspace a clone of src's repository, checked
@@ -108,12 +114,21 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	}
 	marker := filepath.Join(p.Dir, preparedFile)
 	if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == src.Revision {
-		return nil
+		if _, err := os.Stat(filepath.Join(p.Git, "HEAD")); err == nil {
+			return nil
+		}
 	}
-	if err := os.RemoveAll(p.Workspace); err != nil {
+	for _, d := range []string{p.Workspace, p.Git} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	home, err := os.MkdirTemp("", "oecp-git-")
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if err := clone(ctx, Git{Home: p.Runtime, Token: token}, repo.URL, p.Workspace, src.Revision, branch); err != nil {
+	defer os.RemoveAll(home)
+	if err := clone(ctx, Git{Home: home, Token: token}, repo.URL, p, src.Revision, branch); err != nil {
 		return err
 	}
 	if err := os.WriteFile(marker, []byte(src.Revision+"\n"), 0o600); err != nil {
@@ -123,16 +138,21 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	return nil
 }
 
-// clone makes dir a clone of url with revision checked out on branch.
-func clone(ctx context.Context, g Git, url, dir, revision, branch string) error {
-	if _, err := g.Run(ctx, "clone", "--no-tags", "--no-checkout", "--", url, dir); err != nil {
+// clone makes p.Workspace a clone of url, with its git directory p.Git,
+// and revision checked out on branch. Only the commands that reach the
+// remote get g's token.
+func clone(ctx context.Context, g Git, url string, p Paths, revision, branch string) error {
+	if _, err := g.Run(ctx, "clone", "--no-tags", "--no-checkout", "--separate-git-dir="+p.Git, "--", url, p.Workspace); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	g.Dir = dir
+	remote := g
+	remote.Dir, remote.GitDir = p.Workspace, p.Git
+	g = remote
+	g.Token = ""
 	commit := revision + "^{commit}"
 	if code, err := g.Status(ctx, "cat-file", "-e", commit); err != nil || code != 0 {
 		// Not on a branch the clone fetched: ask for the commit itself.
-		_, _ = g.Run(ctx, "fetch", "--no-tags", "origin", revision)
+		_, _ = remote.Run(ctx, "fetch", "--no-tags", "origin", revision)
 		if code, err := g.Status(ctx, "cat-file", "-e", commit); err != nil || code != 0 {
 			return fmt.Errorf("%w: %s is not a commit of the repository", ErrRevisionNotFound, revision)
 		}
