@@ -31,10 +31,17 @@ type fakeAgents struct {
 	release  chan struct{}
 	started  chan string // execution refs of blocking agents
 	finished int
+	closed   chan string // runs closed (CloseRun), when set
 }
 
 func newFakeAgents() *fakeAgents {
 	return &fakeAgents{release: make(chan struct{}), started: make(chan string, 64)}
+}
+
+func (f *fakeAgents) CloseRun(_, runID string) {
+	if f.closed != nil {
+		f.closed <- runID
+	}
 }
 
 func (f *fakeAgents) CheckPlan(harness string, nodes map[string]runs.Binding) error {

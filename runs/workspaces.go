@@ -80,6 +80,10 @@ func (b *Backend) prepare(ctx context.Context, k runKey, src Source) {
 		b.prep.mu.Unlock()
 		if current {
 			b.log(k.tk, k.runID, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
+		} else {
+			// The run finished while its clone was landing: it is closed
+			// again, so the clone is marked finished and removed too.
+			b.closeRun(k.tk, k.runID)
 		}
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
@@ -133,5 +134,33 @@ func TestWorkspaceAdmission(t *testing.T) {
 	}
 	if _, err := r.b.Submit(ctx, "d", withDelivery(`{"kind":"git_delivery"}`)); err != nil {
 		t.Fatalf("delivery refused: %v", err)
+	}
+}
+
+// A run forced while its workspace is being made is closed again once the
+// clone landed, so the clone is marked finished and removed too.
+func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
+	ws := &fakeWorkspaces{prepared: make(chan string, 1), release: make(chan struct{})}
+	r := newRigWith(t, nil, 0, ws)
+	r.agents.closed = make(chan string, 4)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "f", oneStep("k", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	<-ws.prepared
+	if _, err := r.b.Force(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-r.agents.closed; got != "f" {
+		t.Fatalf("closed %q", got)
+	}
+	close(ws.release)
+	select {
+	case got := <-r.agents.closed:
+		if got != "f" {
+			t.Fatalf("closed %q", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("not closed again after the clone landed")
 	}
 }

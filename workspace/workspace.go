@@ -57,6 +57,11 @@ type Manager struct {
 	keep  time.Duration
 	log   *slog.Logger
 
+	// ctx ends at Close, which stops the removals waiting for a gate.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
 	mu     sync.Mutex
 	gates  map[string]*Gate
 	timers map[string]*time.Timer
@@ -70,7 +75,8 @@ func NewManager(root string, repos *Repos, keep time.Duration, log *slog.Logger)
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log,
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, ctx: ctx, cancel: cancel,
 		gates: map[string]*Gate{}, timers: map[string]*time.Timer{}}
 }
 
@@ -97,8 +103,9 @@ func (m *Manager) paths(key string) Paths {
 // Prepare makes the run's workspace a clone of src's repository, checked
 // out at exactly src.Revision on branch. A workspace this manager already
 // prepared at that revision (before a restart, say) is kept as it is;
-// anything else in its place is replaced. The error wraps
-// ErrRevisionNotFound or ErrUnavailable and says what failed.
+// anything else in its place is replaced. It holds the run's gate as a
+// writer, so the directory is not removed under the clone. The error
+// wraps ErrRevisionNotFound or ErrUnavailable and says what failed.
 func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch string) error {
 	repo, ok := m.repos.Lookup(src.Repository)
 	if !ok {
@@ -108,6 +115,11 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	if !ok {
 		return fmt.Errorf("%w: the token variable %s of %s is not set on the server", ErrUnavailable, repo.TokenEnv, src.Repository)
 	}
+	release, err := m.Gate(key).Acquire(ctx, true)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	defer release()
 	p, err := m.Paths(key)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -179,18 +191,19 @@ func (m *Manager) Gate(key string) *Gate {
 	return g
 }
 
-// Finish marks a run finished: its directory is removed once the
-// retention period has passed (at once when it is 0), here or, after a
-// restart, by Sweep.
+// Finish marks a run finished, making its directory when there is none
+// yet (a clone still to land there finds the mark): the directory is
+// removed once the retention period has passed (at once when it is 0), by
+// this manager or, after a restart, by Sweep, and never while an execution
+// or a Prepare holds the run's gate. Finishing again restarts the
+// retention.
 func (m *Manager) Finish(key string) {
-	m.mu.Lock()
-	delete(m.gates, key)
-	m.mu.Unlock()
 	p := m.paths(key)
-	if _, err := os.Stat(p.Dir); err != nil {
-		return
+	err := os.MkdirAll(p.Dir, 0o700)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(p.Dir, finishedFile), nil, 0o600)
 	}
-	if err := os.WriteFile(filepath.Join(p.Dir, finishedFile), nil, 0o600); err != nil {
+	if err != nil {
 		m.log.Warn("workspace: cannot mark a finished run", "dir", p.Dir, "err", err)
 	}
 	m.schedule(key, m.keep)
@@ -211,13 +224,9 @@ func (m *Manager) Sweep() {
 	}
 }
 
-// schedule removes the run's directory after the duration, at once when
-// it is not positive.
+// schedule starts the removal of the run's directory after the duration,
+// at once when it is not positive.
 func (m *Manager) schedule(key string, after time.Duration) {
-	if after <= 0 {
-		m.remove(key)
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -225,30 +234,64 @@ func (m *Manager) schedule(key string, after time.Duration) {
 	}
 	if t, ok := m.timers[key]; ok {
 		t.Stop()
+		delete(m.timers, key)
 	}
-	m.timers[key] = time.AfterFunc(after, func() { m.remove(key) })
+	if after <= 0 {
+		m.startRemoval(key)
+		return
+	}
+	m.timers[key] = time.AfterFunc(after, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.timers, key)
+		if !m.closed {
+			m.startRemoval(key)
+		}
+	})
 }
 
+// startRemoval removes the run's directory on its own goroutine; m.mu is
+// held.
+func (m *Manager) startRemoval(key string) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.remove(key)
+	}()
+}
+
+// remove waits for the run's gate, as a writer, and removes the run's
+// directory; Close stops the wait.
 func (m *Manager) remove(key string) {
-	m.mu.Lock()
-	delete(m.timers, key)
-	m.mu.Unlock()
+	gate := m.Gate(key)
+	release, err := gate.Acquire(m.ctx, true)
+	if err != nil {
+		return // closing: Sweep finds the mark again after a restart
+	}
+	defer release()
 	dir := m.paths(key).Dir
 	if err := os.RemoveAll(dir); err != nil {
 		m.log.Warn("workspace: cannot remove a finished run's directory", "dir", dir, "err", err)
 		return
 	}
+	m.mu.Lock()
+	if m.gates[key] == gate {
+		delete(m.gates, key)
+	}
+	m.mu.Unlock()
 	m.log.Info("workspace removed", "dir", dir)
 }
 
-// Close stops the pending removals (Sweep finds them again after a
-// restart).
+// Close stops the pending removals and waits for those under way (Sweep
+// finds them again after a restart).
 func (m *Manager) Close() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.closed = true
 	for k, t := range m.timers {
 		t.Stop()
 		delete(m.timers, k)
 	}
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
 }

@@ -190,6 +190,7 @@ func TestFinishedRunDirectoryRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Finish(workspace.Key("t", "run-1"))
+	m.Close() // waits for the removal under way
 	if _, err := os.Stat(p.Dir); !os.IsNotExist(err) {
 		t.Fatalf("kept with --keep-workspaces 0: %v", err)
 	}
@@ -203,8 +204,52 @@ func TestFinishedRunDirectoryRemoved(t *testing.T) {
 		t.Fatalf("removed within the retention: %v", err)
 	}
 	restarted := workspace.NewManager(root, nil, 0, slog.New(slog.DiscardHandler))
-	defer restarted.Close()
 	restarted.Sweep()
+	restarted.Close()
+	if _, err := os.Stat(p.Dir); !os.IsNotExist(err) {
+		t.Fatalf("not swept: %v", err)
+	}
+}
+
+// A run's directory is not removed while an execution or a clone holds
+// its gate, only once the gate is free.
+func TestRemovalWaitsForTheGate(t *testing.T) {
+	m := workspace.NewManager(t.TempDir(), nil, 0, slog.New(slog.DiscardHandler))
+	key := workspace.Key("t", "run-1")
+	p, err := m.Paths(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := m.Gate(key).Acquire(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Finish(key)
+	if _, err := os.Stat(p.Workspace); err != nil {
+		t.Fatalf("removed while in use: %v", err)
+	}
+	release()
+	m.Close()
+	if _, err := os.Stat(p.Dir); !os.IsNotExist(err) {
+		t.Fatalf("kept once free: %v", err)
+	}
+}
+
+// A run finished before its directory exists is marked all the same, so
+// a clone landing there later is swept after a restart.
+func TestFinishBeforeTheDirectoryExists(t *testing.T) {
+	root := t.TempDir()
+	m := workspace.NewManager(root, nil, time.Hour, slog.New(slog.DiscardHandler))
+	key := workspace.Key("t", "run-1")
+	m.Finish(key)
+	p, err := m.Paths(key) // the late clone
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	restarted := workspace.NewManager(root, nil, 0, slog.New(slog.DiscardHandler))
+	restarted.Sweep()
+	restarted.Close()
 	if _, err := os.Stat(p.Dir); !os.IsNotExist(err) {
 		t.Fatalf("not swept: %v", err)
 	}
