@@ -232,8 +232,10 @@ func (a *agents) CloseRun(tenant, runID string) {
 // that serves repositories.
 type workspaces struct{ m *workspace.Manager }
 
-func (w workspaces) CheckSource(src runs.Source) error { return w.m.Repos().Check(src.Repository) }
-func (w workspaces) CheckDelivery(n graph.Node) error  { return delivery.CheckNode(n) }
+func (w workspaces) CheckSource(tenant string, src runs.Source) error {
+	return w.m.Repos().Check(tenant, src.Repository)
+}
+func (w workspaces) CheckDelivery(n graph.Node) error { return delivery.CheckNode(n) }
 
 func (w workspaces) Prepare(ctx context.Context, tenant, runID string, src runs.Source) error {
 	err := w.m.Prepare(ctx, workspace.Key(tenant, runID), source(src), workspace.Branch(tenant, runID))

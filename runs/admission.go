@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/verifier"
 )
@@ -86,8 +87,10 @@ func admit(ctx context.Context, s *Submission, host Harnesses, ws Workspaces, ve
 		return err
 	}
 	if ws != nil {
-		if err := ws.CheckSource(s.Source); err != nil {
-			return rejectf("%v", err)
+		if err := ws.CheckSource(identity.From(ctx).Tenant, s.Source); err != nil {
+			// The same words for every refusal: the host's side of it
+			// (its file, whether the repository exists) stays there.
+			return rejectf("repository is not served: %s", s.Source.Repository)
 		}
 	}
 	if err := checkOverlap(g.Root); err != nil {

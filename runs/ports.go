@@ -35,8 +35,8 @@ type Agents interface {
 // Without it a run's source is only recorded and git delivery is refused.
 type Workspaces interface {
 	// CheckSource refuses at submit a source whose repository the host
-	// does not serve, naming the host setting.
-	CheckSource(src Source) error
+	// does not serve to the tenant.
+	CheckSource(tenant string, src Source) error
 	// CheckDelivery refuses a git_delivery-bound node that does not
 	// declare the delivery contract.
 	CheckDelivery(node graph.Node) error

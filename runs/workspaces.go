@@ -16,6 +16,10 @@ const (
 	ReasonRuntimeUnavailable = "runtime_unavailable"
 )
 
+// workspaceFailure is what a run's log says of a workspace that could not
+// be made.
+const workspaceFailure = "the repository could not be cloned at the requested revision"
+
 // Workspace states of a run in this process.
 const (
 	wsPreparing = iota + 1
@@ -91,9 +95,11 @@ func (b *Backend) prepare(ctx context.Context, k runKey, src Source) {
 	if errors.Is(err, ErrRevisionNotFound) {
 		reason = ReasonRevisionNotFound
 	}
+	// The details (URL, paths, git's words) stay in the server's log; the
+	// tenant reads a fixed sentence.
 	b.cfg.Log.Warn("runs: workspace failed, the run fails", "run", k.runID, "reason", reason, "err", err)
 	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
-	note := "workspace: " + err.Error()
+	note := "workspace: " + workspaceFailure
 	err = b.update(ctx, k.tk, k.runID, func(tx store.Tx, st *runState) error {
 		if st.Phase == PhaseFinished {
 			return nil

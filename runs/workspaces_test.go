@@ -14,7 +14,9 @@ import (
 	"github.com/oecp/oecp/runs"
 )
 
-// fakeWorkspaces serves repository oecp/oecp; Prepare reports each call
+// fakeWorkspaces serves repository oecp/oecp to every tenant and
+// acme/private to bob alone, refusing in the host's words; Prepare
+// reports each call
 // on prepared, then waits for release (when set) and returns err.
 type fakeWorkspaces struct {
 	prepared chan string
@@ -22,8 +24,8 @@ type fakeWorkspaces struct {
 	err      error
 }
 
-func (f *fakeWorkspaces) CheckSource(src runs.Source) error {
-	if src.Repository != "oecp/oecp" {
+func (f *fakeWorkspaces) CheckSource(tenant string, src runs.Source) error {
+	if src.Repository != "oecp/oecp" && (src.Repository != "acme/private" || tenant != "bob") {
 		return fmt.Errorf("%s is not listed in the server's --repos file", src.Repository)
 	}
 	return nil
@@ -91,7 +93,7 @@ func TestUnknownRevisionFailsTheRun(t *testing.T) {
 		reason string
 	}{
 		{fmt.Errorf("%w: 0123456789abcdef0123456789abcdef01234567 is not a commit of the repository", runs.ErrRevisionNotFound), runs.ReasonRevisionNotFound},
-		{errors.New("git clone: connection refused"), runs.ReasonRuntimeUnavailable},
+		{errors.New("git failed: git clone --no-tags -- https://x:ghp_secret@example.test/a.git /data/run: connection refused"), runs.ReasonRuntimeUnavailable},
 	} {
 		ws := &fakeWorkspaces{prepared: make(chan string, 1), err: tc.err}
 		r := newRigWith(t, nil, 0, ws)
@@ -106,7 +108,7 @@ func TestUnknownRevisionFailsTheRun(t *testing.T) {
 		r.agents.mu.Lock()
 		ran := r.agents.finished
 		r.agents.mu.Unlock()
-		if logs := logMessages(t, r, ctx, "u"); ran != 0 || logs != "workspace: "+tc.err.Error() {
+		if logs := logMessages(t, r, ctx, "u"); ran != 0 || logs != "workspace: the repository could not be cloned at the requested revision" {
 			t.Fatalf("%d agents ran; logs:\n%s", ran, logs)
 		}
 	}
@@ -122,8 +124,10 @@ func TestWorkspaceAdmission(t *testing.T) {
 		sub := string(submission("k", graphOf(step("work", "echo"), deliver), "work"))
 		return json.RawMessage(strings.Replace(sub, `"nodes":{`, `"nodes":{"deliver":`+binding+`,`, 1))
 	}
+	private := json.RawMessage(strings.Replace(string(oneStep("k", "echo")), "oecp/oecp", "acme/private", 1))
 	for name, sub := range map[string]json.RawMessage{
 		"repository":   json.RawMessage(strings.Replace(string(oneStep("k", "echo")), "oecp/oecp", "acme/app", 1)),
+		"other tenant": private,
 		"delivery env": withDelivery(`{"kind":"git_delivery","env":["GH_TOKEN"]}`),
 		"contract":     json.RawMessage(strings.Replace(string(withDelivery(`{"kind":"git_delivery"}`)), "builtin.git-delivery.pr@1", "builtin.echo@1", 1)),
 	} {
@@ -134,6 +138,25 @@ func TestWorkspaceAdmission(t *testing.T) {
 	}
 	if _, err := r.b.Submit(ctx, "d", withDelivery(`{"kind":"git_delivery"}`)); err != nil {
 		t.Fatalf("delivery refused: %v", err)
+	}
+	if _, err := r.b.Submit(as("bob"), "p", private); err != nil {
+		t.Fatalf("listed tenant refused: %v", err)
+	}
+}
+
+// A refused repository is refused in fixed words, whether the host lacks
+// it or serves it to other tenants only, naming nothing of the host.
+func TestRepositoryRefusalRevealsNothing(t *testing.T) {
+	r := newRigWith(t, nil, 0, &fakeWorkspaces{prepared: make(chan string, 8)})
+	for repo, want := range map[string]string{"acme/app": "repository is not served: acme/app", "acme/private": "repository is not served: acme/private"} {
+		_, err := r.b.Submit(as("alice"), "a", json.RawMessage(strings.Replace(string(oneStep("k", "echo")), "oecp/oecp", repo, 1)))
+		pe, ok := err.(*protocol.Error)
+		if !ok || pe.DataCode != protocol.GraphInvalid {
+			t.Fatalf("%s: %v", repo, err)
+		}
+		if b, _ := json.Marshal(pe.Details); string(b) != `{"reason":"`+want+`"}` {
+			t.Errorf("%s: details %s", repo, b)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -76,7 +77,7 @@ func (g Git) Run(ctx context.Context, args ...string) (string, error) {
 		err = fmt.Errorf("exit status %d: %s", code, detail)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: git %s: %v", ErrGit, strings.Join(args, " "), err)
+		return "", fmt.Errorf("%w: git %s: %v", ErrGit, stripUserinfo(strings.Join(args, " ")), stripUserinfo(err.Error()))
 	}
 	return out, nil
 }
@@ -86,7 +87,7 @@ func (g Git) Run(ctx context.Context, args ...string) (string, error) {
 func (g Git) Status(ctx context.Context, args ...string) (int, error) {
 	_, code, _, err := g.run(ctx, args...)
 	if err != nil {
-		return 0, fmt.Errorf("%w: git %s: %v", ErrGit, strings.Join(args, " "), err)
+		return 0, fmt.Errorf("%w: git %s: %v", ErrGit, stripUserinfo(strings.Join(args, " ")), stripUserinfo(err.Error()))
 	}
 	return code, nil
 }
@@ -131,3 +132,10 @@ func (g Git) run(ctx context.Context, args ...string) (string, int, string, erro
 	}
 	return strings.TrimSpace(string(res.Stdout)), 0, detail, nil
 }
+
+// userinfoRE matches the user and password of a URL (scheme://user:pw@).
+var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@`)
+
+// stripUserinfo removes the credentials of every URL in s, which git's
+// errors carry into logs.
+func stripUserinfo(s string) string { return userinfoRE.ReplaceAllString(s, "$1") }

@@ -33,7 +33,7 @@ var (
 // is a source repository the file does not list.
 var (
 	ErrInvalidRepos = errors.New("invalid repository file")
-	ErrNotServed    = errors.New("repository not served by this host")
+	ErrNotServed    = errors.New("repository is not served")
 )
 
 // Repo is one repository of the host's repository file.
@@ -48,6 +48,9 @@ type Repo struct {
 	// Forge configures the forge CLI of pull requests (default: gh on the
 	// server's PATH, against github.com).
 	Forge *Forge `json:"forge,omitempty"`
+	// Tenants, when present, are the only tenants whose runs may use the
+	// repository; absent, every tenant may.
+	Tenants []string `json:"tenants,omitempty"`
 }
 
 // Forge is a repository's forge CLI: `<Argv…> api …` calls in the
@@ -83,8 +86,7 @@ func (r Repo) Token() (string, bool) {
 
 // Repos is the host's repository file: repositories keyed by owner/name.
 type Repos struct {
-	file string
-	m    map[string]Repo
+	m map[string]Repo
 }
 
 // LoadRepos reads and validates a repository file.
@@ -100,12 +102,12 @@ func LoadRepos(path string) (*Repos, error) {
 // keys are owner/name and whose values are closed Repo objects; name is
 // the file name used in error messages.
 func ParseRepos(name string, data []byte) (*Repos, error) {
-	r := &Repos{file: name}
+	r := &Repos{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(&r.m)
 	if err != nil || r.m == nil {
-		return nil, fmt.Errorf(`%w %s: want a JSON object {"owner/name": {"url", "tokenEnv", "forge": {"argv", "host"}}}: %v`, ErrInvalidRepos, name, err)
+		return nil, fmt.Errorf(`%w %s: want a JSON object {"owner/name": {"url", "tokenEnv", "forge": {"argv", "host"}, "tenants"}}: %v`, ErrInvalidRepos, name, err)
 	}
 	for key, repo := range r.m {
 		if !repoRE.MatchString(key) {
@@ -126,6 +128,8 @@ func (r Repo) validate() error {
 		return errors.New("url must be a git URL or a path")
 	case r.TokenEnv != "" && !envNameRE.MatchString(r.TokenEnv):
 		return fmt.Errorf("tokenEnv %q is not a variable name", r.TokenEnv)
+	case r.Tenants != nil && (len(r.Tenants) == 0 || slices.Contains(r.Tenants, "")):
+		return errors.New("tenants, when present, lists tenant names")
 	case r.Forge == nil:
 		return nil
 	case r.Forge.Argv != nil && (len(r.Forge.Argv) == 0 || r.Forge.Argv[0] == ""):
@@ -144,10 +148,12 @@ func (r *Repos) Lookup(repo string) (x Repo, ok bool) {
 	return x, ok
 }
 
-// Check refuses a repository the file does not list, naming the file.
-func (r *Repos) Check(repo string) error {
-	if _, ok := r.Lookup(repo); !ok {
-		return fmt.Errorf("%w: %s is not listed in the server's --repos file %s", ErrNotServed, repo, r.file)
+// Check refuses a repository the file does not list, or whose tenants
+// list leaves tenant out, in the same words either way: a tenant learns
+// neither whether the repository exists nor where the host's file is.
+func (r *Repos) Check(tenant, repo string) error {
+	if x, ok := r.Lookup(repo); !ok || (x.Tenants != nil && !slices.Contains(x.Tenants, tenant)) {
+		return fmt.Errorf("%w: %s", ErrNotServed, repo)
 	}
 	return nil
 }

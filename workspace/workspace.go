@@ -109,7 +109,7 @@ func (m *Manager) paths(key string) Paths {
 func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch string) error {
 	repo, ok := m.repos.Lookup(src.Repository)
 	if !ok {
-		return fmt.Errorf("%w: %v", ErrUnavailable, m.repos.Check(src.Repository))
+		return fmt.Errorf("%w: %s is not listed in the server's --repos file", ErrUnavailable, src.Repository)
 	}
 	token, ok := repo.Token()
 	if !ok {

@@ -48,11 +48,14 @@ func TestParseRepos(t *testing.T) {
 	if f := lib.ForgeCLI(); f.Argv[0] != "gh" || f.Host != "github.com" {
 		t.Fatalf("defaults %+v", f)
 	}
-	if err := r.Check("acme/other"); !errors.Is(err, workspace.ErrNotServed) || !strings.Contains(err.Error(), "--repos") {
+	if err := r.Check("t1", "acme/other"); !errors.Is(err, workspace.ErrNotServed) || strings.Contains(err.Error(), "r.json") {
 		t.Fatalf("unlisted: %v", err)
 	}
+	if err := r.Check("t1", "acme/lib"); err != nil {
+		t.Fatalf("listed for every tenant: %v", err)
+	}
 	for _, bad := range []string{`[]`, `{"acme":{"url":"x"}}`, `{"a/b":{"url":""}}`, `{"a/b":{"url":"x","tokenEnv":"BAD-NAME"}}`,
-		`{"a/b":{"url":"x","secret":"y"}}`, `{"a/b":{"url":"x","forge":{"argv":[]}}}`, `{"a/b":{"url":"x","forge":{"host":"a b"}}}`} {
+		`{"a/b":{"url":"x","secret":"y"}}`, `{"a/b":{"url":"x","tenants":[]}}`, `{"a/b":{"url":"x","tenants":[""]}}`, `{"a/b":{"url":"x","forge":{"argv":[]}}}`, `{"a/b":{"url":"x","forge":{"host":"a b"}}}`} {
 		if _, err := workspace.ParseRepos("r.json", []byte(bad)); !errors.Is(err, workspace.ErrInvalidRepos) || !strings.Contains(err.Error(), "r.json") {
 			t.Errorf("%s: %v", bad, err)
 		}
@@ -252,5 +255,34 @@ func TestFinishBeforeTheDirectoryExists(t *testing.T) {
 	restarted.Close()
 	if _, err := os.Stat(p.Dir); !os.IsNotExist(err) {
 		t.Fatalf("not swept: %v", err)
+	}
+}
+
+// A repository with a tenants list is served to those tenants only, and
+// refused to others in the words of an unlisted one.
+func TestReposTenants(t *testing.T) {
+	r, err := workspace.ParseRepos("r.json", []byte(`{"acme/app":{"url":"/srv/app.git","tenants":["t1","t2"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"t1", "t2"} {
+		if err := r.Check(tenant, "acme/app"); err != nil {
+			t.Errorf("%s: %v", tenant, err)
+		}
+	}
+	other, unlisted := r.Check("t3", "acme/app"), r.Check("t3", "acme/lib")
+	if !errors.Is(other, workspace.ErrNotServed) || strings.ReplaceAll(other.Error(), "app", "lib") != unlisted.Error() {
+		t.Fatalf("refusals %v / %v", other, unlisted)
+	}
+}
+
+// A failed clone's error, which the server logs, carries no credentials
+// of the repository URL.
+func TestCloneErrorStripsCredentials(t *testing.T) {
+	r := repos(t, map[string]workspace.Repo{"acme/app": {URL: "https://oecp:ghp_secret@127.0.0.1:1/acme/app.git"}})
+	src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: strings.Repeat("a", 40)}
+	err := manager(t, r, time.Hour).Prepare(context.Background(), workspace.Key("t", "run-1"), src, "oecp/run")
+	if !errors.Is(err, workspace.ErrUnavailable) || strings.Contains(err.Error(), "ghp_secret") || !strings.Contains(err.Error(), "https://127.0.0.1:1/acme/app.git") {
+		t.Fatalf("error: %v", err)
 	}
 }
