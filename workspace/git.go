@@ -57,7 +57,7 @@ func (g Git) Env() []string {
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
-	env := []string{"LANG=C", "PATH=" + path, "HOME=" + g.Home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0"}
+	env := []string{"LANG=C", "PATH=" + path, "HOME=" + g.Home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0"}
 	if g.Token != "" {
 		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + g.Token))
 		env = append(env, "GIT_CONFIG_COUNT=2",
@@ -97,7 +97,7 @@ func (g Git) Status(ctx context.Context, args ...string) (int, error) {
 func (g Git) run(ctx context.Context, args ...string) (string, int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
 	defer cancel()
-	argv := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false"}
+	argv := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false", "-c", "core.attributesFile=/dev/null"}
 	if g.Dir != "" {
 		argv = append(argv, "-c", "safe.directory="+g.Dir, "-C", g.Dir)
 	}
