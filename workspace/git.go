@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -139,3 +140,27 @@ var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@`)
 // stripUserinfo removes the credentials of every URL in s, which git's
 // errors carry into logs.
 func stripUserinfo(s string) string { return userinfoRE.ReplaceAllString(s, "$1") }
+
+// hostConfig is the whole configuration of a run's git directory while
+// the host delivers from it.
+const hostConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
+
+// ResetGitDir makes the configuration of the git directory gitDir the
+// host's own again, and drops its attribute file, before the host runs
+// git there: whatever an agent that reached it wrote (a filter, an
+// fsmonitor, an include, a URL rewrite, attributes naming a filter) is
+// gone.
+func ResetGitDir(gitDir string) error {
+	for _, f := range []string{"config", filepath.Join("info", "attributes"), "config.worktree"} {
+		if err := os.Remove(filepath.Join(gitDir, f)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	// A new file: never through a link an agent left in its place.
+	f, err := os.OpenFile(filepath.Join(gitDir, "config"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(hostConfig)
+	return errors.Join(err, f.Close())
+}
