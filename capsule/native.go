@@ -245,6 +245,11 @@ func (w workspaces) Prepare(ctx context.Context, tenant, runID string, src runs.
 	return err
 }
 
+// Prepared implements runs.WorkspaceKeeper.
+func (w workspaces) Prepared(tenant, runID string, src runs.Source) bool {
+	return w.m.Prepared(workspace.Key(tenant, runID), source(src))
+}
+
 // revisionNotFound is the workspace's error as runs.ErrRevisionNotFound.
 type revisionNotFound struct{ error }
 

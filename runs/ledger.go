@@ -120,7 +120,11 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: sub.Graph, Seed: json.RawMessage(sub.InitialInput),
 			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub)}
-		if !l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source) {
+		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0)
+		if lost {
+			return engine.ErrStale // being ended runtime_lost (workspaceReady)
+		}
+		if !ready {
 			// No dispatch before the workspace is there.
 			snap.Dispatch = protocol.DispatchSuspended
 		}

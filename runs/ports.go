@@ -49,6 +49,16 @@ type Workspaces interface {
 	Prepare(ctx context.Context, tenant, runID string, src Source) error
 }
 
+// WorkspaceKeeper is implemented by Workspaces that can tell whether this
+// host holds a run's prepared workspace. A run whose executions already
+// started elsewhere (another replica, or this host before its data
+// directory was lost) and whose workspace is not here cannot go on: its
+// agents' work lived in that workspace, so the run ends runtime_lost
+// instead of starting over on a fresh clone.
+type WorkspaceKeeper interface {
+	Prepared(tenant, runID string, src Source) bool
+}
+
 // ErrRevisionNotFound is the Prepare error of a source revision the
 // repository does not have.
 var ErrRevisionNotFound = errors.New("source revision not found")

@@ -14,7 +14,13 @@ import (
 const (
 	ReasonRevisionNotFound   = "revision_not_found"
 	ReasonRuntimeUnavailable = "runtime_unavailable"
+	// ReasonRuntimeLost ends a run whose executions started with a
+	// workspace this host does not hold (see WorkspaceKeeper).
+	ReasonRuntimeLost = "runtime_lost"
 )
+
+// errWorkspaceLost is the preparation failure of a lost workspace.
+var errWorkspaceLost = errors.New("the run's workspace was on a server that is gone")
 
 // workspaceFailure is what a run's log says of a workspace that could not
 // be made.
@@ -24,6 +30,7 @@ const workspaceFailure = "the repository could not be cloned at the requested re
 const (
 	wsPreparing = iota + 1
 	wsReady
+	wsLost // started elsewhere, workspace not here: being ended runtime_lost
 )
 
 // preparations tracks the workspaces this process is making or has made.
@@ -40,10 +47,14 @@ type preparations struct {
 }
 
 // workspaceReady reports whether the run may dispatch, starting its
-// workspace when it is not being made yet.
-func (b *Backend) workspaceReady(k runKey, src Source) bool {
+// workspace when it is not being made yet. started says the run has
+// executions already: its workspace must then be the one they used, and
+// lost reports that this host does not hold it — the run is being ended
+// runtime_lost and must not be reduced meanwhile (its orphans would
+// otherwise settle and the graph go on without its workspace).
+func (b *Backend) workspaceReady(k runKey, src Source, started bool) (ready, lost bool) {
 	if b.cfg.Workspaces == nil {
-		return true
+		return true, false
 	}
 	p := &b.prep
 	p.mu.Lock()
@@ -53,25 +64,36 @@ func (b *Backend) workspaceReady(k runKey, src Source) bool {
 	}
 	switch p.state[k] {
 	case wsReady:
-		return true
+		return true, false
 	case wsPreparing:
-		return false
+		return false, false
+	case wsLost:
+		return false, true
 	}
 	if p.ctx == nil {
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 	}
+	kp, keeps := b.cfg.Workspaces.(WorkspaceKeeper)
+	lost = started && keeps && !kp.Prepared(k.tk, k.runID, src)
 	p.state[k] = wsPreparing
+	if lost {
+		p.state[k] = wsLost
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		b.prepare(p.ctx, k, src)
+		b.prepare(p.ctx, k, src, lost)
 	}()
-	return false
+	return false, lost
 }
 
-// prepare makes the run's workspace and records how that went.
-func (b *Backend) prepare(ctx context.Context, k runKey, src Source) {
-	err := b.cfg.Workspaces.Prepare(ctx, k.tk, k.runID, src)
+// prepare makes the run's workspace and records how that went; a lost
+// workspace is not made again, the run ends runtime_lost.
+func (b *Backend) prepare(ctx context.Context, k runKey, src Source, lost bool) {
+	err := errWorkspaceLost
+	if !lost {
+		err = b.cfg.Workspaces.Prepare(ctx, k.tk, k.runID, src)
+	}
 	if ctx.Err() != nil {
 		return // shutting down: the next process prepares it again
 	}
@@ -92,14 +114,20 @@ func (b *Backend) prepare(ctx context.Context, k runKey, src Source) {
 		return
 	}
 	reason := ReasonRuntimeUnavailable
-	if errors.Is(err, ErrRevisionNotFound) {
+	switch {
+	case errors.Is(err, ErrRevisionNotFound):
 		reason = ReasonRevisionNotFound
+	case errors.Is(err, errWorkspaceLost):
+		reason = ReasonRuntimeLost
 	}
 	// The details (URL, paths, git's words) stay in the server's log; the
 	// tenant reads a fixed sentence.
 	b.cfg.Log.Warn("runs: workspace failed, the run fails", "run", k.runID, "reason", reason, "err", err)
 	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	note := "workspace: " + workspaceFailure
+	if reason == ReasonRuntimeLost {
+		note = "workspace: " + errWorkspaceLost.Error()
+	}
 	err = b.update(ctx, k.tk, k.runID, func(tx store.Tx, st *runState) error {
 		if st.Phase == PhaseFinished {
 			return nil

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/store"
 )
 
 // fakeWorkspaces serves repository oecp/oecp to every tenant and
@@ -185,5 +189,47 @@ func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("not closed again after the clone landed")
+	}
+}
+
+// keeperWorkspaces is fakeWorkspaces on a host that may or may not hold a
+// run's prepared workspace.
+type keeperWorkspaces struct {
+	*fakeWorkspaces
+	holds bool
+}
+
+func (k *keeperWorkspaces) Prepared(string, string, runs.Source) bool { return k.holds }
+
+// TestLostWorkspaceEndsTheRunRuntimeLost: a run whose executions started
+// with a workspace that the host now running it does not hold (another
+// replica's, or a lost data directory) ends failed runtime_lost instead of
+// starting over on a fresh clone; no agent runs again.
+func TestLostWorkspaceEndsTheRunRuntimeLost(t *testing.T) {
+	st := store.NewMemory()
+	first := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4)}, holds: true}
+	a := newRigWith(t, st, 0, first)
+	ctx := as("alice")
+	if _, err := a.b.Submit(ctx, "lost", oneStep("lost", "block")); err != nil {
+		t.Fatal(err)
+	}
+	<-a.agents.started // the run's execution started on the first host
+
+	second := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4)}, holds: false}
+	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Workspaces: second, Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(b.Close)
+	sup := engine.New(b.Ledger("second-host"), worker.NewRegistry(), slog.New(slog.DiscardHandler))
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); sup.Run(c) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	if got := statusJSON(t, waitFinished(t, b, ctx, "lost")); got != `{"phase":"finished","terminalResult":{"status":"failed","reason":"runtime_lost"}}` {
+		t.Fatalf("final %s", got)
+	}
+	select {
+	case id := <-second.prepared:
+		t.Fatalf("the second host cloned %s again", id)
+	default:
 	}
 }

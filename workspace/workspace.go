@@ -100,6 +100,23 @@ func (m *Manager) paths(key string) Paths {
 	return Paths{Dir: dir, Workspace: filepath.Join(dir, workspaceDir), Runtime: filepath.Join(dir, runtimeDir), Git: filepath.Join(dir, gitDir)}
 }
 
+// Prepared reports whether this host holds the workspace Prepare made for
+// key at src's revision. It creates nothing.
+func (m *Manager) Prepared(key string, src Source) bool {
+	return prepared(m.paths(key), src)
+}
+
+// prepared reports whether p holds a finished clone at src's revision:
+// the prepared marker names it and the git directory is there.
+func prepared(p Paths, src Source) bool {
+	b, err := os.ReadFile(filepath.Join(p.Dir, preparedFile))
+	if err != nil || strings.TrimSpace(string(b)) != src.Revision {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(p.Git, "HEAD"))
+	return err == nil
+}
+
 // Prepare makes the run's workspace a clone of src's repository, checked
 // out at exactly src.Revision on branch. A workspace this manager already
 // prepared at that revision (before a restart, say) is kept as it is;
@@ -125,10 +142,8 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	marker := filepath.Join(p.Dir, preparedFile)
-	if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == src.Revision {
-		if _, err := os.Stat(filepath.Join(p.Git, "HEAD")); err == nil {
-			return nil
-		}
+	if prepared(p, src) {
+		return nil
 	}
 	for _, d := range []string{p.Workspace, p.Git} {
 		if err := os.RemoveAll(d); err != nil {
