@@ -58,7 +58,7 @@ func (d *claudeDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Re
 	}
 	run := func(ctx context.Context, session, prompt string) attempt {
 		s := &claudeStream{session: session, text: lineBuffer{sinks: sinks, st: streamOutput}, thinking: lineBuffer{sinks: sinks, st: streamSystem}}
-		res, err := d.launch(ctx, t.Dir, claudeArgs(t, session, prompt), env, nil, sinks, s.line)
+		res, err := d.launch(ctx, t, claudeArgs(t, session, prompt), env, nil, sinks, s.line)
 		if err != nil {
 			return attempt{problem: err.Error()}
 		}

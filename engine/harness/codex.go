@@ -44,7 +44,7 @@ func (d *codexDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Rep
 	}
 	run := func(ctx context.Context, session, prompt string) attempt {
 		s := &codexStream{sinks: sinks, thread: session}
-		res, err := d.launch(ctx, t.Dir, codexArgs(t, session), env, []byte(prompt), sinks, s.line)
+		res, err := d.launch(ctx, t, codexArgs(t, session), env, []byte(prompt), sinks, s.line)
 		if err != nil {
 			return attempt{problem: err.Error()}
 		}

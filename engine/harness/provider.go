@@ -145,13 +145,14 @@ func driverErr(name, format string, args ...any) error {
 	return fmt.Errorf("%w: harness %s: %s", ErrDriver, name, fmt.Sprintf(format, args...))
 }
 
-// launch runs one CLI process of a turn: the entry's argv followed by
-// args, in dir, in its own process group, with exactly env and stdin;
+// launch runs one CLI process of turn t: the entry's argv followed by
+// args, in t.Dir, in its own process group (passed to t.Started once it
+// runs), with exactly env and stdin;
 // stdout goes to onLine as it arrives, bounded by MaxStdoutBytes, and each
 // stderr line becomes a system line. argv over maxArgvItems items or
 // maxArgvBytes bytes, and an environment over maxEnvNames entries or
 // maxArgvBytes bytes, are refused before anything starts.
-func (c cli) launch(ctx context.Context, dir string, args, env []string, stdin []byte, sinks worker.Sinks, onLine func([]byte)) (worker.ProcessResult, error) {
+func (c cli) launch(ctx context.Context, t Turn, args, env []string, stdin []byte, sinks worker.Sinks, onLine func([]byte)) (worker.ProcessResult, error) {
 	argv := append(slices.Clone(c.argv), args...)
 	if len(argv) > maxArgvItems || totalBytes(argv) > maxArgvBytes {
 		return worker.ProcessResult{}, driverErr(c.name, "argv exceeds %d items or %d bytes", maxArgvItems, maxArgvBytes)
@@ -163,7 +164,7 @@ func (c cli) launch(ctx context.Context, dir string, args, env []string, stdin [
 	if sinks.Log != nil {
 		stderr.Log = func(_, msg string) { sinks.Log(string(streamSystem), msg) }
 	}
-	return worker.Process{Argv: argv, Dir: dir, Env: env, Stdin: stdin, MaxStdout: MaxStdoutBytes, Sinks: stderr, Lines: onLine}.Run(ctx), nil
+	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStdoutBytes, Sinks: stderr, Lines: onLine, Started: t.Started}.Run(ctx), nil
 }
 
 func totalBytes(ss []string) int {
