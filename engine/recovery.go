@@ -24,6 +24,18 @@ type Recovery interface {
 	Interrupt(ctx context.Context, ref RunRef, executions []uint64) error
 }
 
+// KeepGroup records g, when set, as the process group of the active
+// execution x (Snapshot.Groups).
+func (s *Snapshot) KeepGroup(x uint64, g *worker.Group) {
+	if g == nil {
+		return
+	}
+	if s.Groups == nil {
+		s.Groups = map[uint64]worker.Group{}
+	}
+	s.Groups[x] = *g
+}
+
 // orphanKillGrace bounds how long a supervisor waits for what is left of
 // an orphan's process group to die before it settles the orphan anyway.
 const orphanKillGrace = 5 * time.Second

@@ -367,18 +367,21 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 	})
 }
 
-// endExecution ends an active execution, settled (e.Outcome) or voided
-// (e.Void), with its record.
+// endExecution ends an active execution, settled (e.Outcome), voided
+// (e.Void) or interrupted (e.Interrupted), with its record.
 func endExecution(tx store.Tx, tk, runID string, st *runState, x *execution, e ending) error {
 	rec := record{Kind: recCompleted, Execution: x.Ref, Detail: e.Outcome}
-	if e.Void != "" {
+	switch {
+	case e.Interrupted:
+		rec = record{Kind: recInterrupted, Execution: x.Ref}
+	case e.Void != "":
 		reason, err := json.Marshal(e.Void)
 		if err != nil {
 			return err
 		}
 		rec = record{Kind: recVoided, Execution: x.Ref, Detail: reason}
 	}
-	x.End = &e
+	x.End, x.Group = &e, nil
 	if err := appendRecord(tx, tk, runID, st, rec); err != nil {
 		return err
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/oecp/oecp/engine"
@@ -25,17 +27,21 @@ import (
 //	echo     answer the input (steps) or the first label of each signal
 //	fail     end with crash
 //	block    log "blocked", publish "waiting", then wait for release
+//	spawn    start `sleep 3600` in a process group of its own, pass the
+//	         group to Started, then wait for its cancellation and leave
+//	         the process running (a worker whose server died)
 //	log:N    log N lines, then echo
 type fakeAgents struct {
 	mu       sync.Mutex
 	release  chan struct{}
 	started  chan string // execution refs of blocking agents
+	spawned  chan *exec.Cmd
 	finished int
 	closed   chan string // runs closed (CloseRun), when set
 }
 
 func newFakeAgents() *fakeAgents {
-	return &fakeAgents{release: make(chan struct{}), started: make(chan string, 64)}
+	return &fakeAgents{release: make(chan struct{}), started: make(chan string, 64), spawned: make(chan *exec.Cmd, 8)}
 }
 
 func (f *fakeAgents) CloseRun(_, runID string) {
@@ -71,6 +77,16 @@ func (f *fakeAgents) RunAgent(ctx context.Context, a runs.AgentExecution) worker
 	switch {
 	case instr == "fail":
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	case instr == "spawn":
+		cmd := exec.Command("sleep", "3600")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+		}
+		ex.Started(cmd.Process.Pid)
+		f.spawned <- cmd
+		<-ctx.Done()
+		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	case instr == "block":
 		ex.Sinks.Log("info", "blocked")
 		f.started <- ex.Ref

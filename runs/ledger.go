@@ -23,8 +23,11 @@ import (
 // Record mapping: a dispatch is node_started (the first one moves the run
 // from admitted to running); a settlement, and a crash settlement of an
 // execution orphaned by a previous process, is node_completed; a void is
-// execution_voided; the result is terminal. The reducer runs in native
-// mode, so the engine never holds a native run.
+// execution_voided; an execution a graceful shutdown cancelled is
+// execution_interrupted, after a warn log line naming it; the result is
+// terminal. A process group an active execution's worker started is kept
+// in its state, without a record. The reducer runs in native mode, so the
+// engine never holds a native run.
 type Ledger struct {
 	b      *Backend
 	claims *store.Claims
@@ -36,6 +39,7 @@ type Ledger struct {
 var (
 	_ engine.Ledger    = (*Ledger)(nil)
 	_ engine.Versioner = (*Ledger)(nil)
+	_ engine.Recovery  = (*Ledger)(nil)
 )
 
 // Ledger returns the engine.Ledger view of b for the supervising process
@@ -134,6 +138,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 				return err
 			}
 			snap.History.Executions = append(snap.History.Executions, h)
+			snap.KeepGroup(h.Execution, x.Group)
 		}
 		return nil
 	})
@@ -148,6 +153,10 @@ func (x execution) history() (reduce.Execution, error) {
 		return h, nil
 	}
 	h.Position = x.End.At
+	if x.End.Interrupted {
+		h.State = reduce.StateInterrupted
+		return h, nil
+	}
 	if x.End.Void != "" {
 		h.State, h.VoidReason = reduce.StateVoided, reduce.VoidReason(x.End.Void)
 		return h, nil
@@ -225,6 +234,25 @@ func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, ids []uint64) err
 	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	return l.settle(ctx, ref, ids, func(int) ending { return ending{Outcome: crash} },
 		"this execution was running when its server stopped; it ends as crash")
+}
+
+// Interrupt records executions a graceful shutdown cancelled
+// (execution_interrupted each, after a log line naming it): neither
+// failed, so the reducer dispatches the same node again.
+func (l *Ledger) Interrupt(ctx context.Context, ref engine.RunRef, ids []uint64) error {
+	return l.settle(ctx, ref, ids, func(int) ending { return ending{Interrupted: true} },
+		"this execution was interrupted by a server shutdown; the same node runs again when the server is back")
+}
+
+// RecordGroup keeps the process group an active execution's worker
+// started; it appends no record.
+func (l *Ledger) RecordGroup(ctx context.Context, ref engine.RunRef, id uint64, g worker.Group) error {
+	return l.write(ctx, ref, func(_ store.Tx, st *runState) error {
+		if x := st.exec(id); x != nil && x.End == nil {
+			x.Group = &g
+		}
+		return nil
+	})
 }
 
 // Void records voided executions (execution_voided each).

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/oecp/oecp/engine"
-	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
@@ -158,42 +156,6 @@ func TestForceIsIdempotent(t *testing.T) {
 	if _, err := r.b.Force(ctx, "ghost"); errCode(err) != protocol.NotFound {
 		t.Fatalf("unknown run: %v", err)
 	}
-}
-
-// TestRestartSettlesOrphanAsCrash: executions a stopped engine left
-// active are settled as crash by the next engine on the same store, and
-// the graph routes the error like any other: the run still finishes.
-func TestRestartSettlesOrphanAsCrash(t *testing.T) {
-	st := store.NewMemory()
-	agents := newFakeAgents()
-	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
-	ctx := as("alice")
-	runEngine := func(owner string) (stop func()) {
-		sup := engine.New(b.Ledger(owner), worker.NewRegistry(), slog.New(slog.DiscardHandler))
-		c, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); sup.Run(c) }()
-		return func() { cancel(); <-done }
-	}
-	stop := runEngine("first")
-	if _, err := b.Submit(ctx, "o", submission("o", graphOf(step("a", "block"), step("b", "echo")), "a", "b")); err != nil {
-		t.Fatal(err)
-	}
-	<-agents.started
-	stop() // the worker is cancelled; its execution stays active
-	if s, _ := b.Status(ctx, "o"); s.Status.Phase != runs.PhaseRunning {
-		t.Fatalf("after the stop: %+v", s.Status)
-	}
-	defer runEngine("second")()
-	if got := statusJSON(t, waitFinished(t, b, ctx, "o")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
-		t.Fatalf("final %s", got)
-	}
-	sub, _ := b.Logs(ctx, "o", nil, nil)
-	lines, _ := drain(t, sub)
-	if len(lines) != 2 || lines[1]["record"].(map[string]any)["level"] != "warn" {
-		t.Fatalf("logs %v", lines)
-	}
-	b.Close()
 }
 
 // startRun submits run id: a seq of steps a, b, ... with the given

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -46,9 +47,12 @@ const (
 	recStarted   = "node_started"
 	recCompleted = "node_completed"
 	recVoided    = "execution_voided"
-	recForce     = "force_stop_requested"
-	recTerminal  = "terminal"
-	recLog       = "log"
+	// recInterrupted: a graceful shutdown of the engine cancelled the
+	// execution; the same node is dispatched again after the restart.
+	recInterrupted = "execution_interrupted"
+	recForce       = "force_stop_requested"
+	recTerminal    = "terminal"
+	recLog         = "log"
 )
 
 // Terminal reasons the host itself records.
@@ -104,13 +108,19 @@ type execution struct {
 	Input   json.RawMessage `json:"input"`
 	At      uint64          `json:"at"`
 	End     *ending         `json:"end,omitempty"`
+	// Group is the process group its worker started, while it is
+	// active: a restarted engine kills what is left of it before it
+	// settles the execution as crash.
+	Group *worker.Group `json:"group,omitempty"`
 }
 
-// ending is how an execution ended: settled with an outcome, or voided.
+// ending is how an execution ended: settled with an outcome, voided, or
+// interrupted by a graceful shutdown (neither failed nor succeeded).
 type ending struct {
-	At      uint64          `json:"at"`
-	Outcome json.RawMessage `json:"outcome,omitempty"`
-	Void    string          `json:"void,omitempty"`
+	At          uint64          `json:"at"`
+	Outcome     json.RawMessage `json:"outcome,omitempty"`
+	Void        string          `json:"void,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
 }
 
 // RunStatus is the public phase projection: admitted; running or stopping

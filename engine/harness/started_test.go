@@ -16,20 +16,20 @@ import (
 // Started hook, so the engine can record it and kill what an orphaned
 // turn left after a crash.
 func TestCLITurnsPassTheirProcessGroup(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "k")
-	t.Setenv("ANTHROPIC_API_KEY", "k")
-	for _, c := range []struct{ cli, events, provider string }{
-		{"codex", strings.Join(codexTurn("th-1", `{"text":"better"}`), "\n"), "openai"},
-		{"claude", strings.Join(claudeTurn("s-1", `{"text":"better"}`), "\n"), "anthropic"},
+	for _, c := range []struct{ cli, env, provider string }{
+		{"codex", "OPENAI_API_KEY", "openai"},
+		{"claude", "ANTHROPIC_API_KEY", "anthropic"},
 	} {
 		t.Run(c.cli, func(t *testing.T) {
+			t.Setenv(c.env, "k")
 			f := newFakeCLI(t, c.cli)
-			f.events(0, c.events)
-			f.action(0, `echo $$ > "$d/leader"`)
-			env := "OPENAI_API_KEY"
-			if c.cli == "claude" {
-				env = "ANTHROPIC_API_KEY"
+			if c.cli == "codex" {
+				f.events(0, codexTurn("th-1", `{"text":"better"}`)...)
+			} else {
+				f.events(0, claudeTurn("s-1", `{"text":"better"}`)...)
 			}
+			f.action(0, `echo $$ > "$d/leader"`)
+			env := c.env
 			b := harness.Binding{Model: "m", Env: []string{env}}
 			var groups []int
 			rec := &recorder{}

@@ -1,0 +1,124 @@
+package runs_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/store"
+)
+
+// dies is the ledger of a server killed with SIGKILL: it records its
+// workers' process groups, but never the executions its shutdown
+// cancelled, so they stay active for the next server.
+type dies struct{ *runs.Ledger }
+
+func (dies) Interrupt(context.Context, engine.RunRef, []uint64) error { return nil }
+
+// runEngine runs a supervisor over ledger until the returned stop.
+func runEngine(ledger engine.Ledger) (stop func()) {
+	sup := engine.New(ledger, worker.NewRegistry(), slog.New(slog.DiscardHandler))
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); sup.Run(c) }()
+	return func() { cancel(); <-done }
+}
+
+// procState is the state letter of pid in /proc ("" when it is gone).
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return "?"
+}
+
+// TestRestartSettlesOrphanAsCrash: an execution a killed server left
+// active is settled as crash by the next engine on the same store, after
+// it killed what is left of the process group the execution's worker
+// started; the graph routes the error like any other: the run still
+// finishes.
+func TestRestartSettlesOrphanAsCrash(t *testing.T) {
+	st := store.NewMemory()
+	agents := newFakeAgents()
+	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
+	ctx := as("alice")
+	stop := runEngine(dies{b.Ledger("first")})
+	if _, err := b.Submit(ctx, "o", submission("o", graphOf(step("a", "spawn"), step("b", "echo")), "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	orphan := <-agents.spawned
+	t.Cleanup(func() { _ = orphan.Process.Kill(); _ = orphan.Wait() })
+	stop() // the worker returns; its process and its execution stay
+	if s, _ := b.Status(ctx, "o"); s.Status.Phase != runs.PhaseRunning || len(*s.Status.ActiveExecutions) != 1 {
+		t.Fatalf("after the kill: %+v", s.Status)
+	}
+	if s := procState(orphan.Process.Pid); s == "Z" || s == "" {
+		t.Fatalf("the orphan's process must still run (state %q)", s)
+	}
+	defer runEngine(b.Ledger("second"))()
+	if got := statusJSON(t, waitFinished(t, b, ctx, "o")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
+		t.Fatalf("final %s", got)
+	}
+	if s := procState(orphan.Process.Pid); s != "Z" && s != "" {
+		t.Fatalf("the orphan's process group was not killed before its crash settlement (state %s)", s)
+	}
+	sub, _ := b.Logs(ctx, "o", nil, nil)
+	lines, _ := drain(t, sub)
+	if len(lines) != 1 || lines[0]["record"].(map[string]any)["level"] != "warn" || lines[0]["execution"] != "o/a/1" {
+		t.Fatalf("logs %v", lines)
+	}
+	b.Close()
+}
+
+// TestGracefulStopInterrupts: an execution a graceful shutdown cancelled
+// is interrupted, not failed: no completion, a warn log line naming it,
+// it leaves the active executions, and the next engine dispatches the
+// same node again, whose success finishes the run.
+func TestGracefulStopInterrupts(t *testing.T) {
+	st := store.NewMemory()
+	agents := newFakeAgents()
+	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
+	ctx := as("alice")
+	stop := runEngine(b.Ledger("first"))
+	if _, err := b.Submit(ctx, "g", submission("g", graphOf(step("a", "block")), "a")); err != nil {
+		t.Fatal(err)
+	}
+	first := <-agents.started
+	stop()
+	s, _ := b.Status(ctx, "g")
+	if s.Status.Phase != runs.PhaseRunning || len(*s.Status.ActiveExecutions) != 0 {
+		t.Fatalf("after the stop: %+v", s.Status)
+	}
+	defer runEngine(b.Ledger("second"))()
+	again := <-agents.started
+	if first != "g/a/1" || again != "g/a/2" {
+		t.Fatalf("executions %s then %s, want g/a/1 then g/a/2", first, again)
+	}
+	close(agents.release)
+	if got := statusJSON(t, waitFinished(t, b, ctx, "g")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
+		t.Fatalf("final %s", got)
+	}
+	sub, _ := b.Logs(ctx, "g", nil, nil)
+	lines, _ := drain(t, sub)
+	var warns []string
+	for _, l := range lines {
+		if r := l["record"].(map[string]any); r["level"] == "warn" {
+			warns = append(warns, l["execution"].(string)+": "+r["message"].(string))
+		}
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "g/a/1: this execution was interrupted") {
+		t.Fatalf("warn logs %q", warns)
+	}
+	b.Close()
+}
