@@ -104,8 +104,11 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Store is the PostgreSQL store. It implements store.Store and
-// store.ExpiringLeaser.
+// Store is the PostgreSQL store. It implements store.Store,
+// store.ExpiringLeaser and store.Pinger. An error of a database that
+// cannot serve requests now (unavailable: a lost or refused connection
+// after the retries, a full disk, a read-only database, a shutdown)
+// wraps store.ErrUnavailable.
 type Store struct {
 	pool    *pgxpool.Pool
 	schema  string
@@ -130,6 +133,7 @@ type Store struct {
 var (
 	_ store.Store          = (*Store)(nil)
 	_ store.ExpiringLeaser = (*Store)(nil)
+	_ store.Pinger         = (*Store)(nil)
 )
 
 // Open connects, creates or migrates the schema, and starts the listener.
@@ -143,7 +147,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if err := migrateOnce(ctx, cfg.ConnConfig, schema, logger); err != nil {
-		return nil, err
+		return nil, classify(ctx, err)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -151,7 +155,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("store/postgres: %w", err)
+		return nil, classify(ctx, fmt.Errorf("store/postgres: %w", err))
 	}
 	s := &Store{
 		pool: pool, schema: schema, channel: channelOf(schema), id: newID(), log: logger,
@@ -160,7 +164,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	}
 	if err := s.startListener(ctx, cfg.ConnConfig.Copy()); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, classify(ctx, err)
 	}
 	logger.Info("ledger open", "store", "postgres", "host", cfg.ConnConfig.Host, "database", cfg.ConnConfig.Database,
 		"schema", schema, "schema_version", SchemaVersion, "pool", cfg.MaxConns, "lease_ttl", s.ttl)
@@ -294,7 +298,7 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*txn) error) error 
 	for attempt := 1; ; attempt++ {
 		err, retry := s.attempt(ctx, write, fn)
 		if !retry || attempt == maxAttempts {
-			return err
+			return classify(ctx, err)
 		}
 		s.log.Debug("store/postgres: transaction retried", "attempt", attempt, "err", err)
 		if err := sleepCtx(ctx, time.Duration(attempt)*time.Millisecond); err != nil {
