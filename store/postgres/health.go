@@ -30,17 +30,20 @@ var unavailableStates = map[string]bool{
 
 // unavailable reports whether err says the database or the way to it is
 // unusable now: one of unavailableStates, a connection that could not be
-// made, a connection lost (a network error or an unexpected end of
-// stream), or a commit whose connection was lost.
+// made, or a connection lost (a network error or an unexpected end of
+// stream). A commit whose connection was lost (ErrCommitUnknown) is not:
+// it may have committed, and an unavailable request has committed nothing.
 func unavailable(err error) bool {
+	if errors.Is(err, ErrCommitUnknown) {
+		return false
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return len(pe.Code) == 5 && (unavailableStates[pe.Code] || unavailableStates[pe.Code[:2]])
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrCommitUnknown)
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // classify wraps err with store.ErrUnavailable when the database failed

@@ -33,7 +33,7 @@ func TestClassify(t *testing.T) {
 		{"connection failure", context.Background(), &pgconn.PgError{Code: "08006"}, true},
 		{"data corrupted", context.Background(), &pgconn.PgError{Code: "XX001"}, true},
 		{"lost connection", context.Background(), fmt.Errorf("store/postgres: read: %w", io.ErrUnexpectedEOF), true},
-		{"commit unknown", context.Background(), fmt.Errorf("%w: %w", ErrCommitUnknown, io.EOF), true},
+		{"commit unknown", context.Background(), fmt.Errorf("%w: %w", ErrCommitUnknown, io.EOF), false},
 		{"serialization", context.Background(), &pgconn.PgError{Code: "40001"}, false},
 		{"unique violation", context.Background(), &pgconn.PgError{Code: "23505"}, false},
 		{"statement timeout", context.Background(), &pgconn.PgError{Code: "57014"}, false},
