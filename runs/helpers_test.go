@@ -26,22 +26,24 @@ import (
 //
 //	echo     answer the input (steps) or the first label of each signal
 //	fail     end with crash
-//	block    log "blocked", publish "waiting", then wait for release
+//	block    log "blocked", publish "waiting", then wait for release (or
+//	         its cancellation, then send its ref on cancelled)
 //	spawn    start `sleep 3600` in a process group of its own, pass the
 //	         group to Started, then wait for its cancellation and leave
 //	         the process running (a worker whose server died)
 //	log:N    log N lines, then echo
 type fakeAgents struct {
-	mu       sync.Mutex
-	release  chan struct{}
-	started  chan string // execution refs of blocking agents
-	spawned  chan *exec.Cmd
-	finished int
-	closed   chan string // runs closed (CloseRun), when set
+	mu        sync.Mutex
+	release   chan struct{}
+	started   chan string // execution refs of blocking agents
+	spawned   chan *exec.Cmd
+	cancelled chan string
+	finished  int
+	closed    chan string // runs closed (CloseRun), when set
 }
 
 func newFakeAgents() *fakeAgents {
-	return &fakeAgents{release: make(chan struct{}), started: make(chan string, 64), spawned: make(chan *exec.Cmd, 8)}
+	return &fakeAgents{release: make(chan struct{}), started: make(chan string, 64), spawned: make(chan *exec.Cmd, 8), cancelled: make(chan string, 64)}
 }
 
 func (f *fakeAgents) CloseRun(_, runID string) {
@@ -95,6 +97,10 @@ func (f *fakeAgents) RunAgent(ctx context.Context, a runs.AgentExecution) worker
 			case <-f.release:
 				return answer(a)
 			case <-ctx.Done():
+				select {
+				case f.cancelled <- ex.Ref:
+				default: // nobody waits for it
+				}
 				return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 			}
 		}
