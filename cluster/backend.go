@@ -149,7 +149,7 @@ func (b *Backend) view(ctx context.Context, tenant string) (*state, error) {
 // disk, a read-only or damaged database, an I/O error). Unlike
 // INTERNAL_ERROR it is no bug: the same request may succeed once an
 // operator fixes the storage, and nothing of it was committed.
-const StoreUnavailable = "STORE_UNAVAILABLE"
+const StoreUnavailable = protocol.StoreUnavailable
 
 // wire maps an internal error to its wire error: protocol errors pass,
 // cancellation is CANCELLED, a store that cannot serve is

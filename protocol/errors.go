@@ -31,6 +31,11 @@ const (
 	DuplicateRequestID         = "DUPLICATE_REQUEST_ID"
 	InternalErrorCode          = "INTERNAL_ERROR"
 	SlowConsumer               = "SLOW_CONSUMER"
+	// StoreUnavailable is the data.code of the -32603 error answered when
+	// the store cannot serve a request now (store.ErrUnavailable): nothing
+	// of the request was committed, and it may succeed once an operator
+	// fixes the storage.
+	StoreUnavailable = "STORE_UNAVAILABLE"
 )
 
 // Fixed messages of the catalogue.

@@ -110,7 +110,8 @@ var (
 var errConflict, errKeyReused = errors.New("runs: run id is taken by a different submission"),
 	errors.New("runs: submission key is taken by a different submission")
 
-// wire maps an error to what the server answers.
+// wire maps an error to what the server answers: a store that cannot
+// serve now (store.ErrUnavailable) is STORE_UNAVAILABLE.
 func wire(err error) error {
 	var rej *rejection
 	var pe *protocol.Error
@@ -129,6 +130,8 @@ func wire(err error) error {
 		return protocol.AppError(protocol.NotFound, "execution was not found", nil)
 	case errors.Is(err, errExecGone):
 		return protocol.AppError(protocol.Gone, protocol.MsgExecGone, nil)
+	case errors.Is(err, store.ErrUnavailable):
+		return protocol.Internal(protocol.StoreUnavailable)
 	}
 	return err
 }

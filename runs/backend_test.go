@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/store"
 )
 
 func statusJSON(_ testing.TB, s runs.RunStatus) string {
@@ -213,4 +215,30 @@ func TestFiftyConcurrentRunsFinish(t *testing.T) {
 func details(pe *protocol.Error) string {
 	b, _ := protocol.Marshal(pe.Details)
 	return string(b)
+}
+
+// unwritable is a store whose writes fail the way a full disk fails them.
+type unwritable struct{ store.Store }
+
+func (unwritable) Update(context.Context, func(store.Tx) error) error {
+	return fmt.Errorf("%w: disk full", store.ErrUnavailable)
+}
+
+// TestStoreUnavailableIsTold: a request whose write the store cannot
+// commit answers STORE_UNAVAILABLE, not an internal error.
+func TestStoreUnavailableIsTold(t *testing.T) {
+	mem := store.NewMemory()
+	ok := runs.New(runs.Config{Store: mem, Agents: newFakeAgents()})
+	defer ok.Close()
+	if _, err := ok.Submit(as("alice"), "u", oneStep("u", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	b := runs.New(runs.Config{Store: unwritable{mem}, Agents: newFakeAgents()})
+	defer b.Close()
+	if _, err := b.Submit(as("alice"), "w", oneStep("w", "echo")); errCode(err) != protocol.StoreUnavailable {
+		t.Fatalf("submit: %v", err)
+	}
+	if _, err := b.Force(as("alice"), "u"); errCode(err) != protocol.StoreUnavailable {
+		t.Fatalf("force: %v", err)
+	}
 }
