@@ -308,3 +308,154 @@ func errCode(err error) string {
 	}
 	return fmt.Sprintf("%d %s", e.Code, e.DataCode)
 }
+
+// nativeArgs are `oecp serve` args whose codex harness is a command
+// harness running script (with the turn request on its stdin); the
+// server's run directories go under dir.
+func nativeArgs(t *testing.T, dir, script string) []string {
+	t.Helper()
+	cfg, err := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command", "argv": []string{"/bin/sh", "-c", "PATH=/usr/bin:/bin\n" + script}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "harness.json")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", dir) // the server's run directories
+	return []string{"--data", filepath.Join(dir, "data"), "--harness", path}
+}
+
+// startNative submits native run id, one agent step w, and waits until
+// the harness logs "started".
+func startNative(t *testing.T, c *client.Conn, id string) {
+	t.Helper()
+	ctx := guarded(t)
+	graph := `{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},"policy":{"policy":"policy.default@1","default":"deny"},` +
+		`"root":{"kind":"seq","name":"main","state":{"kind":"null"},"promotedStatePaths":[],"children":[` +
+		`{"kind":"step","name":"w","worker":"agent.w@1","instructions":"Work.","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":3600000,"attempts":1},` +
+		`{"kind":"succeed","name":"done","output":{"kind":"null"},"bindings":[]}]}}`
+	sub, err := json.Marshal(client.RunSubmission{Title: "faults " + id, Graph: json.RawMessage(graph), InitialInput: json.RawMessage("null"),
+		Runtime:       json.RawMessage(`{"harness":"codex","provider":"openai","size":"small","nodes":{"w":{"kind":"agent","model":"gpt-5.6"}}}`),
+		Source:        client.RunSource{Repository: "acme/app", Branch: "main", Revision: strings.Repeat("ab", 20)},
+		SubmissionKey: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RunSubmit(ctx, client.RunSubmitParams{RunID: id, Submission: sub}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range runLogs(t, c, id).Events() {
+		if strings.Contains(ev.Record.Message, "started") {
+			return
+		}
+	}
+	t.Fatal("logs ended before the harness started")
+}
+
+func runLogs(t *testing.T, c *client.Conn, id string) *client.Subscription[client.RunLogEvent] {
+	t.Helper()
+	logs, _, err := c.RunLogs(guarded(t), client.RunLogsParams{RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logs.Close() })
+	return logs
+}
+
+// nativeEnd follows run id to its end and returns its terminal result
+// and its warn log lines ("execution: message").
+func nativeEnd(t *testing.T, c *client.Conn, id string) (string, []string) {
+	t.Helper()
+	w, _, err := c.RunWatch(guarded(t), client.RunWatchParams{RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for range w.Events() {
+	}
+	st, err := c.RunStatus(guarded(t), id)
+	if err != nil || st.Status.TerminalResult == nil {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	tr, _ := json.Marshal(st.Status.TerminalResult)
+	var warns []string
+	for ev := range runLogs(t, c, id).Events() {
+		if ev.Record.Level == "warn" {
+			warns = append(warns, ev.Execution+": "+ev.Record.Message)
+		}
+	}
+	return string(tr), warns
+}
+
+// alive reports whether the pid written in file runs (a zombie has ended).
+func alive(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(b)) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	return !strings.HasPrefix(s[strings.LastIndexByte(s, ')')+1:], " Z")
+}
+
+// TestNativeSIGKILLKillsTheOrphan: a server killed with SIGKILL during a
+// native run's harness turn leaves the turn's process group running (the
+// CLI and a background child). The restarted server kills that group
+// before it settles the orphan as crash, which the graph routes.
+func TestNativeSIGKILLKillsTheOrphan(t *testing.T) {
+	dir := t.TempDir()
+	leader, child := filepath.Join(dir, "leader.pid"), filepath.Join(dir, "child.pid")
+	killPidFiles(t, leader, child)
+	args := nativeArgs(t, dir, fmt.Sprintf(`read -r req
+echo $$ > %[1]q; sleep 3600 & echo $! > %[2]q; echo started >&2; wait`, leader, child))
+
+	srv := serve(t, args...)
+	startNative(t, dial(t, srv), "k")
+	_ = srv.stop(t, syscall.SIGKILL)
+	if !alive(t, leader) || !alive(t, child) {
+		t.Fatal("the turn's processes must survive the server's SIGKILL")
+	}
+
+	c := dial(t, serve(t, args...))
+	_, warns := nativeEnd(t, c, "k")
+	if alive(t, leader) || alive(t, child) {
+		t.Fatal("the orphaned turn's process group still runs after the restart settled it")
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "k/w/1: this execution was running when its server stopped") {
+		t.Fatalf("warn logs %q", warns)
+	}
+}
+
+// TestNativeSIGTERMInterrupts: SIGTERM during a native run's harness turn
+// records the execution interrupted (a warn log line naming it, no
+// completion), and the restarted server runs the same node again, whose
+// answer finishes the run.
+func TestNativeSIGTERMInterrupts(t *testing.T) {
+	dir := t.TempDir()
+	marker, again := filepath.Join(dir, "started"), filepath.Join(dir, "again")
+	args := nativeArgs(t, dir, fmt.Sprintf(`read -r req
+if [ -e %[1]q ]; then touch %[2]q; echo '{"session":"s","text":"null"}'; else touch %[1]q; echo started >&2; exec sleep 3600; fi`, marker, again))
+
+	srv := serve(t, args...)
+	startNative(t, dial(t, srv), "g")
+	if err := srv.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("oecp serve exited with %v after SIGTERM, want 0", err)
+	}
+
+	c := dial(t, serve(t, args...))
+	tr, warns := nativeEnd(t, c, "g")
+	if tr != `{"status":"succeeded"}` {
+		t.Fatalf("terminal %s; warns %q", tr, warns)
+	}
+	if _, err := os.Stat(again); err != nil {
+		t.Fatalf("the node did not run again: %v", err)
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "g/w/1: this execution was interrupted") {
+		t.Fatalf("warn logs %q", warns)
+	}
+}
