@@ -55,7 +55,9 @@ func nativeHarness(t *testing.T) string {
 		t.Fatalf("%s does not run /tmp/oecp-echo-agent as the README says: %s %v", exampleHarness, data, err)
 	}
 	ticker := filepath.Join(dir, "tick.sh")
-	script := "read -r _ || true\ni=0\nwhile :; do i=$((i+1)); echo \"tick $i\" >&2; /bin/sleep 0.1; done\n"
+	// Once the file tick.sh.answer exists, a turn answers null at once.
+	script := "read -r _ || true\nif [ -e \"$0.answer\" ]; then echo '{\"session\":\"s\",\"text\":\"null\"}'; exit 0; fi\n" +
+		"i=0\nwhile :; do i=$((i+1)); echo \"tick $i\" >&2; /bin/sleep 0.1; done\n"
 	if err := os.WriteFile(ticker, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +148,8 @@ func TestCLIRunForceAttachLogs(t *testing.T) {
 
 // TestCLIRunWatchSurvivesRestart: run watch resumes on a restarted server
 // (SQLite keeps the run) after the last status it printed, and ends with
-// the run's result: the agent interrupted by the shutdown settles as
-// crash, which no guard reads, so the run goes on and succeeds. The watch
+// the run's result: the agent's turn the shutdown interrupted runs again
+// on the restarted server, answers, and the run succeeds. The watch
 // reaches both servers through one relay address.
 func TestCLIRunWatchSurvivesRestart(t *testing.T) {
 	harness, data := nativeHarness(t), t.TempDir()
@@ -162,6 +164,9 @@ func TestCLIRunWatchSurvivesRestart(t *testing.T) {
 	}
 	_ = srv.cmd.Wait()
 	w.waitStderr("the stream was interrupted")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(harness), "tick.sh.answer"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r.point(startServer(t, args...))
 	if code := w.wait(); code != 0 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-r succeeded") {
 		t.Fatalf("watch exit %d: %q", code, w.seen)
