@@ -68,13 +68,17 @@ func (f *fakeAgents) CheckPlan(harness string, nodes map[string]runs.Binding) er
 
 func (f *fakeAgents) RunAgent(ctx context.Context, a runs.AgentExecution) worker.Outcome {
 	defer func() { f.mu.Lock(); f.finished++; f.mu.Unlock() }()
-	var instr string
+	var in *string // nil for a delivery
 	switch n := a.Node.(type) {
 	case *graph.Step:
-		instr = *n.Instructions
+		in = n.Instructions
 	case *graph.Verifier:
-		instr = *n.Instructions
+		in = n.Instructions
 	}
+	if in == nil {
+		return answer(a)
+	}
+	instr := *in
 	ex := a.Worker
 	switch {
 	case instr == "fail":
