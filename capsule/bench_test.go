@@ -3,6 +3,7 @@ package capsule_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -93,4 +94,113 @@ func BenchmarkMap1024SQLite(b *testing.B) {
 		}
 		return st
 	})
+}
+
+// longRunGraph is one long run: two nested loops of 100 iterations around
+// a seq of three builtin.echo@1 steps (30,000 steps in all), each step
+// writing its output back to state.text.
+func longRunGraph() M {
+	body := seqP("body", []opts{promote("text")},
+		step("a", "builtin.echo@1", writes(wOut("a", "text", "text"))),
+		step("b", "builtin.echo@1", writes(wOut("b", "text", "text"))),
+		step("c", "builtin.echo@1", writes(wOut("c", "text", "text"))))
+	inner := loop("inner", body, nil, 100, promote("text"))
+	return spec(seq("main", loop("outer", inner, nil, 100, promote("text")), succeedText("done")))
+}
+
+// Windows of BenchmarkLongRun: the settled steps [early, early+window)
+// and [late, late+window) of the run (-longrun.late moves the second).
+const (
+	longEarly  = 10
+	longWindow = 100
+)
+
+var longLate = flag.Uint64("longrun.late", 10000, "BenchmarkLongRun: the first step of the late window")
+
+// BenchmarkLongRun measures the time per settled step of one long run
+// (longRunGraph) at step 10 and at step 10,000: one op drives a fresh run
+// from apply until step late+window has settled, timing the two windows.
+// Reported: early-µs/step, late-µs/step and late/early (the goal is ≤
+// 1.5: a step costs the same however long the run already is). A settled
+// step is a node_begin and a node_end, so steps are counted as half the
+// store's events after the run's admission event. Run with:
+//
+//	go test -run '^$' -bench LongRun -benchtime 1x ./capsule/
+func BenchmarkLongRun(b *testing.B) {
+	b.Run("memory", func(b *testing.B) { benchmarkLongRun(b, store.NewMemory) })
+	b.Run("sqlite-normal", func(b *testing.B) {
+		benchmarkLongRun(b, func() store.Store {
+			st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st
+		})
+	})
+}
+
+func benchmarkLongRun(b *testing.B, open func() store.Store) {
+	graphJSON := mustJSON(b, longRunGraph())
+	var early, late time.Duration
+	for b.Loop() {
+		c, err := capsule.New(capsule.Options{Store: open(), Log: quietLog()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Start()
+		be := c.Backend()
+		input, _ := protocol.NormalizeValue([]byte(`{"text":"x"}`))
+		r, err := be.Apply(local(), protocol.ApplyParams{Graph: graphJSON, Input: input, HasInput: true, IdempotencyKey: key()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.RunID == nil {
+			b.Fatal("apply started no run")
+		}
+		wait := stepWaiter(b, be.Store())
+		wait(longEarly)
+		t0 := time.Now()
+		wait(longEarly + longWindow)
+		early += time.Since(t0)
+		wait(*longLate)
+		t0 = time.Now()
+		wait(*longLate + longWindow)
+		late += time.Since(t0)
+		_ = c.Close()
+	}
+	perStep := func(d time.Duration) float64 {
+		return float64(d.Microseconds()) / float64(b.N*longWindow)
+	}
+	b.ReportMetric(perStep(early), "early-µs/step")
+	b.ReportMetric(perStep(late), "late-µs/step")
+	b.ReportMetric(float64(late)/float64(early), "late/early")
+}
+
+// stepWaiter returns a function that blocks until the store's only run
+// has settled at least n steps, reading only the store's last sequence.
+func stepWaiter(b *testing.B, st store.Store) func(n uint64) {
+	return func(n uint64) {
+		guard := time.NewTimer(30 * time.Minute)
+		defer guard.Stop()
+		for {
+			changed := st.Changed()
+			var count uint64
+			err := st.View(context.Background(), func(tx store.ReadTx) error {
+				var err error
+				count, err = tx.LastSeq()
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if count > 0 && (count-1)/2 >= n {
+				return
+			}
+			select {
+			case <-changed:
+			case <-guard.C:
+				b.Fatalf("stuck at %d events", count)
+			}
+		}
+	}
 }
