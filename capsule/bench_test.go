@@ -44,22 +44,28 @@ func BenchmarkMap64(b *testing.B) {
 	benchmarkMap(b, 64)
 }
 
+// startRun starts a capsule on st and applies graphJSON with input in.
+func startRun(b *testing.B, st store.Store, graphJSON []byte, in string) (*capsule.Capsule, *capsule.Backend) {
+	c, err := capsule.New(capsule.Options{Store: st, Log: quietLog()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Start()
+	be := c.Backend()
+	input, _ := protocol.NormalizeValue([]byte(in))
+	if _, err := be.Apply(local(), protocol.ApplyParams{Graph: graphJSON, Input: input, HasInput: true, IdempotencyKey: key()}); err != nil {
+		b.Fatal(err)
+	}
+	return c, be
+}
+
 func benchmarkMap(b *testing.B, n int) { benchmarkMapOn(b, n, store.NewMemory) }
 
 func benchmarkMapOn(b *testing.B, n int, open func() store.Store) {
 	g, in := mapGraph(), mapInput(n)
 	graphJSON := mustJSON(b, g)
 	for b.Loop() {
-		c, err := capsule.New(capsule.Options{Store: open(), Log: quietLog()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.Start()
-		be := c.Backend()
-		input, _ := protocol.NormalizeValue([]byte(in))
-		if _, err := be.Apply(local(), protocol.ApplyParams{Graph: graphJSON, Input: input, HasInput: true, IdempotencyKey: key()}); err != nil {
-			b.Fatal(err)
-		}
+		c, be := startRun(b, open(), graphJSON, in)
 		guard := time.NewTimer(5 * time.Minute)
 		for {
 			changed := be.Store().Changed()
@@ -143,20 +149,7 @@ func benchmarkLongRun(b *testing.B, open func() store.Store) {
 	graphJSON := mustJSON(b, longRunGraph())
 	var early, late time.Duration
 	for b.Loop() {
-		c, err := capsule.New(capsule.Options{Store: open(), Log: quietLog()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.Start()
-		be := c.Backend()
-		input, _ := protocol.NormalizeValue([]byte(`{"text":"x"}`))
-		r, err := be.Apply(local(), protocol.ApplyParams{Graph: graphJSON, Input: input, HasInput: true, IdempotencyKey: key()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if r.RunID == nil {
-			b.Fatal("apply started no run")
-		}
+		c, be := startRun(b, open(), graphJSON, `{"text":"x"}`)
 		wait := stepWaiter(b, be.Store())
 		wait(longEarly)
 		t0 := time.Now()

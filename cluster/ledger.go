@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -55,6 +56,8 @@ type Ledger struct {
 
 	mu     sync.Mutex
 	epochs map[engine.RunRef]uint64 // claimed runs and the lease epoch held
+
+	logs logCache
 }
 
 var (
@@ -246,28 +249,13 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 			return fmt.Errorf("cluster: committed spec does not decode: %w", err)
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: g, Seed: run.Seed, Dispatch: st.Op.Gate, Held: st.Held}
+		if snap.History.Executions, err = l.logs.read(tx, ref, st.Logged, len(st.Execs)); err != nil {
+			return err
+		}
 		for _, e := range st.Execs {
-			x := reduce.Execution{
-				DispatchPosition: e.Begin,
-				NodeInstance:     e.Instance,
-				Execution:        e.Exec,
-				Occurrence:       reduce.Occurrence{Node: e.Node, MapIndices: e.Map},
-				Attempt:          e.Attempt,
-				Input:            e.Input,
-				State:            reduce.StateActive,
-			}
-			switch {
-			case e.Interrupted:
-				x.State, x.Position = reduce.StateInterrupted, e.End
-			case e.Void != "":
-				x.State, x.Position, x.VoidReason = reduce.StateVoided, e.End, reduce.VoidReason(e.Void)
-			case e.End != 0:
-				var o worker.Outcome
-				if err := json.Unmarshal(e.Outcome, &o); err != nil {
-					return err
-				}
-				x.State, x.Position = reduce.StateSettled, e.End
-				x.Outcome = &reduce.Outcome{Status: reduce.OutcomeStatus(o.Status), Output: o.Output, Signals: o.Signals, Diagnostic: o.Diagnostic, Code: o.Code, Reason: o.Reason}
+			x, err := e.execution()
+			if err != nil {
+				return err
 			}
 			snap.History.Executions = append(snap.History.Executions, x)
 			if e.Group != nil && e.End == 0 {
@@ -282,6 +270,9 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		}
 		return nil
 	})
+	if errors.Is(err, engine.ErrStale) {
+		l.logs.forget(ref)
+	}
 	return snap, err
 }
 
@@ -317,7 +308,8 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 
 // endExecs ends each execution of items that is still open: end records
 // on it what ended it and returns the event that ends it, whose cursor
-// becomes the execution's End; then after, if set, runs. An execution
+// becomes the execution's End; then after, if set, runs, and the ended
+// execution moves from the state to the run's execution log. An execution
 // that is unknown or has already ended (a settlement racing a void or a
 // stop) is skipped. A draining run whose last execution ended finishes.
 func endExecs[T any](tx store.Tx, tenant string, st *state, items []T, exec func(T) uint64,
@@ -341,6 +333,8 @@ func endExecs[T any](tx store.Tx, tenant string, st *state, items []T, exec func
 				return err
 			}
 		}
+		st.ended = append(st.ended, *e)
+		st.Execs = slices.Delete(st.Execs, i, i+1)
 	}
 	if st.Op.Gate == protocol.DispatchDraining && st.inFlight() == 0 {
 		return finish(tx, tenant, st)

@@ -46,17 +46,27 @@ type state struct {
 	// tombstones them all.
 	Runs []string `json:"runs,omitempty"`
 
-	// Execs are the run's executions, in dispatch order: the log the
-	// engine's reducer folds and the run's only execution model. An
-	// execution is in flight while the run is running and it has not
-	// ended (settled, crashed, voided or interrupted); a force stop ends the run with
-	// its in-flight executions cut off by one bookmark each. Grants are
+	// Execs are the run's open executions, in dispatch order; with the
+	// Logged executions of the run's execution log (records of their own,
+	// see log.go) they are the log the engine's reducer folds and the
+	// run's only execution model. An execution is in flight while the run
+	// is running and it has not ended (settled, crashed, voided or
+	// interrupted); a force stop ends the run with its in-flight
+	// executions cut off by one bookmark each. A record written before the
+	// log moved out of it keeps ended executions in Execs too. Grants are
 	// the retry grants, Held the execution the run holds on, Terminal the
 	// run's result.
-	Execs    []execRecord             `json:"execs,omitempty"`
+	Execs []execRecord `json:"execs,omitempty"`
+	// Logged is the number of the run's executions in its execution log,
+	// in the order they ended.
+	Logged   uint64                   `json:"logged,omitempty"`
 	Grants   []uint64                 `json:"grants,omitempty"`
 	Held     uint64                   `json:"held,omitempty"`
 	Terminal *protocol.TerminalResult `json:"terminal,omitempty"`
+
+	// ended are the executions that ended in this transaction, removed
+	// from Execs; save appends them to the execution log.
+	ended []execRecord
 }
 
 // execRecord is one execution of the current run, as the engine's ledger
@@ -139,6 +149,9 @@ func load(tx store.ReadTx, tenant string) (*state, uint64, error) {
 
 // save writes st as the next version of the tenant's record.
 func save(tx store.Tx, tenant string, st *state, version uint64) error {
+	if err := appendLog(tx, st); err != nil {
+		return err
+	}
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
