@@ -181,7 +181,10 @@ type Supervisor struct {
 	// (Versioner) and the run's executions in this process. Unguarded:
 	// only the reconcile loop reads or changes it.
 	seen map[RunRef]reading
-	keep claimKeeping // renewal of claims that expire
+	// memos are the reducer memos of the claimed runs. Unguarded: only
+	// the reconcile loop reads or changes it.
+	memos map[RunRef]*reduce.Memo
+	keep  claimKeeping // renewal of claims that expire
 	// rec is the ledger's Recovery, nil when it has none. Set by New.
 	rec Recovery
 	// interrupted holds the executions a graceful shutdown cancelled.
@@ -213,7 +216,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		log = slog.Default()
 	}
 	s := &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{},
+		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*reduce.Memo{},
 		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}, interrupted: map[RunRef][]uint64{}}
 	s.rec, _ = ledger.(Recovery)
 	return s
@@ -326,6 +329,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 		if !live[ref] {
 			s.unclaim(ctx, ref)
 			delete(s.seen, ref)
+			delete(s.memos, ref)
 		}
 	}
 	return failed
@@ -367,12 +371,18 @@ type want struct {
 	ds   []reduce.Dispatch
 }
 
-// reduceSnapshot folds a snapshot in its run's reducer mode.
-func reduceSnapshot(snap *Snapshot) (reduce.Result, error) {
-	if snap.Native {
-		return reduce.ReduceNative(snap.Spec, snap.Seed, snap.History)
+// reduceSnapshot folds a snapshot in its run's reducer mode, with the
+// run's memo.
+func (s *Supervisor) reduceSnapshot(snap *Snapshot) (reduce.Result, error) {
+	m := s.memos[snap.Ref]
+	if m == nil {
+		m = &reduce.Memo{}
+		s.memos[snap.Ref] = m
 	}
-	return reduce.Reduce(snap.Spec, snap.Seed, snap.History)
+	if snap.Native {
+		return reduce.ReduceNativeWith(snap.Spec, snap.Seed, snap.History, m)
+	}
+	return reduce.ReduceWith(snap.Spec, snap.Seed, snap.History, m)
 }
 
 // reconcile brings one run one step forward. A run that wants to
@@ -409,7 +419,7 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 		return nil, s.ledger.Crash(ctx, ref, orphans)
 	}
 
-	res, err := reduceSnapshot(snap)
+	res, err := s.reduceSnapshot(snap)
 	if err != nil {
 		if len(active) > 0 {
 			return nil, nil // settle what runs first

@@ -122,6 +122,14 @@ var ErrFloatInCompiledIR = errors.New("graph: compiled IR must not contain float
 // as *GraphSpec, are honoured). Floats are allowed and written in shortest
 // round-trip form with a trailing ".0" when integral.
 func CanonicalJSON(v any) ([]byte, error) {
+	if isTree(v) {
+		// A tree of parsed JSON values reads back as itself from what
+		// encoding/json writes of it, so it is written as it is.
+		w := &jsonWriter{}
+		if err := w.canonical(v, true); err == nil {
+			return w.b, nil
+		}
+	}
 	tree, err := parseValue(v)
 	if err != nil {
 		return nil, fmt.Errorf("graph: canonical JSON: %w", err)
@@ -131,6 +139,44 @@ func CanonicalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return w.b, nil
+}
+
+// isTree reports whether v is a tree of parsed JSON values: nil, bool,
+// valid UTF-8 strings, number literals (json.Number), []any and
+// map[string]any with valid UTF-8 keys.
+func isTree(v any) bool {
+	switch t := v.(type) {
+	case nil, bool:
+		return true
+	case json.Number:
+		return isNumber(string(t))
+	case string:
+		return utf8.ValidString(t)
+	case []any:
+		for _, x := range t {
+			if !isTree(x) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for k, x := range t {
+			if !utf8.ValidString(k) || !isTree(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// isNumber reports whether s is a JSON number literal, as encoding/json
+// requires of a json.Number it writes.
+func isNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) || s[len(s)-1] < '0' || s[len(s)-1] > '9' {
+		return false
+	}
+	return json.Valid([]byte(s))
 }
 
 // parseValue parses v: JSON bytes as they are, anything else as

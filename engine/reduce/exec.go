@@ -139,13 +139,13 @@ func (e *evaluator) applyError(n execNode, c *ctx, code string) {
 // channel, then the write bindings in authored order.
 func (e *evaluator) applySuccess(n execNode, c *ctx, o *Outcome, p pass) error {
 	e.clearControls(n, c)
-	out, err := parseValue(o.Output)
+	out, err := e.memo.value(o.Output)
 	if err != nil {
 		return err
 	}
 	ch := &channel{out: out, signals: map[string]string{}}
 	if n.kind == graph.KindVerifier {
-		if ch.diag, err = parseValue(o.Diagnostic); err != nil {
+		if ch.diag, err = e.memo.value(o.Diagnostic); err != nil {
 			return err
 		}
 		fields := make([]string, 0, len(o.Signals))

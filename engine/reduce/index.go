@@ -133,7 +133,7 @@ var errorCodes = map[string]bool{"timeout": true, "crash": true, "malformed": tr
 
 // indexHistory runs the history checks that need no evaluation and groups
 // each occurrence's executions into visits (a new visit starts at attempt 1).
-func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
+func indexHistory(ix *graphIndex, h History, m *Memo) (*historyIndex, error) {
 	hi := &historyIndex{
 		byOcc: map[string][]*visit{},
 		byID:  map[uint64]*entry{},
@@ -147,11 +147,7 @@ func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
 		if err := checkExecution(ix, hi, x); err != nil {
 			return nil, err
 		}
-		in, err := parseValue(x.Input)
-		if err != nil {
-			return nil, err
-		}
-		cin, err := canonical(in)
+		cin, err := m.canonicalOf(x.Input)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +160,7 @@ func indexHistory(ix *graphIndex, h History) (*historyIndex, error) {
 		}
 		occOfNI[x.NodeInstance] = ok2
 		hi.niOcc[ok2] = x.NodeInstance
-		e := &entry{Execution: x, input: string(cin)}
+		e := &entry{Execution: x, input: cin}
 		hi.byID[x.Execution] = e
 		if x.State != StateInterrupted {
 			// An interrupted execution is no attempt of its visit: the

@@ -17,7 +17,7 @@ func ReduceNative(g *graph.GraphSpec, initialInput json.RawMessage, h History) (
 	if len(h.Grants) > 0 {
 		return Result{}, errf(ErrInconsistentHistory, "a native history has no retry grants")
 	}
-	return reduce(g, initialInput, h, true)
+	return reduce(g, initialInput, h, true, nil)
 }
 
 // budget is the number of attempts one visit of n may dispatch: one in

@@ -17,15 +17,16 @@ import (
 // A returned error wraps one of the Err* sentinels; the supervisor should
 // terminalise the run as failed with FailureReason(err).
 func Reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History) (Result, error) {
-	return reduce(g, initialInput, h, false)
+	return reduce(g, initialInput, h, false, nil)
 }
 
-func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native bool) (Result, error) {
+func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native bool, m *Memo) (Result, error) {
 	ix, err := indexGraph(g)
 	if err != nil {
 		return Result{}, err
 	}
-	hi, err := indexHistory(ix, h)
+	m.begin()
+	hi, err := indexHistory(ix, h, m)
 	if err != nil {
 		return Result{}, err
 	}
@@ -33,7 +34,7 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 	if err != nil {
 		return Result{}, err
 	}
-	e := &evaluator{ix: ix, h: hi, consumed: map[uint64]bool{}, claims: map[uint64]claim{}, native: native}
+	e := &evaluator{ix: ix, h: hi, consumed: map[uint64]bool{}, claims: map[uint64]claim{}, native: native, memo: m}
 	r, err := e.eval(g.Root, newCtx(state), pass{decide: true, cutoff: inf})
 	if err != nil {
 		return Result{}, err
@@ -100,6 +101,7 @@ type evaluator struct {
 	consumed  map[uint64]bool
 	claims    map[uint64]claim
 	native    bool // ReduceNative
+	memo      *Memo
 }
 
 func (e *evaluator) emit(d Decision) { e.decisions = append(e.decisions, d) }

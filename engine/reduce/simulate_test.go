@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/oecp/oecp/graph"
@@ -51,8 +52,12 @@ func drive(g *graph.GraphSpec, input json.RawMessage, h History, worker Worker, 
 	for _, x := range h.Executions {
 		pos = max(pos, x.DispatchPosition, x.Position)
 	}
+	memo := &Memo{} // every turn is reduced with and without it, alike
 	for range maxSimulationTurns {
 		r, err := Reduce(g, input, h)
+		if err := sameReduction(r, err, memo, g, input, h); err != nil {
+			return nil, h, err
+		}
 		if err != nil {
 			return nil, h, err
 		}
@@ -136,4 +141,19 @@ func execFields(n graph.Node) (worker string, timeoutMs uint64) {
 		return t.Worker, t.TimeoutMs
 	}
 	return "", 0
+}
+
+// sameReduction checks that ReduceWith with memo returns r and err, what
+// Reduce returned for the same arguments.
+func sameReduction(r Result, err error, memo *Memo, g *graph.GraphSpec, input json.RawMessage, h History) error {
+	rm, errm := ReduceWith(g, input, h, memo)
+	if fmt.Sprint(err) != fmt.Sprint(errm) {
+		return fmt.Errorf("with a memo: error %v, without: %v", errm, err)
+	}
+	a, _ := json.Marshal(r.Decisions)
+	b, _ := json.Marshal(rm.Decisions)
+	if string(a) != string(b) || (r.Terminal == nil) != (rm.Terminal == nil) {
+		return fmt.Errorf("with a memo: decisions %s, without: %s", b, a)
+	}
+	return nil
 }
