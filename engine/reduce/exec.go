@@ -41,6 +41,9 @@ func (e *evaluator) evalExec(n execNode, c *ctx, p pass) (res, error) {
 	c.visits[occ] = k
 	for _, x := range v.entries {
 		e.consumed[x.Execution.Execution] = true
+		if x.State != StateSettled {
+			e.clean = false
+		}
 		if x.input != string(in) {
 			return res{}, errf(ErrInconsistentHistory, "execution %d of %q: recorded input %s differs from %s", x.Execution.Execution, n.name, x.input, in)
 		}

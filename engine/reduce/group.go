@@ -123,7 +123,8 @@ func (e *evaluator) evalLoop(n *graph.Loop, c *ctx, p pass) (res, error) {
 	local := c.clone()
 	var pos uint64
 	label := "exhausted"
-	for i := uint64(0); i < n.MaxIterations; i++ {
+	key, i := e.resumeLoop(n.Name, p, &local, &pos)
+	for ; i < n.MaxIterations; i++ {
 		if r, stop, err := e.evalInSequence(n.Body, local, p, &pos); stop {
 			return r, err
 		}
@@ -131,6 +132,7 @@ func (e *evaluator) evalLoop(n *graph.Loop, c *ctx, p pass) (res, error) {
 			label = "converged"
 			break
 		}
+		e.keepLoopPoint(key, i+1, local, pos)
 	}
 	local.setControl(n.Name, graph.ControlGroup, strp("terminated"), c.scope, label)
 	if err := e.promote(n.Name, n.PromotedStatePaths, local, c, p); err != nil {

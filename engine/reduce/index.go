@@ -105,11 +105,15 @@ type visit struct {
 }
 
 type historyIndex struct {
-	byOcc  map[string][]*visit
-	byID   map[uint64]*entry
-	niOcc  map[string]uint64
-	nextNI uint64
-	nextEx uint64
+	// visitable counts the executions that are not interrupted; voided
+	// lists the voided ones.
+	visitable int
+	voided    []uint64
+	byOcc     map[string][]*visit
+	byID      map[uint64]*entry
+	niOcc     map[string]uint64
+	nextNI    uint64
+	nextEx    uint64
 }
 
 func idxKey(idx []uint64) string {
@@ -166,6 +170,10 @@ func indexHistory(ix *graphIndex, h History, m *Memo) (*historyIndex, error) {
 			// An interrupted execution is no attempt of its visit: the
 			// same attempt is dispatched again.
 			byOcc[ok2] = append(byOcc[ok2], e)
+			hi.visitable++
+		}
+		if x.State == StateVoided {
+			hi.voided = append(hi.voided, x.Execution)
 		}
 		maxNI = max(maxNI, x.NodeInstance)
 		maxEx = max(maxEx, x.Execution)

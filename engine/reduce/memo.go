@@ -2,6 +2,10 @@ package reduce
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/oecp/oecp/graph"
@@ -18,6 +22,32 @@ type Memo struct {
 	mu     sync.Mutex
 	values cache[any]
 	canons cache[string]
+	// loops are the loop points of the last reductions, of graph g and
+	// initial input seed under the retry grants named by grants.
+	loops  cache[*loopPoint]
+	g      *graph.GraphSpec
+	seed   string
+	grants string
+}
+
+// loopPoint is where a reduction stood after a loop visit's iteration
+// ended, recorded only while the evaluation had met nothing a later
+// history could change: no pending node, no consumed execution that was
+// not settled, no claimed loser, no decision other than continue and
+// promote. A run's history only grows (an ended execution never changes,
+// new executions are dispatched at its frontier), so a later reduction of
+// the run reaches the same point with the same state and resumes there
+// instead of evaluating those iterations again. The Memo's contract is
+// that history: each reduction with a memo is of a history that extends
+// the one before, under the same graph, initial input and retry grants
+// (the memo drops its loop points when one of these changes).
+type loopPoint struct {
+	iter      uint64 // iterations done
+	ctx       *ctx   // the loop's context after them
+	pos       uint64
+	decisions []Decision // the decisions so far (a shared prefix)
+	consumed  int        // the executions consumed so far
+	visits    map[string]int
 }
 
 // cache maps bytes to what was derived from them: cur holds what the
@@ -49,15 +79,74 @@ func ReduceNativeWith(g *graph.GraphSpec, initialInput json.RawMessage, h Histor
 	return reduce(g, initialInput, h, true, m)
 }
 
-// begin starts a reduction: what the last one did not look up goes.
-func (m *Memo) begin() {
+// begin starts a reduction: what the last one did not look up goes, and
+// every loop point when the graph, the initial input or the grants are
+// not those of the last one.
+func (m *Memo) begin(g *graph.GraphSpec, seed json.RawMessage, h History) {
 	if m == nil {
 		return
 	}
+	ids := make([]uint64, 0, len(h.Grants))
+	for _, gr := range h.Grants {
+		ids = append(ids, gr.Execution)
+	}
+	slices.Sort(ids)
+	grants := fmt.Sprint(slices.Compact(ids))
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.values.begin()
 	m.canons.begin()
-	m.mu.Unlock()
+	m.loops.begin()
+	if g != m.g || string(seed) != m.seed || grants != m.grants {
+		m.loops.prev = nil
+		m.g, m.seed, m.grants = g, string(seed), grants
+	}
+}
+
+// resumeLoop counts a visit of loop name at local's scope and returns its
+// key (empty outside the memo or the decide pass) and the iterations
+// done: those of its loop point, where local, pos and the evaluator then
+// stand, or none.
+func (e *evaluator) resumeLoop(name string, p pass, local **ctx, pos *uint64) (string, uint64) {
+	if e.memo == nil || !p.dispatches() {
+		return "", 0
+	}
+	vk := name + "\x00" + idxKey((*local).scope)
+	e.loopVisits[vk]++
+	key := vk + "\x00" + strconv.Itoa(e.loopVisits[vk])
+	if !e.clean {
+		return key, 0
+	}
+	e.memo.mu.Lock()
+	pt, ok := e.memo.loops.get(key)
+	e.memo.mu.Unlock()
+	if !ok {
+		return key, 0
+	}
+	*local, *pos = pt.ctx.clone(), pt.pos
+	e.decisions = pt.decisions
+	e.consumed, e.covered = map[uint64]bool{}, pt.consumed
+	e.loopVisits = maps.Clone(pt.visits)
+	return key, pt.iter
+}
+
+// keepLoopPoint records the loop point after iter iterations of the loop
+// visit key, if the evaluation is still clean.
+func (e *evaluator) keepLoopPoint(key string, iter uint64, local *ctx, pos uint64) {
+	if key == "" || !e.clean {
+		return
+	}
+	pt := &loopPoint{iter: iter, ctx: local.clone(), pos: pos, decisions: slices.Clip(e.decisions),
+		consumed: e.covered + len(e.consumed), visits: maps.Clone(e.loopVisits)}
+	e.memo.mu.Lock()
+	e.memo.loops.cur[key] = pt
+	e.memo.mu.Unlock()
+}
+
+// allVisited reports whether the evaluation consumed every execution
+// that is not interrupted (the covered ones and those since).
+func (e *evaluator) allVisited() bool {
+	return e.covered+len(e.consumed) == e.h.visitable
 }
 
 // memoize returns c's entry for raw, deriving and keeping it on a miss.

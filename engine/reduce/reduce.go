@@ -25,7 +25,7 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 	if err != nil {
 		return Result{}, err
 	}
-	m.begin()
+	m.begin(g, initialInput, h)
 	hi, err := indexHistory(ix, h, m)
 	if err != nil {
 		return Result{}, err
@@ -34,23 +34,32 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 	if err != nil {
 		return Result{}, err
 	}
-	e := &evaluator{ix: ix, h: hi, consumed: map[uint64]bool{}, claims: map[uint64]claim{}, native: native, memo: m}
+	e := &evaluator{ix: ix, h: hi, consumed: map[uint64]bool{}, claims: map[uint64]claim{}, native: native,
+		memo: m, clean: true, loopVisits: map[string]int{}}
 	r, err := e.eval(g.Root, newCtx(state), pass{decide: true, cutoff: inf})
-	if err != nil {
+	if err != nil && m == nil {
 		return Result{}, err
+	}
+	if m != nil && (err != nil || (e.covered > 0 && !e.allVisited())) {
+		// Reduced again without the memo, an error names its cause.
+		return reduce(g, initialInput, h, native, nil)
 	}
 	if r.st == stContinue {
 		return Result{}, errf(ErrRootCompleted, "root %q finished without a terminal", g.Root.NodeName())
 	}
 	for id, x := range hi.byID {
+		if e.covered > 0 {
+			break // allVisited counted them
+		}
 		if !e.consumed[id] && x.State != StateInterrupted {
 			return Result{}, errf(ErrInconsistentHistory, "execution %d (%s) is never visited", id, x.Occurrence.Node)
 		}
-		if x.State == StateVoided {
-			c, ok := e.claims[id]
-			if !ok || c.reason != x.VoidReason || x.Position <= c.cutoff {
-				return Result{}, errf(ErrInconsistentHistory, "voided execution %d is not claimed by a join or map terminal", id)
-			}
+	}
+	for _, id := range hi.voided {
+		x := hi.byID[id]
+		c, ok := e.claims[id]
+		if !ok || c.reason != x.VoidReason || x.Position <= c.cutoff {
+			return Result{}, errf(ErrInconsistentHistory, "voided execution %d is not claimed by a join or map terminal", id)
 		}
 	}
 	out := Result{Decisions: e.sortVoids()}
@@ -102,9 +111,21 @@ type evaluator struct {
 	claims    map[uint64]claim
 	native    bool // ReduceNative
 	memo      *Memo
+	// clean: so far the evaluation met nothing that a later history could
+	// change (see loopPoint); loopVisits counts the visits of each loop
+	// occurrence; covered is the number of executions consumed before the
+	// loop point the evaluation resumed from (they are not in consumed).
+	clean      bool
+	loopVisits map[string]int
+	covered    int
 }
 
-func (e *evaluator) emit(d Decision) { e.decisions = append(e.decisions, d) }
+func (e *evaluator) emit(d Decision) {
+	if d.Kind != DecisionContinue && d.Kind != DecisionPromote {
+		e.clean = false
+	}
+	e.decisions = append(e.decisions, d)
+}
 
 func (e *evaluator) emitContinue(p pass, node string) {
 	if p.decide {
@@ -141,6 +162,14 @@ func (e *evaluator) sortVoids() []Decision {
 }
 
 func (e *evaluator) eval(n graph.Node, c *ctx, p pass) (res, error) {
+	r, err := e.evalNode(n, c, p)
+	if r.st == stPending {
+		e.clean = false
+	}
+	return r, err
+}
+
+func (e *evaluator) evalNode(n graph.Node, c *ctx, p pass) (res, error) {
 	switch t := n.(type) {
 	case *graph.Step:
 		return e.evalExec(execNode{t.Name, graph.KindStep, t.Worker, t.TimeoutMs, t.Attempts, t.InputBindings, t.WriteBindings, nil}, c, p)
@@ -175,6 +204,7 @@ func (e *evaluator) eval(n graph.Node, c *ctx, p pass) (res, error) {
 // requires every voided execution to be claimed, with its recorded reason,
 // at a cutoff before its void position.
 func (e *evaluator) claimLosers(subtree map[string]bool, scope, exclude []uint64, cutoff uint64, reason VoidReason, p pass) {
+	e.clean = false
 	ids := make([]uint64, 0, len(e.consumed))
 	for id := range e.consumed {
 		ids = append(ids, id)
