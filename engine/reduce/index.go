@@ -2,6 +2,7 @@ package reduce
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,8 +113,48 @@ type historyIndex struct {
 	byOcc     map[string][]*visit
 	byID      map[uint64]*entry
 	niOcc     map[string]uint64
+	occOfNI   map[uint64]string
 	nextNI    uint64
 	nextEx    uint64
+}
+
+func newHistoryIndex() *historyIndex {
+	return &historyIndex{byOcc: map[string][]*visit{}, byID: map[uint64]*entry{}, niOcc: map[string]uint64{}, occOfNI: map[uint64]string{}, nextNI: 1, nextEx: 1}
+}
+
+// admit checks one recorded execution against those admitted before and
+// records it by id, with its node instance; it returns its entry and
+// occurrence key. It does not group it into visits.
+func (hi *historyIndex) admit(ix *graphIndex, x Execution, m *Memo) (*entry, string, error) {
+	if err := checkExecution(ix, hi, x); err != nil {
+		return nil, "", err
+	}
+	cin, err := m.canonicalOf(x.Input)
+	if err != nil {
+		return nil, "", err
+	}
+	occ := occKey(x.Occurrence.Node, x.Occurrence.MapIndices)
+	if o, seen := hi.occOfNI[x.NodeInstance]; seen && o != occ {
+		return nil, "", errf(ErrInconsistentHistory, "node instance %d names two occurrences", x.NodeInstance)
+	}
+	if ni, seen := hi.niOcc[occ]; seen && ni != x.NodeInstance {
+		return nil, "", errf(ErrInconsistentHistory, "occurrence %s has two node instances", x.Occurrence.Node)
+	}
+	hi.occOfNI[x.NodeInstance] = occ
+	hi.niOcc[occ] = x.NodeInstance
+	e := &entry{Execution: x, input: cin}
+	hi.byID[x.Execution] = e
+	if x.State != StateInterrupted {
+		// An interrupted execution is no attempt of its visit: the same
+		// attempt is dispatched again.
+		hi.visitable++
+	}
+	if x.State == StateVoided {
+		hi.voided = append(hi.voided, x.Execution)
+	}
+	hi.nextNI = max(hi.nextNI, x.NodeInstance+1)
+	hi.nextEx = max(hi.nextEx, x.Execution+1)
+	return e, occ, nil
 }
 
 func idxKey(idx []uint64) string {
@@ -138,47 +179,20 @@ var errorCodes = map[string]bool{"timeout": true, "crash": true, "malformed": tr
 // indexHistory runs the history checks that need no evaluation and groups
 // each occurrence's executions into visits (a new visit starts at attempt 1).
 func indexHistory(ix *graphIndex, h History, m *Memo) (*historyIndex, error) {
-	hi := &historyIndex{
-		byOcc: map[string][]*visit{},
-		byID:  map[uint64]*entry{},
-		niOcc: map[string]uint64{},
+	if m != nil && len(h.Grants) == 0 {
+		return m.index(ix, h)
 	}
-	occOfNI := map[uint64]string{}
+	hi := newHistoryIndex()
 	byOcc := map[string][]*entry{}
-	var maxNI, maxEx uint64
 	for i := range h.Executions {
-		x := h.Executions[i]
-		if err := checkExecution(ix, hi, x); err != nil {
-			return nil, err
-		}
-		cin, err := m.canonicalOf(x.Input)
+		e, occ, err := hi.admit(ix, h.Executions[i], m)
 		if err != nil {
 			return nil, err
 		}
-		ok2 := occKey(x.Occurrence.Node, x.Occurrence.MapIndices)
-		if o, seen := occOfNI[x.NodeInstance]; seen && o != ok2 {
-			return nil, errf(ErrInconsistentHistory, "node instance %d names two occurrences", x.NodeInstance)
+		if e.State != StateInterrupted {
+			byOcc[occ] = append(byOcc[occ], e)
 		}
-		if ni, seen := hi.niOcc[ok2]; seen && ni != x.NodeInstance {
-			return nil, errf(ErrInconsistentHistory, "occurrence %s has two node instances", x.Occurrence.Node)
-		}
-		occOfNI[x.NodeInstance] = ok2
-		hi.niOcc[ok2] = x.NodeInstance
-		e := &entry{Execution: x, input: cin}
-		hi.byID[x.Execution] = e
-		if x.State != StateInterrupted {
-			// An interrupted execution is no attempt of its visit: the
-			// same attempt is dispatched again.
-			byOcc[ok2] = append(byOcc[ok2], e)
-			hi.visitable++
-		}
-		if x.State == StateVoided {
-			hi.voided = append(hi.voided, x.Execution)
-		}
-		maxNI = max(maxNI, x.NodeInstance)
-		maxEx = max(maxEx, x.Execution)
 	}
-	hi.nextNI, hi.nextEx = maxNI+1, maxEx+1
 
 	visitOf := map[uint64]*visit{}
 	for ok, es := range byOcc {
@@ -263,31 +277,56 @@ func groupVisits(es []*entry, visitOf map[uint64]*visit) ([]*visit, error) {
 		return cmp.Or(cmp.Compare(a.DispatchPosition, b.DispatchPosition), cmp.Compare(a.Execution.Execution, b.Execution.Execution))
 	})
 	var vs []*visit
-	for i, e := range es {
-		if i > 0 && es[i-1].DispatchPosition == e.DispatchPosition {
+	for _, e := range es {
+		var err error
+		if vs, err = appendVisit(vs, e, false); err != nil {
+			return nil, err
+		}
+		visitOf[e.Execution.Execution] = vs[len(vs)-1]
+	}
+	return vs, nil
+}
+
+// errOutOfOrder: an execution joins its occurrence's visits before one
+// already there (only the memo's incremental index meets it: the full
+// index sorts first).
+var errOutOfOrder = errors.New("reduce: execution indexed out of dispatch order")
+
+// appendVisit adds e, dispatched after every entry of vs (its
+// occurrence's visits), to vs: a new visit at attempt 1, else the next
+// attempt of the last visit, which must have failed before e was
+// dispatched. With cow it changes nothing that vs shares.
+func appendVisit(vs []*visit, e *entry, cow bool) ([]*visit, error) {
+	if n := len(vs); n > 0 {
+		last := vs[n-1].entries[len(vs[n-1].entries)-1]
+		if last.DispatchPosition == e.DispatchPosition {
 			return nil, errf(ErrInconsistentHistory, "occurrence %s dispatched twice at position %d", e.Occurrence.Node, e.DispatchPosition)
 		}
-		if e.Attempt == 1 {
-			vs = append(vs, &visit{})
-		} else {
-			if len(vs) == 0 {
-				return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d without attempt 1", e.Execution.Execution, e.Attempt)
-			}
-			cur := vs[len(vs)-1]
-			prev := cur.entries[len(cur.entries)-1]
-			if e.Attempt != prev.Attempt+1 {
-				return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d follows attempt %d", e.Execution.Execution, e.Attempt, prev.Attempt)
-			}
+		if last.DispatchPosition > e.DispatchPosition {
+			return nil, errOutOfOrder
 		}
-		cur := vs[len(vs)-1]
-		if n := len(cur.entries); n > 0 {
-			prev := cur.entries[n-1]
-			if prev.State != StateSettled || prev.Outcome.Status != OutcomeError || prev.Position >= e.DispatchPosition {
-				return nil, errf(ErrInconsistentHistory, "execution %d: re-dispatched although attempt %d did not fail first", e.Execution.Execution, prev.Attempt)
-			}
-		}
-		cur.entries = append(cur.entries, e)
-		visitOf[e.Execution.Execution] = cur
 	}
+	if e.Attempt == 1 {
+		if cow {
+			vs = slices.Clip(vs)
+		}
+		return append(vs, &visit{entries: []*entry{e}}), nil
+	}
+	if len(vs) == 0 {
+		return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d without attempt 1", e.Execution.Execution, e.Attempt)
+	}
+	cur := vs[len(vs)-1]
+	prev := cur.entries[len(cur.entries)-1]
+	if e.Attempt != prev.Attempt+1 {
+		return nil, errf(ErrInconsistentHistory, "execution %d: attempt %d follows attempt %d", e.Execution.Execution, e.Attempt, prev.Attempt)
+	}
+	if prev.State != StateSettled || prev.Outcome.Status != OutcomeError || prev.Position >= e.DispatchPosition {
+		return nil, errf(ErrInconsistentHistory, "execution %d: re-dispatched although attempt %d did not fail first", e.Execution.Execution, prev.Attempt)
+	}
+	if cow {
+		cur = &visit{entries: slices.Clip(cur.entries), grants: cur.grants}
+		vs = append(slices.Clip(vs[:len(vs)-1]), cur)
+	}
+	cur.entries = append(cur.entries, e)
 	return vs, nil
 }

@@ -1,6 +1,7 @@
 package reduce
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,13 +12,15 @@ import (
 	"github.com/oecp/oecp/graph"
 )
 
-// Memo carries what reductions derived from recorded JSON values (each
-// distinct input's canonical form, each distinct output's parsed value)
-// from one reduction to the next, so that a run reduced again and again
-// parses each recorded value once. It only caches pure functions of the
-// bytes, so a reduction with a memo returns what one without returns.
-// What a reduction did not look up is dropped at the end of the next one.
-// A Memo is safe for concurrent use; keep one per run.
+// Memo carries work from one reduction of a run to the next: each
+// distinct input's canonical form and each distinct output's parsed value
+// (what a reduction did not look up is dropped after the next one), the
+// index of the run's ended executions (baseIndex) and where its loops
+// stood (loopPoint), so that a reduction costs about the same however
+// long the run's history is. A reduction with a memo returns what one
+// without returns, except the trace decisions (continue, promote), which
+// it does not report. A Memo is safe for concurrent use; keep one per
+// run.
 type Memo struct {
 	mu     sync.Mutex
 	values cache[any]
@@ -28,13 +31,16 @@ type Memo struct {
 	g      *graph.GraphSpec
 	seed   string
 	grants string
+	// base is the index of the run's ended executions (under idxMu).
+	idxMu sync.Mutex
+	base  *baseIndex
 }
 
 // loopPoint is where a reduction stood after a loop visit's iteration
 // ended, recorded only while the evaluation had met nothing a later
 // history could change: no pending node, no consumed execution that was
-// not settled, no claimed loser, no decision other than continue and
-// promote. A run's history only grows (an ended execution never changes,
+// not settled, no claimed loser, no decision (the trace decisions are not
+// kept). A run's history only grows (an ended execution never changes,
 // new executions are dispatched at its frontier), so a later reduction of
 // the run reaches the same point with the same state and resumes there
 // instead of evaluating those iterations again. The Memo's contract is
@@ -42,12 +48,11 @@ type Memo struct {
 // the one before, under the same graph, initial input and retry grants
 // (the memo drops its loop points when one of these changes).
 type loopPoint struct {
-	iter      uint64 // iterations done
-	ctx       *ctx   // the loop's context after them
-	pos       uint64
-	decisions []Decision // the decisions so far (a shared prefix)
-	consumed  int        // the executions consumed so far
-	visits    map[string]int
+	iter     uint64 // iterations done
+	ctx      *ctx   // the loop's context after them
+	pos      uint64
+	consumed int // the executions consumed so far
+	visits   map[string]int
 }
 
 // cache maps bytes to what was derived from them: cur holds what the
@@ -66,12 +71,14 @@ func (c *cache[T]) get(k string) (T, bool) {
 	return v, ok
 }
 
-// ReduceWith is Reduce with a memo (nil: none).
+// ReduceWith is Reduce with a memo (nil: none): the same result, without
+// the trace decisions when m is not nil.
 func ReduceWith(g *graph.GraphSpec, initialInput json.RawMessage, h History, m *Memo) (Result, error) {
 	return reduce(g, initialInput, h, false, m)
 }
 
-// ReduceNativeWith is ReduceNative with a memo (nil: none).
+// ReduceNativeWith is ReduceNative with a memo (nil: none), as
+// ReduceWith.
 func ReduceNativeWith(g *graph.GraphSpec, initialInput json.RawMessage, h History, m *Memo) (Result, error) {
 	if len(h.Grants) > 0 {
 		return Result{}, errf(ErrInconsistentHistory, "a native history has no retry grants")
@@ -99,6 +106,11 @@ func (m *Memo) begin(g *graph.GraphSpec, seed json.RawMessage, h History) {
 	m.loops.begin()
 	if g != m.g || string(seed) != m.seed || grants != m.grants {
 		m.loops.prev = nil
+		if g != m.g {
+			m.idxMu.Lock()
+			m.base = nil
+			m.idxMu.Unlock()
+		}
 		m.g, m.seed, m.grants = g, string(seed), grants
 	}
 }
@@ -124,7 +136,7 @@ func (e *evaluator) resumeLoop(name string, p pass, local **ctx, pos *uint64) (s
 		return key, 0
 	}
 	*local, *pos = pt.ctx.clone(), pt.pos
-	e.decisions = pt.decisions
+	e.decisions = nil // a clean evaluation has none
 	e.consumed, e.covered = map[uint64]bool{}, pt.consumed
 	e.loopVisits = maps.Clone(pt.visits)
 	return key, pt.iter
@@ -136,8 +148,7 @@ func (e *evaluator) keepLoopPoint(key string, iter uint64, local *ctx, pos uint6
 	if key == "" || !e.clean {
 		return
 	}
-	pt := &loopPoint{iter: iter, ctx: local.clone(), pos: pos, decisions: slices.Clip(e.decisions),
-		consumed: e.covered + len(e.consumed), visits: maps.Clone(e.loopVisits)}
+	pt := &loopPoint{iter: iter, ctx: local.clone(), pos: pos, consumed: e.covered + len(e.consumed), visits: maps.Clone(e.loopVisits)}
 	e.memo.mu.Lock()
 	e.memo.loops.cur[key] = pt
 	e.memo.mu.Unlock()
@@ -195,4 +206,99 @@ func (m *Memo) canonicalOf(raw json.RawMessage) (string, error) {
 		b, err := canonical(v)
 		return string(b), err
 	})
+}
+
+// baseIndex is a memo's history index of the longest prefix of a run's
+// history whose executions had all ended when it was last reduced
+// (ended executions never change), extended in place as the history
+// grows; a reduction indexes only what follows it, on a copy.
+type baseIndex struct {
+	execs []Execution
+	hi    *historyIndex
+}
+
+// index is indexHistory with the memo's base index, for a history
+// without grants. An error may be errOutOfOrder, which the full index
+// would not meet: the caller reduces again without the memo.
+func (m *Memo) index(ix *graphIndex, h History) (*historyIndex, error) {
+	m.idxMu.Lock()
+	defer m.idxMu.Unlock()
+	b, k := m.base, 0
+	if b != nil {
+		for k < len(b.execs) && k < len(h.Executions) && sameExecution(&b.execs[k], &h.Executions[k]) {
+			k++
+		}
+	}
+	if b == nil || k < len(b.execs) {
+		b, k = &baseIndex{hi: newHistoryIndex()}, 0
+	}
+	m.base = nil // until it is extended
+	j := k
+	for j < len(h.Executions) && h.Executions[j].State != StateActive {
+		j++
+	}
+	for i := k; i < j; i++ {
+		if err := b.hi.add(ix, h.Executions[i], m, false); err != nil {
+			return nil, err
+		}
+	}
+	b.execs = append(b.execs, h.Executions[k:j]...)
+	m.base = b
+	hi := b.hi.overlay()
+	for i := j; i < len(h.Executions); i++ {
+		if err := hi.add(ix, h.Executions[i], m, true); err != nil {
+			return nil, err
+		}
+	}
+	return hi, nil
+}
+
+// add admits x and adds it to its occurrence's visits (cow: without
+// changing what hi shares).
+func (hi *historyIndex) add(ix *graphIndex, x Execution, m *Memo, cow bool) error {
+	e, occ, err := hi.admit(ix, x, m)
+	if err != nil || e.State == StateInterrupted {
+		return err
+	}
+	vs, err := appendVisit(hi.byOcc[occ], e, cow)
+	if err != nil {
+		return err
+	}
+	hi.byOcc[occ] = vs
+	return nil
+}
+
+// overlay is a copy of hi that a reduction may extend (copy on write of
+// the visits) and change.
+func (hi *historyIndex) overlay() *historyIndex {
+	return &historyIndex{visitable: hi.visitable, voided: slices.Clip(hi.voided), byOcc: maps.Clone(hi.byOcc),
+		byID: maps.Clone(hi.byID), niOcc: maps.Clone(hi.niOcc), occOfNI: maps.Clone(hi.occOfNI), nextNI: hi.nextNI, nextEx: hi.nextEx}
+}
+
+// sameExecution reports whether a and b record the same execution alike.
+func sameExecution(a, b *Execution) bool {
+	if a.Execution != b.Execution || a.NodeInstance != b.NodeInstance || a.DispatchPosition != b.DispatchPosition ||
+		a.Position != b.Position || a.State != b.State || a.Attempt != b.Attempt || a.VoidReason != b.VoidReason ||
+		a.Occurrence.Node != b.Occurrence.Node || !slices.Equal(a.Occurrence.MapIndices, b.Occurrence.MapIndices) ||
+		!bytes.Equal(a.Input, b.Input) {
+		return false
+	}
+	if a.Outcome == b.Outcome {
+		return true
+	}
+	if a.Outcome == nil || b.Outcome == nil {
+		return false
+	}
+	x, y := a.Outcome, b.Outcome
+	return x.Status == y.Status && x.Code == y.Code && x.Reason == y.Reason && bytes.Equal(x.Output, y.Output) &&
+		bytes.Equal(x.Diagnostic, y.Diagnostic) && maps.Equal(x.Signals, y.Signals)
+}
+
+// withoutTraces is a reduction less its trace decisions (continue,
+// promote): a reduction with a memo that reduced again without it.
+func withoutTraces(r Result, err error) (Result, error) {
+	r.Decisions = slices.DeleteFunc(r.Decisions, func(d Decision) bool {
+		return d.Kind == DecisionContinue || d.Kind == DecisionPromote
+	})
+	return r, err
 }

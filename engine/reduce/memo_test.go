@@ -3,6 +3,7 @@ package reduce
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -33,6 +34,15 @@ func TestMemoResumesLoops(t *testing.T) {
 		}
 		if seed == 0 && len(m.loops.cur) == 0 {
 			t.Fatal("no loop point kept")
+		}
+		// In any order (the memo's index falls back to the full one).
+		rev := History{Executions: slices.Clone(h.Executions), Grants: h.Grants}
+		slices.Reverse(rev.Executions)
+		for range 2 {
+			r, err := Reduce(g, json.RawMessage("null"), rev)
+			if err := sameReduction(r, err, m, g, json.RawMessage("null"), rev); err != nil {
+				t.Fatalf("seed %d, reversed: %v", seed, err)
+			}
 		}
 	}
 }

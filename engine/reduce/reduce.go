@@ -28,6 +28,9 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 	m.begin(g, initialInput, h)
 	hi, err := indexHistory(ix, h, m)
 	if err != nil {
+		if m != nil {
+			return withoutTraces(reduce(g, initialInput, h, native, nil))
+		}
 		return Result{}, err
 	}
 	state, err := parseValue(initialInput)
@@ -42,7 +45,7 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 	}
 	if m != nil && (err != nil || (e.covered > 0 && !e.allVisited())) {
 		// Reduced again without the memo, an error names its cause.
-		return reduce(g, initialInput, h, native, nil)
+		return withoutTraces(reduce(g, initialInput, h, native, nil))
 	}
 	if r.st == stContinue {
 		return Result{}, errf(ErrRootCompleted, "root %q finished without a terminal", g.Root.NodeName())
@@ -120,8 +123,14 @@ type evaluator struct {
 	covered    int
 }
 
+// emit records decision d. A reduction with a memo reports no trace
+// decisions (continue, promote).
 func (e *evaluator) emit(d Decision) {
-	if d.Kind != DecisionContinue && d.Kind != DecisionPromote {
+	if d.Kind == DecisionContinue || d.Kind == DecisionPromote {
+		if e.memo != nil {
+			return
+		}
+	} else {
 		e.clean = false
 	}
 	e.decisions = append(e.decisions, d)
