@@ -85,10 +85,11 @@ func checkReplay(t *testing.T, e *env, rec *recorder, runID string) {
 		at[seq] = ev
 	}
 	h := snap.History
-	if n := len(es.of(protocol.EventNodeBegin, "")); n != len(h.Executions) {
-		t.Fatalf("%d node_begin events, %d recorded executions:%s", n, len(h.Executions), es)
+	all := append(slices.Clone(h.Ended), h.Executions...)
+	if n := len(es.of(protocol.EventNodeBegin, "")); n != len(all) {
+		t.Fatalf("%d node_begin events, %d recorded executions:%s", n, len(all), es)
 	}
-	for _, x := range h.Executions {
+	for _, x := range all {
 		b := at[x.DispatchPosition]
 		if b.Event.Type != protocol.EventNodeBegin || b.Event.Node.Node != x.Occurrence.Node || uint64(b.Event.Node.Attempt) != x.Attempt || canon(t, b.Event.Input) != canon(t, x.Input) {
 			t.Fatalf("execution %d (%s#%d) dispatched at %d, event there: %s", x.Execution, x.Occurrence.Node, x.Attempt, x.DispatchPosition, b)

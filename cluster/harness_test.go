@@ -238,7 +238,7 @@ func drive(t testing.TB, b *cluster.Backend, tenant string) *engineRun {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &engineRun{t: t, l: l, ref: ref, next: uint64(len(snap.History.Executions)) + 1}
+		return &engineRun{t: t, l: l, ref: ref, next: uint64(len(snap.History.Ended)+len(snap.History.Executions)) + 1}
 	}
 	t.Fatalf("tenant %q has no running run", tenant)
 	return nil

@@ -249,7 +249,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 			return fmt.Errorf("cluster: committed spec does not decode: %w", err)
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: g, Seed: run.Seed, Dispatch: st.Op.Gate, Held: st.Held}
-		if snap.History.Executions, err = l.logs.read(tx, ref, st.Logged, len(st.Execs)); err != nil {
+		if snap.History.Ended, err = l.logs.read(tx, ref, st.Logged); err != nil {
 			return err
 		}
 		for _, e := range st.Execs {

@@ -79,9 +79,9 @@ type logCache struct {
 const maxCachedLogs = 256
 
 // read returns the first n executions of ref's log, reading from tx what
-// the cache does not hold. The result is the caller's, with room for
-// spare more.
-func (lc *logCache) read(tx store.ReadTx, ref engine.RunRef, n uint64, spare int) ([]reduce.Execution, error) {
+// the cache does not hold. The result is shared (a History.Ended: the
+// cache only ever appends to it) and must not be changed.
+func (lc *logCache) read(tx store.ReadTx, ref engine.RunRef, n uint64) ([]reduce.Execution, error) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	have := lc.runs[ref]
@@ -110,7 +110,7 @@ func (lc *logCache) read(tx store.ReadTx, ref engine.RunRef, n uint64, spare int
 		lc.runs = map[engine.RunRef][]reduce.Execution{}
 	}
 	lc.runs[ref] = have
-	return append(make([]reduce.Execution, 0, len(have)+spare), have...), nil
+	return have[:n:n], nil
 }
 
 // forget drops ref's cached log.

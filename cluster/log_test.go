@@ -58,7 +58,7 @@ func summary(t *testing.T, l *cluster.Ledger, ref engine.RunRef) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, x := range snap.History.Executions {
+	for _, x := range append(slices.Clone(snap.History.Ended), snap.History.Executions...) {
 		o := ""
 		if x.Outcome != nil {
 			o = string(x.Outcome.Status) + string(x.Outcome.Output)

@@ -181,10 +181,12 @@ type Supervisor struct {
 	// (Versioner) and the run's executions in this process. Unguarded:
 	// only the reconcile loop reads or changes it.
 	seen map[RunRef]reading
-	// memos are the reducer memos of the claimed runs. Unguarded: only
-	// the reconcile loop reads or changes it.
-	memos map[RunRef]*reduce.Memo
-	keep  claimKeeping // renewal of claims that expire
+	// memos are the reducer memos of the claimed runs, counts their
+	// executions per node (executionCounts). Unguarded: only the
+	// reconcile loop reads or changes them.
+	memos  map[RunRef]*reduce.Memo
+	counts map[RunRef]*nodeCounts
+	keep   claimKeeping // renewal of claims that expire
 	// rec is the ledger's Recovery, nil when it has none. Set by New.
 	rec Recovery
 	// interrupted holds the executions a graceful shutdown cancelled.
@@ -216,7 +218,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		log = slog.Default()
 	}
 	s := &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*reduce.Memo{},
+		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*reduce.Memo{}, counts: map[RunRef]*nodeCounts{},
 		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}, interrupted: map[RunRef][]uint64{}}
 	s.rec, _ = ledger.(Recovery)
 	return s
@@ -330,6 +332,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 			s.unclaim(ctx, ref)
 			delete(s.seen, ref)
 			delete(s.memos, ref)
+			delete(s.counts, ref)
 		}
 	}
 	return failed
@@ -393,8 +396,9 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Executions the ledger thinks active: ours keep running; others were
-	// orphaned by a previous process and end as crash.
+	// Executions the ledger thinks active (never one of History.Ended):
+	// ours keep running; others were orphaned by a previous process and
+	// end as crash.
 	var orphans []uint64
 	active := map[uint64]bool{}
 	s.mu.Lock()
@@ -458,10 +462,7 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 // dispatch records the batch, then starts a worker per execution.
 func (s *Supervisor) dispatch(ctx context.Context, snap *Snapshot, ds []reduce.Dispatch) error {
 	ref := snap.Ref
-	counts := map[string]int{}
-	for _, e := range snap.History.Executions {
-		counts[e.Occurrence.Node]++
-	}
+	counts := s.executionCounts(snap)
 	batch := make([]Dispatch, len(ds))
 	for i, d := range ds {
 		counts[d.Occurrence.Node]++

@@ -9,8 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 

@@ -112,10 +112,33 @@ type historyIndex struct {
 	voided    []uint64
 	byOcc     map[string][]*visit
 	byID      map[uint64]*entry
-	niOcc     map[string]uint64
-	occOfNI   map[uint64]string
-	nextNI    uint64
-	nextEx    uint64
+	// base holds more entries by id (read-only: a memo's base index).
+	base    map[uint64]*entry
+	niOcc   map[string]uint64
+	occOfNI map[uint64]string
+	nextNI  uint64
+	nextEx  uint64
+}
+
+// entry is the entry of execution id.
+func (hi *historyIndex) entry(id uint64) (*entry, bool) {
+	if e, ok := hi.byID[id]; ok {
+		return e, true
+	}
+	e, ok := hi.base[id]
+	return e, ok
+}
+
+// each calls fn on every entry, until it returns an error.
+func (hi *historyIndex) each(fn func(id uint64, e *entry) error) error {
+	for _, m := range []map[uint64]*entry{hi.base, hi.byID} {
+		for id, e := range m {
+			if err := fn(id, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func newHistoryIndex() *historyIndex {
@@ -184,8 +207,8 @@ func indexHistory(ix *graphIndex, h History, m *Memo) (*historyIndex, error) {
 	}
 	hi := newHistoryIndex()
 	byOcc := map[string][]*entry{}
-	for i := range h.Executions {
-		e, occ, err := hi.admit(ix, h.Executions[i], m)
+	for i := range h.size() {
+		e, occ, err := hi.admit(ix, *h.at(i), m)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +246,7 @@ func checkExecution(ix *graphIndex, hi *historyIndex, x Execution) error {
 	if x.Execution == 0 || x.NodeInstance == 0 || x.Execution > MaxIdentity || x.NodeInstance > MaxIdentity {
 		return errf(ErrIdentityOutOfRange, "execution %d / node instance %d out of range", x.Execution, x.NodeInstance)
 	}
-	if _, dup := hi.byID[x.Execution]; dup {
+	if _, dup := hi.entry(x.Execution); dup {
 		return errf(ErrInconsistentHistory, "duplicate execution id %d", x.Execution)
 	}
 	if x.DispatchPosition == 0 || x.DispatchPosition > MaxPosition || x.Position > MaxPosition {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/oecp/oecp/graph"
 )
@@ -214,6 +215,7 @@ func (m *Memo) canonicalOf(raw json.RawMessage) (string, error) {
 // grows; a reduction indexes only what follows it, on a copy.
 type baseIndex struct {
 	execs []Execution
+	ended *Execution // the History.Ended its prefix came from
 	hi    *historyIndex
 }
 
@@ -224,8 +226,12 @@ func (m *Memo) index(ix *graphIndex, h History) (*historyIndex, error) {
 	m.idxMu.Lock()
 	defer m.idxMu.Unlock()
 	b, k := m.base, 0
-	if b != nil {
-		for k < len(b.execs) && k < len(h.Executions) && sameExecution(&b.execs[k], &h.Executions[k]) {
+	switch {
+	case b == nil:
+	case b.ended == unsafe.SliceData(h.Ended) && len(b.execs) <= len(h.Ended):
+		k = len(b.execs) // the same shared slice, only appended to
+	default:
+		for k < len(b.execs) && k < h.size() && sameExecution(&b.execs[k], h.at(k)) {
 			k++
 		}
 	}
@@ -234,19 +240,21 @@ func (m *Memo) index(ix *graphIndex, h History) (*historyIndex, error) {
 	}
 	m.base = nil // until it is extended
 	j := k
-	for j < len(h.Executions) && h.Executions[j].State != StateActive {
+	for j < h.size() && h.at(j).State != StateActive {
 		j++
 	}
 	for i := k; i < j; i++ {
-		if err := b.hi.add(ix, h.Executions[i], m, false); err != nil {
+		x := h.at(i)
+		if err := b.hi.add(ix, *x, m, false); err != nil {
 			return nil, err
 		}
+		b.execs = append(b.execs, *x)
 	}
-	b.execs = append(b.execs, h.Executions[k:j]...)
+	b.ended = unsafe.SliceData(h.Ended)
 	m.base = b
 	hi := b.hi.overlay()
-	for i := j; i < len(h.Executions); i++ {
-		if err := hi.add(ix, h.Executions[i], m, true); err != nil {
+	for i := j; i < h.size(); i++ {
+		if err := hi.add(ix, *h.at(i), m, true); err != nil {
 			return nil, err
 		}
 	}
@@ -272,7 +280,7 @@ func (hi *historyIndex) add(ix *graphIndex, x Execution, m *Memo, cow bool) erro
 // the visits) and change.
 func (hi *historyIndex) overlay() *historyIndex {
 	return &historyIndex{visitable: hi.visitable, voided: slices.Clip(hi.voided), byOcc: maps.Clone(hi.byOcc),
-		byID: maps.Clone(hi.byID), niOcc: maps.Clone(hi.niOcc), occOfNI: maps.Clone(hi.occOfNI), nextNI: hi.nextNI, nextEx: hi.nextEx}
+		byID: map[uint64]*entry{}, base: hi.byID, niOcc: maps.Clone(hi.niOcc), occOfNI: maps.Clone(hi.occOfNI), nextNI: hi.nextNI, nextEx: hi.nextEx}
 }
 
 // sameExecution reports whether a and b record the same execution alike.

@@ -23,13 +23,18 @@ func TestMemoResumesLoops(t *testing.T) {
 		if err == nil && term.Status != TerminalSucceeded {
 			t.Fatalf("seed %d: %+v", seed, term)
 		}
-		// A fresh memo over growing prefixes, and points are kept.
+		// A fresh memo over growing prefixes, and points are kept; the
+		// same with the prefixes as Ended, one shared slice.
 		m := &Memo{}
 		for n := 0; n <= len(h.Executions); n += 3 {
 			p := History{Executions: h.Executions[:n], Grants: h.Grants}
 			r, err := Reduce(g, json.RawMessage("null"), p)
 			if err := sameReduction(r, err, m, g, json.RawMessage("null"), p); err != nil {
 				t.Fatalf("seed %d, %d executions: %v", seed, n, err)
+			}
+			q := History{Ended: h.Executions[:n], Grants: h.Grants}
+			if err := sameReduction(r, err, m, g, json.RawMessage("null"), q); err != nil {
+				t.Fatalf("seed %d, %d executions ended: %v", seed, n, err)
 			}
 		}
 		if seed == 0 && len(m.loops.cur) == 0 {

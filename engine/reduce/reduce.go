@@ -50,16 +50,19 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 	if r.st == stContinue {
 		return Result{}, errf(ErrRootCompleted, "root %q finished without a terminal", g.Root.NodeName())
 	}
-	for id, x := range hi.byID {
-		if e.covered > 0 {
-			break // allVisited counted them
-		}
-		if !e.consumed[id] && x.State != StateInterrupted {
-			return Result{}, errf(ErrInconsistentHistory, "execution %d (%s) is never visited", id, x.Occurrence.Node)
+	if e.covered == 0 {
+		err := hi.each(func(id uint64, x *entry) error {
+			if !e.consumed[id] && x.State != StateInterrupted {
+				return errf(ErrInconsistentHistory, "execution %d (%s) is never visited", id, x.Occurrence.Node)
+			}
+			return nil
+		})
+		if err != nil {
+			return Result{}, err
 		}
 	}
 	for _, id := range hi.voided {
-		x := hi.byID[id]
+		x, _ := hi.entry(id)
 		c, ok := e.claims[id]
 		if !ok || c.reason != x.VoidReason || x.Position <= c.cutoff {
 			return Result{}, errf(ErrInconsistentHistory, "voided execution %d is not claimed by a join or map terminal", id)
@@ -161,7 +164,8 @@ func (e *evaluator) sortVoids() []Decision {
 		out = append(out, d)
 	}
 	sort.SliceStable(voids, func(i, j int) bool {
-		a, b := e.h.byID[voids[i].Execution], e.h.byID[voids[j].Execution]
+		a, _ := e.h.entry(voids[i].Execution)
+		b, _ := e.h.entry(voids[j].Execution)
 		return cmp.Or(cmp.Compare(a.DispatchPosition, b.DispatchPosition), cmp.Compare(a.Execution.Execution, b.Execution.Execution)) < 0
 	})
 	for i, s := range slots {
@@ -220,7 +224,7 @@ func (e *evaluator) claimLosers(subtree map[string]bool, scope, exclude []uint64
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		x := e.h.byID[id]
+		x, _ := e.h.entry(id)
 		if !subtree[x.Occurrence.Node] || !hasPrefix(x.Occurrence.MapIndices, scope) || x.State == StateSettled {
 			continue
 		}

@@ -108,7 +108,24 @@ type RetryGrant struct {
 // input. Order does not matter; the reducer sorts what it needs.
 type History struct {
 	Executions []Execution
-	Grants     []RetryGrant
+	// Ended are more executions, every one ended (none active), kept
+	// apart so that a caller can share one slice, only ever appended to,
+	// between the reductions of a run: a reduction never changes it, and
+	// one with a memo takes the part of it that it indexed before, in the
+	// same slice, as unchanged.
+	Ended  []Execution
+	Grants []RetryGrant
+}
+
+// size is the number of executions of h.
+func (h *History) size() int { return len(h.Ended) + len(h.Executions) }
+
+// at is execution i of h: Ended, then Executions.
+func (h *History) at(i int) *Execution {
+	if i < len(h.Ended) {
+		return &h.Ended[i]
+	}
+	return &h.Executions[i-len(h.Ended)]
 }
 
 // DecisionKind tags a Decision.
