@@ -55,6 +55,20 @@ func appendLog(tx store.Tx, st *state) error {
 	return nil
 }
 
+// deleteLog deletes run's execution log (its chunks are numbered from 0
+// without a gap).
+func deleteLog(tx store.Tx, p store.Pruner, runID string) error {
+	for k := uint64(0); ; k++ {
+		_, ok, err := tx.Cluster(logKey(runID, k))
+		if err != nil || !ok {
+			return err
+		}
+		if err := p.DeleteCluster(logKey(runID, k)); err != nil {
+			return err
+		}
+	}
+}
+
 // readChunk reads chunk k of run's execution log (none if absent).
 func readChunk(tx store.ReadTx, runID string, k uint64) ([]execRecord, uint64, error) {
 	c, ok, err := tx.Cluster(logKey(runID, k))

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
 
@@ -172,3 +174,47 @@ func TestStateRecordWithEndedExecutionsStillLoads(t *testing.T) {
 		t.Fatalf("after a settlement %v", got)
 	}
 }
+
+// TestCompactionDeletesTheExecutionLog: compacting a superseded run
+// deletes its execution log with it.
+func TestCompactionDeletesTheExecutionLog(t *testing.T) {
+	st, b, l, ref := logRig(t)
+	ctx := context.Background()
+	dispatchN(t, l, ref, 1, logChunkForTest+1)
+	var ss []engine.Settlement
+	for x := uint64(1); x <= logChunkForTest+1; x++ {
+		ss = append(ss, engine.Settlement{Execution: x, Outcome: verified("null")})
+	}
+	if err := l.Settle(ctx, ref, ss); err != nil {
+		t.Fatal(err)
+	}
+	chunks := func() (n int) {
+		_ = st.View(ctx, func(tx store.ReadTx) error {
+			for k := range 3 {
+				if _, ok, _ := tx.Cluster(fmt.Sprintf("\x00log\x00%s\x00%d", ref.RunID, k)); ok {
+					n++
+				}
+			}
+			return nil
+		})
+		return n
+	}
+	if n := chunks(); n != 2 {
+		t.Fatalf("%d log chunks, want 2", n)
+	}
+	if err := l.Finish(ctx, ref, reduce.Terminal{Status: reduce.TerminalFailed, Reason: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Resubmit(ctxFor("a"), protocol.ResubmitParams{IfGeneration: 1, IfRunID: ref.RunID, IdempotencyKey: "k2"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Compact(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("Compact = %d, %v", n, err)
+	}
+	if n := chunks(); n != 0 {
+		t.Fatalf("%d log chunks left after compaction", n)
+	}
+}
+
+// logChunkForTest is the number of executions of a log chunk.
+const logChunkForTest = 64

@@ -16,7 +16,7 @@ import (
 // deleted; it is then entered in the ended-run index with the time. The
 // cluster's current run is never compacted. Compact deletes, a bounded
 // batch per transaction, the runs that ended before a cutoff — record,
-// events and lease — drops them from their cluster's run list and raises
+// events, execution log and lease — drops them from their cluster's run list and raises
 // the store's compaction watermark past their last event. Idempotency
 // receipts are kept: nothing ties a receipt to a run.
 //
@@ -63,7 +63,8 @@ func compactRun(tx store.Tx, p store.Pruner, tenant, runID string) error {
 			return err
 		}
 	}
-	return errors.Join(p.DeleteRun(tenant, runID), p.DeleteLease(store.RunLease(tenant, runID)), store.RaiseCompacted(tx, r.LastSeq))
+	return errors.Join(p.DeleteRun(tenant, runID), p.DeleteLease(store.RunLease(tenant, runID)), deleteLog(tx, p, runID),
+		store.RaiseCompacted(tx, r.LastSeq))
 }
 
 func indexOf(xs []string, x string) int {
