@@ -38,7 +38,9 @@ type Snapshot struct {
 	Spec *graph.GraphSpec
 	Seed json.RawMessage
 	// History is every recorded execution of the run and every retry
-	// grant, with ledger positions.
+	// grant, with ledger positions; a ledger that keeps its run's ended
+	// executions in one append-only slice passes it as History.Ended (the
+	// supervisor and the reducer then do not go through it again).
 	History reduce.History
 	// Dispatch is the run's dispatch state (active, suspended, draining,
 	// force_stopping, stopped).
