@@ -52,22 +52,26 @@ func (w *writeWatch) loop(stop chan struct{}) {
 	t := time.NewTicker(watchdogTick)
 	defer t.Stop()
 	for {
-		var now time.Time
 		select {
 		case <-stop:
 			return
-		case now = <-t.C:
+		case now := <-t.C:
+			w.check(now)
 		}
-		w.mu.Lock()
-		var stalled []*Conn
-		for c := range w.conns {
-			if start := c.writeStart.Load(); start != 0 && now.Sub(time.Unix(0, start)) > c.opts.WriteTimeout {
-				stalled = append(stalled, c)
-			}
-		}
-		w.mu.Unlock()
-		for _, c := range stalled {
-			c.stalled()
+	}
+}
+
+// check cuts off every connection whose write in progress started more
+// than its WriteTimeout before now. Each is cut off on its own goroutine:
+// closing a transport may wait (a WebSocket close handshake, a stdio
+// close), and no connection's cut-off waits for another's.
+func (w *writeWatch) check(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for c := range w.conns {
+		start := c.writeStart.Load()
+		if start != 0 && now.Sub(time.Unix(0, start)) > c.opts.WriteTimeout && c.stallOnce.CompareAndSwap(false, true) {
+			go c.stalled()
 		}
 	}
 }
@@ -78,8 +82,6 @@ func (c *Conn) endWrite()   { c.writeStart.Store(0) }
 
 // stalled cuts off a peer whose write did not finish in time.
 func (c *Conn) stalled() {
-	if c.stallOnce.CompareAndSwap(false, true) {
-		c.opts.Log.Warn("write deadline passed; closing connection")
-		c.cutOff(CloseStalled)
-	}
+	c.opts.Log.Warn("write deadline passed; closing connection")
+	c.cutOff(CloseStalled)
 }

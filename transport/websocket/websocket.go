@@ -1,10 +1,12 @@
 // Package websocket is the WebSocket binding of the OECP connection core
 // (github.com/coder/websocket): one JSON-RPC object per text message,
 // binary → close 1003, over 1 MiB → close 1009, identity expiry → close
-// 4401, server shutdown → close 1001. It resolves the connection identity
-// on the upgrade request (HTTP 401 without upgrade when that fails), from
-// an Authorization: Bearer header or a token offered as a subprotocol
-// (bearer.go), and knows nothing of methods.
+// 4401, server shutdown → close 1001; a close never waits behind a write
+// stuck on a peer that does not read (that peer sees 1006). It resolves
+// the connection identity on the upgrade request (HTTP 401 without
+// upgrade when that fails), from an Authorization: Bearer header or a
+// token offered as a subprotocol (bearer.go), and knows nothing of
+// methods.
 package websocket
 
 import (
@@ -53,8 +55,9 @@ var errClosedByPolicy = errors.New("websocket closed by policy")
 // is for one reader; WriteFrame writes one whole message and Close is safe
 // from any goroutine.
 type Transport struct {
-	c   *ws.Conn
-	buf bytes.Buffer
+	c    *ws.Conn
+	sock *socket // nil when the connection was not hijacked by Handler
+	buf  bytes.Buffer
 
 	mu     sync.Mutex
 	closed bool
@@ -106,6 +109,10 @@ func (t *Transport) WriteFrame(b []byte) error {
 // Flush is a no-op: every message is written whole.
 func (t *Transport) Flush() error { return nil }
 
+// closeWith closes with code and reason if the close frame can go out
+// without waiting on the peer. When a write is stuck on a peer that does
+// not read, the connection is closed at once without a close frame (the
+// peer sees 1006): the frame could only follow the stuck write.
 func (t *Transport) closeWith(code ws.StatusCode, reason string) {
 	t.mu.Lock()
 	if t.closed {
@@ -114,6 +121,10 @@ func (t *Transport) closeWith(code ws.StatusCode, reason string) {
 	}
 	t.closed = true
 	t.mu.Unlock()
+	if t.sock != nil && !t.sock.startClosing() {
+		_ = t.c.CloseNow()
+		return
+	}
 	_ = t.c.Close(code, reason)
 }
 
@@ -194,7 +205,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// after the HTTP server's shutdown never misses one being accepted.
 	h.wg.Add(1)
 	defer h.wg.Done()
-	c, err := ws.Accept(w, r, &ws.AcceptOptions{OriginPatterns: h.OriginPatterns, Subprotocols: []string{Subprotocol}})
+	hj := &hijackSocket{ResponseWriter: w}
+	c, err := ws.Accept(hj, r, &ws.AcceptOptions{OriginPatterns: h.OriginPatterns, Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		log.Debug("websocket upgrade failed", "err", err)
 		return
@@ -203,7 +215,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if shutdown == nil {
 		shutdown = context.Background()
 	}
-	conn := server.NewConn(h.Dispatcher, NewTransport(c), id, opts)
+	t := NewTransport(c)
+	t.sock = hj.sock
+	conn := server.NewConn(h.Dispatcher, t, id, opts)
 	conn.Serve(shutdown)
 	_ = c.CloseNow()
 }
