@@ -109,10 +109,10 @@ func (t *Transport) WriteFrame(b []byte) error {
 // Flush is a no-op: every message is written whole.
 func (t *Transport) Flush() error { return nil }
 
-// closeWith closes with code and reason if the close frame can go out
-// without waiting on the peer. When a write is stuck on a peer that does
-// not read, the connection is closed at once without a close frame (the
-// peer sees 1006): the frame could only follow the stuck write.
+// closeWith closes with code and reason. The close frame goes out only if
+// it can without waiting on the peer: a write stuck on a peer that does
+// not read ends at once, and the connection closes without a close frame
+// (the peer sees 1006), which could only have followed the stuck write.
 func (t *Transport) closeWith(code ws.StatusCode, reason string) {
 	t.mu.Lock()
 	if t.closed {
@@ -121,9 +121,8 @@ func (t *Transport) closeWith(code ws.StatusCode, reason string) {
 	}
 	t.closed = true
 	t.mu.Unlock()
-	if t.sock != nil && !t.sock.startClosing() {
-		_ = t.c.CloseNow()
-		return
+	if t.sock != nil {
+		t.sock.startClosing()
 	}
 	_ = t.c.Close(code, reason)
 }
