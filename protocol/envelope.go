@@ -2,9 +2,8 @@ package protocol
 
 import (
 	"encoding/json"
-	"slices"
+	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -79,17 +78,36 @@ func parseID(raw []byte) (ID, bool) {
 		}
 		return StringID(s), true
 	case c == '-' || (c >= '0' && c <= '9'):
-		lit := string(raw)
-		if strings.ContainsAny(lit, ".eE") {
-			return ID{}, false
-		}
-		n, err := strconv.ParseInt(lit, 10, 64)
-		if err != nil {
-			return ID{}, false
-		}
-		return IntID(n), true
+		n, ok := parseInt64(raw)
+		return IntID(n), ok
 	}
 	return ID{}, false
+}
+
+// parseInt64 parses an optionally signed run of decimal digits that fits
+// int64, without allocating.
+func parseInt64(b []byte) (int64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range b {
+		if c < '0' || c > '9' || u > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	case neg && u <= 1<<63:
+		return -int64(u), true // -1<<63 wraps to itself
+	}
+	return 0, false
 }
 
 // Member is one member of a JSON object, in document order, duplicates kept.
@@ -116,14 +134,15 @@ const (
 	FrameRequest
 )
 
-// Frame is one decoded inbound frame.
+// Frame is one decoded inbound frame. Its Params alias the decoded bytes.
 type Frame struct {
 	Kind FrameKind
-	// AdmissionID is set when the frame passed the "classified request"
-	// test: jsonrpc (any string), id, method (string) and params each
-	// present exactly once. Only such frames take part in duplicate-id
-	// tracking and may establish subscriptions.
-	AdmissionID *ID
+	// Admitted is set when the frame passed the "classified request" test:
+	// jsonrpc (any string), id, method (string) and params each present
+	// exactly once; AdmissionID is then its id. Only such frames take part
+	// in duplicate-id tracking and may establish subscriptions.
+	Admitted    bool
+	AdmissionID ID
 	// ID, Method and Params are the last-wins envelope of a FrameRequest.
 	ID     ID
 	Method string
@@ -136,7 +155,7 @@ type Frame struct {
 }
 
 // Classified reports whether the frame passed the classified-request test.
-func (f *Frame) Classified() bool { return f.AdmissionID != nil }
+func (f *Frame) Classified() bool { return f.Admitted }
 
 // Method names of the two client notifications.
 const (
@@ -144,16 +163,73 @@ const (
 	MethodSubscriptionCancel = "subscription/cancel"
 )
 
+// envelope is the top level of a request frame: how often each envelope
+// member occurs and its last raw value.
+type envelope struct {
+	jsonrpcN, idN, methodN, paramsN int
+	jsonrpc, id, method, params     []byte
+}
+
+// scan reads the members of the object raw; false when it is malformed.
+func (e *envelope) scan(raw []byte) bool {
+	it, ok := newObjectIter(raw)
+	for ok {
+		var key, val []byte
+		if key, val, ok = it.next(); !ok {
+			break
+		}
+		switch {
+		case keyIs(key, "jsonrpc"):
+			e.jsonrpcN++
+			e.jsonrpc = val
+		case keyIs(key, "id"):
+			e.idN++
+			e.id = val
+		case keyIs(key, "method"):
+			e.methodN++
+			e.method = val
+		case keyIs(key, "params"):
+			e.paramsN++
+			e.params = val
+		}
+	}
+	return !it.bad
+}
+
+// notification reports whether the envelope is method name with
+// jsonrpc, method and params each once and jsonrpc and method strings; it
+// then returns the one member its params object must hold.
+func (e *envelope) notification(name, member string) ([]byte, bool) {
+	if e.jsonrpcN != 1 || e.methodN != 1 || e.paramsN != 1 || !isString(e.jsonrpc) || !stringIs(e.method, name) {
+		return nil, false
+	}
+	it, ok := newObjectIter(e.params)
+	if !ok {
+		return nil, false
+	}
+	key, val, ok := it.next()
+	if !ok || !keyIs(key, member) {
+		return nil, false
+	}
+	if _, _, more := it.next(); more || it.bad {
+		return nil, false
+	}
+	return val, true
+}
+
 // DecodeFrame classifies one inbound frame, checking in this order:
 //
 //  1. not valid UTF-8 JSON, or a \u escape of an unpaired UTF-16
 //     surrogate anywhere: FrameParseError; not an object: FrameInvalid;
 //  2. a $/cancelRequest notification (on every binding), then, for a frame
 //     that is not a classified request, a subscription/cancel notification;
-//  3. the classified-request test, which sets AdmissionID;
+//  3. the classified-request test, which sets Admitted and AdmissionID;
 //  4. strict envelope validation, last value of a repeated member winning:
 //     jsonrpc "2.0", a string method and a valid id make a FrameRequest,
 //     anything else is FrameInvalid.
+//
+// It allocates only for string ids, unknown method names and escaped
+// member names.
 func DecodeFrame(data []byte) Frame {
 	// Bindings reject invalid UTF-8 before decoding; an in-process caller
 	// that passes it gets a parse error, as serde_json would give.
@@ -164,146 +240,170 @@ func DecodeFrame(data []byte) Frame {
 	if len(raw) == 0 || raw[0] != '{' {
 		return Frame{Kind: FrameInvalid}
 	}
-	members, ok := ObjectMembers(raw)
-	if !ok {
+	var e envelope
+	if !e.scan(raw) {
 		return Frame{Kind: FrameParseError}
 	}
-	e := scanEnvelope(members)
-	if e.notification(MethodCancelRequest) {
-		if v, ok := singleParam(e.raw[envParams], "id"); ok {
-			if cid, ok := parseID(v); ok {
-				return Frame{Kind: FrameCancelRequest, CancelID: cid}
-			}
+	// Step 2a: $/cancelRequest, checked on every parsed frame.
+	if v, ok := e.notification(MethodCancelRequest, "id"); ok {
+		if cid, ok := parseID(v); ok {
+			return Frame{Kind: FrameCancelRequest, CancelID: cid}
 		}
 	}
-	var admission *ID
-	if e.shaped() && e.n[envID] == 1 {
-		if id, ok := parseID(e.raw[envID]); ok {
-			admission = &id
-		}
+	// Step 3: the classified-request test.
+	f := Frame{Kind: FrameInvalid}
+	if e.jsonrpcN == 1 && isString(e.jsonrpc) && e.idN == 1 && e.methodN == 1 && isString(e.method) && e.paramsN == 1 {
+		f.AdmissionID, f.Admitted = parseID(e.id)
 	}
-	if admission == nil && e.notification(MethodSubscriptionCancel) {
-		if v, ok := singleParam(e.raw[envParams], "subscriptionId"); ok {
+	// Step 2b: subscription/cancel, only for unclassified frames.
+	if !f.Admitted {
+		if v, ok := e.notification(MethodSubscriptionCancel, "subscriptionId"); ok {
 			if sid, ok := unquote(v); ok {
 				return Frame{Kind: FrameSubscriptionCancel, SubscriptionID: sid}
 			}
 		}
 	}
-	f := Frame{Kind: FrameInvalid, AdmissionID: admission}
-	if !e.jsonrpcIsStr || e.jsonrpc != JSONRPCVersion || !e.methodIsStr || e.n[envID] == 0 {
+	// Step 4: strict envelope validation, last value wins.
+	if e.jsonrpcN == 0 || !stringIs(e.jsonrpc, JSONRPCVersion) || e.methodN == 0 || !isString(e.method) || e.idN == 0 {
 		return f
 	}
-	id, ok := parseID(e.raw[envID])
+	id, ok := parseID(e.id)
 	if !ok {
 		return f
 	}
-	f.Kind, f.ID, f.Method = FrameRequest, id, e.method
-	if e.n[envParams] > 0 {
-		f.Params = trimSpace(e.raw[envParams])
+	f.Kind, f.ID, f.Method = FrameRequest, id, methodName(e.method)
+	if e.paramsN > 0 {
+		f.Params = trimSpace(e.params)
 	}
 	return f
 }
 
-// envelope is what DecodeFrame reads from a frame's members: how often each
-// envelope member occurs (n) and its last value (raw), indexed like
-// envelopeKeys.
-type envelope struct {
-	n                         [len(envelopeKeys)]int
-	raw                       [len(envelopeKeys)]json.RawMessage
-	jsonrpc, method           string
-	jsonrpcIsStr, methodIsStr bool
-}
-
-var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params"}
-
-const (
-	envJSONRPC = iota
-	envID
-	envMethod
-	envParams
-)
-
-func scanEnvelope(members []Member) envelope {
-	var e envelope
-	for _, m := range members {
-		if i := slices.Index(envelopeKeys[:], m.Key); i >= 0 {
-			e.n[i]++
-			e.raw[i] = m.Value
+// methodName is the method a raw JSON string names: the registry's own
+// string for a known method, so that decoding it allocates nothing.
+func methodName(raw []byte) string {
+	if in, ok := simpleString(raw); ok {
+		if m, known := methodIndex[string(in)]; known {
+			return m.Name
 		}
 	}
-	e.jsonrpc, e.jsonrpcIsStr = unquote(e.raw[envJSONRPC])
-	e.method, e.methodIsStr = unquote(e.raw[envMethod])
-	return e
-}
-
-// shaped reports whether jsonrpc and method (both strings) and params occur
-// exactly once: the shape of a notification, and with one id of a
-// classified request.
-func (e *envelope) shaped() bool {
-	return e.n[envJSONRPC] == 1 && e.jsonrpcIsStr && e.n[envMethod] == 1 && e.methodIsStr && e.n[envParams] == 1
-}
-
-// notification reports whether the frame is shaped as a notification of
-// method.
-func (e *envelope) notification(method string) bool { return e.shaped() && e.method == method }
-
-// singleParam returns the value of params when params is an object whose
-// only member is key.
-func singleParam(params json.RawMessage, key string) (json.RawMessage, bool) {
-	pm, ok := ObjectMembers(trimSpace(params))
-	if !ok || len(pm) != 1 || pm[0].Key != key {
-		return nil, false
-	}
-	return pm[0].Value, true
+	s, _ := unquote(raw)
+	return s
 }
 
 // ObjectMembers splits a syntactically valid JSON object into its members in
 // document order, keeping duplicates. It reports false for non-objects.
 func ObjectMembers(raw []byte) ([]Member, bool) {
-	raw = trimSpace(raw)
-	if len(raw) < 2 || raw[0] != '{' {
+	it, ok := newObjectIter(raw)
+	if !ok {
 		return nil, false
 	}
 	var out []Member
-	i := skipSpace(raw, 1)
-	if i < len(raw) && raw[i] == '}' {
-		return out, true
-	}
-	for i < len(raw) {
-		if raw[i] != '"' {
-			return nil, false
+	for {
+		key, val, ok := it.next()
+		if !ok {
+			break
 		}
-		end := skipString(raw, i)
-		if end < 0 {
-			return nil, false
-		}
-		key, ok := unquote(raw[i:end])
+		k, ok := unquote(key)
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
-		}
-		i = skipSpace(raw, i+1)
-		vend := skipValue(raw, i)
-		if vend < 0 {
-			return nil, false
-		}
-		out = append(out, Member{Key: key, Value: raw[i:vend]})
-		i = skipSpace(raw, vend)
-		if i >= len(raw) {
-			return nil, false
-		}
-		if raw[i] == '}' {
-			return out, true
-		}
-		if raw[i] != ',' {
-			return nil, false
-		}
-		i = skipSpace(raw, i+1)
+		out = append(out, Member{Key: k, Value: val})
 	}
-	return nil, false
+	if it.bad {
+		return nil, false
+	}
+	return out, true
+}
+
+// objectIter walks the members of a JSON object without allocating.
+type objectIter struct {
+	raw  []byte
+	i    int  // the next member, or the closing brace
+	more bool // a ',' was read: a member must follow
+	bad  bool // the object is malformed
+}
+
+// newObjectIter starts at the first member of raw; false for non-objects.
+func newObjectIter(raw []byte) (objectIter, bool) {
+	raw = trimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' {
+		return objectIter{}, false
+	}
+	return objectIter{raw: raw, i: skipSpace(raw, 1)}, true
+}
+
+// next returns the next member's raw (quoted) key and its value; false at
+// the end of the object or when it is malformed (bad is then set).
+func (it *objectIter) next() (key, val []byte, ok bool) {
+	raw, i := it.raw, it.i
+	if i < len(raw) && raw[i] == '}' && !it.more {
+		return nil, nil, false
+	}
+	end := -1
+	if i < len(raw) && raw[i] == '"' {
+		end = skipString(raw, i)
+	}
+	if end < 0 {
+		it.bad = true
+		return nil, nil, false
+	}
+	key = raw[i:end]
+	i = skipSpace(raw, end)
+	if i >= len(raw) || raw[i] != ':' {
+		it.bad = true
+		return nil, nil, false
+	}
+	i = skipSpace(raw, i+1)
+	vend := skipValue(raw, i)
+	if vend < 0 {
+		it.bad = true
+		return nil, nil, false
+	}
+	val = raw[i:vend]
+	i = skipSpace(raw, vend)
+	switch {
+	case i < len(raw) && raw[i] == '}':
+		it.i, it.more = i, false
+	case i < len(raw) && raw[i] == ',':
+		it.i, it.more = skipSpace(raw, i+1), true
+	default:
+		it.bad = true
+		return nil, nil, false
+	}
+	return key, val, true
+}
+
+// keyIs reports whether the raw member name key is name.
+func keyIs(key []byte, name string) bool {
+	if in, ok := simpleString(key); ok {
+		return string(in) == name
+	}
+	s, ok := unquote(key)
+	return ok && s == name
+}
+
+// stringIs reports whether the raw value is the JSON string s.
+func stringIs(raw []byte, s string) bool { return keyIs(trimSpace(raw), s) }
+
+// isString reports whether the raw value is a JSON string.
+func isString(raw []byte) bool {
+	raw = trimSpace(raw)
+	return len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"'
+}
+
+// simpleString returns the inside of a raw JSON string with nothing
+// escaped; false for anything else.
+func simpleString(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return nil, false
+		}
+	}
+	return inner, true
 }
 
 func trimSpace(b []byte) []byte {
@@ -379,19 +479,11 @@ func skipValue(b []byte, i int) int {
 // unquote decodes a raw JSON string; it reports false for anything else.
 func unquote(raw []byte) (string, bool) {
 	raw = trimSpace(raw)
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+	if in, ok := simpleString(raw); ok {
+		return string(in), true
+	}
+	if !isString(raw) {
 		return "", false
-	}
-	inner := raw[1 : len(raw)-1]
-	simple := true
-	for _, c := range inner {
-		if c == '\\' || c == '"' || c < 0x20 {
-			simple = false
-			break
-		}
-	}
-	if simple {
-		return string(inner), true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {

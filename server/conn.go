@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -26,9 +27,10 @@ import (
 //     than once (only the first call counts). It should make a blocked
 //     ReadFrame or WriteFrame return where the medium allows.
 type Transport interface {
-	// ReadFrame returns the next inbound frame. ErrFrameTooLarge means the
-	// binding discarded an over-long frame and the connection continues
-	// (NDJSON); any other error ends the connection.
+	// ReadFrame returns the next inbound frame, valid until the next call
+	// (the core copies what it keeps). ErrFrameTooLarge means the binding
+	// discarded an over-long frame and the connection continues (NDJSON);
+	// any other error ends the connection.
 	ReadFrame() ([]byte, error)
 	// WriteFrame writes one outbound frame (it may buffer).
 	WriteFrame(b []byte) error
@@ -369,22 +371,26 @@ func (c *Conn) handleFrame(data []byte) bool {
 		return true
 	}
 	m, task := c.classify(&f)
-	if c.opts.Limits != nil && f.AdmissionID != nil && !c.opts.Limits.Allow() {
-		return c.refuse(RefusedRate, protocol.ServerBusyFrame(*f.AdmissionID))
+	if c.opts.Limits != nil && f.Admitted && !c.opts.Limits.Allow() {
+		return c.refuse(RefusedRate, protocol.ServerBusyFrame(f.AdmissionID))
 	}
 	var spec *request
 	if task {
-		spec = &request{key: f.ID.Key(), registered: f.AdmissionID != nil, subscribe: m.Kind == protocol.Subscription}
+		spec = &request{key: f.ID.Key(), registered: f.Admitted, subscribe: m.Kind == protocol.Subscription}
 	}
-	r, v := c.admit(f.AdmissionID, spec)
+	var aid *protocol.ID
+	if f.Admitted {
+		aid = &f.AdmissionID
+	}
+	r, v := c.admit(aid, spec)
 	switch v {
 	case refusedClosing:
 		return false
 	case refusedDuplicate:
-		return c.refuse(RefusedDuplicate, protocol.DuplicateIDFrame(*f.AdmissionID))
+		return c.refuse(RefusedDuplicate, protocol.DuplicateIDFrame(f.AdmissionID))
 	case refusedBusy:
-		if f.AdmissionID != nil {
-			return c.refuse(RefusedBusy, protocol.ServerBusyFrame(*f.AdmissionID))
+		if f.Admitted {
+			return c.refuse(RefusedBusy, protocol.ServerBusyFrame(f.AdmissionID))
 		}
 		return true
 	}
@@ -405,6 +411,8 @@ func (c *Conn) handleFrame(data []byte) bool {
 		c.answered(m, &f, frame, start)
 		return c.inline(frame, false)
 	}
+	// The frame's bytes are the transport's until the next read.
+	f.Params = bytes.Clone(f.Params)
 	// Only the reader reads or sets r.cancel until the goroutine starts.
 	ctx, cancel := context.WithCancel(c.ctx)
 	r.cancel = cancel
@@ -424,7 +432,7 @@ func (c *Conn) classify(f *protocol.Frame) (m *protocol.MethodInfo, task bool) {
 		return nil, false
 	}
 	m, known := protocol.LookupMethod(f.Method)
-	if !known || (m.Kind == protocol.Subscription && f.AdmissionID == nil) {
+	if !known || (m.Kind == protocol.Subscription && !f.Admitted) {
 		return nil, false
 	}
 	return m, m.Kind == protocol.Subscription || !c.disp.Inline(m.Name)

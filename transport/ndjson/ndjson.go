@@ -40,6 +40,8 @@ type Transport struct {
 	w    *bufio.Writer
 	diag io.Writer
 
+	line []byte // the last frame read, reused by the next ReadFrame
+
 	diagMu sync.Mutex
 	closed bool
 }
@@ -70,15 +72,17 @@ func (t *Transport) isClosed() bool {
 // ReadFrame returns the next line without its terminator (a CR before the
 // LF is stripped and counts toward the limit). An over-long line is
 // discarded up to its newline and reported as server.ErrFrameTooLarge.
+// The frame is valid until the next call.
 func (t *Transport) ReadFrame() ([]byte, error) {
-	var line []byte
+	line := t.line[:0]
+	defer func() { t.line = line[:0] }()
 	tooLong := false
 	for {
 		chunk, err := t.r.ReadSlice('\n')
 		if !tooLong {
 			if len(line)+len(chunk) > protocol.MaxFrameBytes+2 {
 				tooLong = true
-				line = nil
+				line = line[:0]
 			} else {
 				line = append(line, chunk...)
 			}

@@ -71,7 +71,8 @@ func NewTransport(c *ws.Conn) *Transport {
 	return &Transport{c: c}
 }
 
-// ReadFrame reads one text message of at most protocol.MaxFrameBytes.
+// ReadFrame reads one text message of at most protocol.MaxFrameBytes. The
+// frame is valid until the next call.
 func (t *Transport) ReadFrame() ([]byte, error) {
 	typ, r, err := t.c.Reader(context.Background())
 	if err != nil {
@@ -96,9 +97,7 @@ func (t *Transport) ReadFrame() ([]byte, error) {
 		_ = t.c.CloseNow()
 		return nil, errors.New("invalid UTF-8 in text message")
 	}
-	out := make([]byte, len(data))
-	copy(out, data)
-	return out, nil
+	return data, nil
 }
 
 // WriteFrame writes one text message.
