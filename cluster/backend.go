@@ -69,6 +69,7 @@ type Backend struct {
 	live   *liveHub
 
 	graphs graphCache // decoded committed specs by identity
+	gets   getAnswers // get results by tenant, encoded once per record
 }
 
 var _ server.Backend = (*Backend)(nil)
@@ -300,23 +301,27 @@ func (b *Backend) Initialize(ctx context.Context) (*protocol.InitializeResult, e
 
 // Get reads the caller's cluster from one snapshot.
 func (b *Backend) Get(ctx context.Context, p protocol.GetParams) (*protocol.GetResult, error) {
-	st, err := b.view(ctx, b.tenant(ctx))
+	tenant := b.tenant(ctx)
+	var (
+		rec   store.Cluster
+		found bool
+	)
+	err := b.store.View(ctx, func(tx store.ReadTx) error {
+		var err error
+		rec, found, err = tx.Cluster(tenant)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return nil, b.wire(err)
+	}
+	res, err := b.gets.answer(tenant, rec.Data, found)
+	if err != nil {
+		return nil, b.wire(err)
 	}
 	if p.AtCursor != nil {
-		cur := st.cursor()
-		if cur == nil || *cur != *p.AtCursor {
+		if cur := res.AtCursor; cur == nil || *cur != *p.AtCursor {
 			return nil, protocol.AppError(protocol.InvalidPhase, protocol.MsgCursorUnavailable, map[string]any{"currentCursor": cur})
 		}
-	}
-	spec := json.RawMessage("null")
-	if len(st.Spec) > 0 {
-		spec = st.Spec
-	}
-	res := &protocol.GetResult{Spec: spec, Status: st.status(), AtCursor: st.cursor()}
-	if st.Phase == protocol.PhaseFinished && st.Terminal != nil {
-		res.TerminalResult = st.Terminal
 	}
 	return res, nil
 }

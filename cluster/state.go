@@ -137,14 +137,20 @@ func load(tx store.ReadTx, tenant string) (*state, uint64, error) {
 	if !ok {
 		return emptyState(), 0, nil
 	}
+	st, err := decodeState(tenant, c.Data)
+	return st, c.Version, err
+}
+
+// decodeState decodes a tenant's state record.
+func decodeState(tenant string, data []byte) (*state, error) {
 	st := &state{}
-	if err := json.Unmarshal(c.Data, st); err != nil {
-		return nil, 0, fmt.Errorf("cluster: corrupt state of tenant %q: %w", tenant, err)
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("cluster: corrupt state of tenant %q: %w", tenant, err)
 	}
 	if st.Op.Labels == nil {
 		st.Op.Labels = map[string]string{}
 	}
-	return st, c.Version, nil
+	return st, nil
 }
 
 // save writes st as the next version of the tenant's record.

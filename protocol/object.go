@@ -23,7 +23,10 @@ func decodeObject(raw json.RawMessage, allowed ...string) *object {
 	if !ok {
 		return &object{err: fmt.Errorf("%w: invalid type: expected a map", ErrDecode)}
 	}
-	o := &object{fields: make(map[string]json.RawMessage, len(members))}
+	o := &object{}
+	if len(members) > 0 {
+		o.fields = make(map[string]json.RawMessage, len(members))
+	}
 	for _, m := range members {
 		if !slices.Contains(allowed, m.Key) {
 			o.err = unknownField(m.Key, allowed)

@@ -68,12 +68,35 @@ type TerminalResult struct {
 }
 
 // GetResult is get's result. Spec is the encoded GraphSpec or nil (null).
+// A backend may encode one once (Encode) and answer every get with it
+// until its state changes; such a result is shared and must not be
+// modified.
 type GetResult struct {
 	Spec           json.RawMessage `json:"spec"`
 	Status         ClusterStatus   `json:"status"`
 	AtCursor       *string         `json:"atCursor"`
 	TerminalResult *TerminalResult `json:"terminalResult,omitempty"`
+
+	encoded []byte
 }
+
+// Encoded is a result that carries its own encoding, made once and
+// written as is by every answer that shares it.
+type Encoded interface {
+	// EncodedJSON returns the encoding, or nil when there is none.
+	EncodedJSON() []byte
+}
+
+// Encode stores r's encoding in r, for EncodedJSON.
+func (r *GetResult) Encode() error {
+	r.encoded = nil
+	b, err := Marshal(r)
+	r.encoded = b
+	return err
+}
+
+// EncodedJSON returns the encoding Encode stored, or nil.
+func (r *GetResult) EncodedJSON() []byte { return r.encoded }
 
 // PlanResult is plan's result. Diagnostics and Bounds are encoded JSON.
 type PlanResult struct {

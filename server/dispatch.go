@@ -108,8 +108,14 @@ func (d *Dispatcher) errorResponse(id protocol.ID, method string, err error) []b
 	return protocol.ErrorFrame(id, protocol.Internal(""))
 }
 
-// resultResponse encodes a success result, or -32603 when it cannot be.
+// resultResponse encodes a success result, or -32603 when it cannot be. A
+// result that carries its encoding is written as is.
 func (d *Dispatcher) resultResponse(id protocol.ID, method string, result any) []byte {
+	if e, ok := result.(protocol.Encoded); ok {
+		if b := e.EncodedJSON(); b != nil {
+			return protocol.ResultFrame(id, b)
+		}
+	}
 	b, err := protocol.Marshal(result)
 	if err != nil {
 		d.logger().Error("result encoding failed", "method", method, "err", err)
