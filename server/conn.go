@@ -40,6 +40,19 @@ type Transport interface {
 	Close(reason CloseReason) error
 }
 
+// NoWaitWriter is a Transport that can also write a frame without ever
+// waiting on the peer (a socket written with non-blocking writes). The
+// reader then writes its own answers in place while the connection is
+// idle, instead of handing each to a drainer goroutine.
+type NoWaitWriter interface {
+	Transport
+	// WriteFrameNoWait writes one frame and pushes it to the peer as far
+	// as the peer takes it at once; the rest stays buffered and owed
+	// reports it: the next Flush must push it (and may wait). Like
+	// WriteFrame it is called only by the write-role holder.
+	WriteFrameNoWait(b []byte) (owed bool, err error)
+}
+
 // CloseReason says why the core ends a connection; bindings map it to
 // their own signal (a WebSocket close code, a stderr diagnostic).
 type CloseReason int
@@ -134,6 +147,7 @@ func (o *Options) defaults() {
 type Conn struct {
 	disp  *Dispatcher
 	t     Transport
+	nw    NoWaitWriter // t, when it can write without waiting; else nil
 	ident identity.ConnectionIdentity
 	opts  Options
 
@@ -177,6 +191,7 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 		done:           make(chan struct{}),
 	}
 
+	c.nw, _ = t.(NoWaitWriter)
 	c.ctx, c.cancel = context.WithCancel(identity.With(context.Background(), id))
 	return c
 }
@@ -337,9 +352,15 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 			return true
 		}
 	}
-	// The reader never writes to the peer itself: a peer that stops
-	// reading must not stall the processing of its cancels. Its answers go
-	// to the queue, in frame order, and a drainer writes them.
+	// The reader never waits on the peer: a peer that stops reading must
+	// not stall the processing of its cancels. It writes an answer in
+	// place only while the connection is idle and through a transport
+	// that never waits; otherwise the answer is queued, in frame order,
+	// for the write-role holder.
+	if c.nw != nil && c.out.tryDirect() {
+		c.writeNoWait(frame)
+		return true
+	}
 	start, full := c.out.pushInline(frame)
 	if full {
 		c.opts.Log.Warn("peer is not reading; closing connection")
@@ -347,7 +368,7 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 		return false
 	}
 	if start {
-		go c.drainer()
+		go c.drainer(false)
 	}
 	return true
 }

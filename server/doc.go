@@ -11,8 +11,9 @@
 // connection idle writes its frame in place, otherwise the frame is
 // queued for the current writer, so at most one goroutine writes at a
 // time. Frames the reader answers itself (errors, and initialize and get
-// when the dispatcher answers them in place) are always queued, in frame
-// order; the reader never writes to the peer.
+// when the dispatcher answers them in place) keep frame order; the reader
+// writes them in place only through a transport that never waits on the
+// peer (NoWaitWriter), else queues them: it never waits on the peer.
 //
 // The Dispatcher routes requests through a method table to a Backend, with
 // one error precedence for every method. The package knows nothing of sockets

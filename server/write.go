@@ -4,8 +4,9 @@ import "context"
 
 // The write side of a connection. Any goroutine that produces a frame may
 // take the write role (outbox.tryDirect) and call the transport's
-// WriteFrame and Flush; the role is exclusive, so those calls never
-// overlap, and no lock of this package is held across them.
+// WriteFrame and Flush (the reader only WriteFrameNoWait); the role is
+// exclusive, so those calls never overlap, and no lock of this package is
+// held across them.
 
 // answer delivers the final frame of a task and frees its slot before the
 // peer can see the frame (so a client that keeps at most 256 requests
@@ -23,7 +24,7 @@ func (c *Conn) answer(frame []byte) {
 		c.freeSlot()
 	}
 	if start {
-		go c.drainer()
+		go c.drainer(false)
 	}
 }
 
@@ -37,7 +38,7 @@ func (c *Conn) send(ctx context.Context, b []byte) error {
 	}
 	start, err := c.out.push(ctx, b)
 	if start {
-		go c.drainer()
+		go c.drainer(false)
 	}
 	return err
 }
@@ -56,14 +57,39 @@ func (c *Conn) writeDirect(b []byte) {
 		c.writeFailed(err)
 	}
 	if c.out.release() {
-		go c.drainer()
+		go c.drainer(false)
+	}
+}
+
+// writeNoWait writes a frame of the reader's while it holds the write
+// role, through a transport that never waits on the peer. What the peer
+// did not take at once is owed: the role then passes to a drainer, which
+// flushes it (and may wait) before anything queued.
+func (c *Conn) writeNoWait(b []byte) {
+	owed, err := c.nw.WriteFrameNoWait(b)
+	if err != nil {
+		c.writeFailed(err)
+	} else if owed {
+		go c.drainer(true)
+		return
+	}
+	if c.out.release() {
+		go c.drainer(false)
 	}
 }
 
 // drainer holds the write role and writes queued frames in order,
 // flushing once per batch, until the queue is empty; it exists only while
-// there is something to drain.
-func (c *Conn) drainer() {
+// there is something to drain or bytes are owed (flushed first).
+func (c *Conn) drainer(owed bool) {
+	if owed {
+		c.beginWrite()
+		err := c.t.Flush()
+		c.endWrite()
+		if err != nil {
+			c.writeFailed(err)
+		}
+	}
 	var batch []outFrame
 	for {
 		var ok bool

@@ -6,27 +6,45 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // errWouldWait fails a write that cannot complete without waiting on the
-// peer once the connection is closing.
-var errWouldWait = errors.New("the peer is not reading")
+// peer once the connection is closing; errBroken every write after a
+// failed one.
+var (
+	errWouldWait = errors.New("the peer is not reading")
+	errBroken    = errors.New("an earlier write failed")
+)
+
+// maxKeptPending bounds the write buffer a connection keeps between writes.
+const maxKeptPending = 64 << 10
 
 // socket is the connection under a WebSocket, hijacked from the HTTP
-// server: every byte the library writes goes through its Write. It lets a
-// close go out without waiting on a peer that does not read.
+// server: every byte the library writes goes through its Write. It lets
+// frames be written without waiting on the peer, several frames go out in
+// one write, and a close go out without waiting behind a stuck write.
 //
-// Rules: the library writes frames one at a time (its own lock), so Write
-// never runs concurrently with itself; mu guards the fields below and is
-// held across a write to the network only once closing (such writes never
-// wait).
+// Bytes the library writes are appended to pend; while hold is set (the
+// core's write-role holder is writing frames) they stay there until the
+// holder pushes them (push), otherwise (a pong, a close frame) they are
+// pushed at once. Everything reaches the network through pend, in order.
+//
+// Locks: wmu serialises writes to the network and guards pend; it is held
+// across a write that may wait on the peer, like the library's own frame
+// lock, which is taken before it. mu guards the flags below and is taken
+// after wmu, never held across a network write that may wait.
 type socket struct {
 	net.Conn
 	// raw writes without waiting; nil when the connection is not a plain
 	// socket (TLS), whose writes cannot be attempted without waiting.
-	raw syscall.RawConn
+	raw  syscall.RawConn
+	hold atomic.Bool
+
+	wmu  sync.Mutex
+	pend []byte
 
 	mu       sync.Mutex
 	waiting  bool // a write is in a network call that may wait on the peer
@@ -45,50 +63,114 @@ func newSocket(c net.Conn) *socket {
 	return s
 }
 
-// Write writes p to the network, waiting on the peer if need be, until
-// the connection is closing; from then on see writeClosing.
+// Write takes p from the library: kept in pend while hold is set, else
+// pushed to the network with what was pending, waiting if need be.
 func (s *socket) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.pend = append(s.pend, p...)
+	if s.hold.Load() {
+		return len(p), nil
+	}
+	return len(p), s.push(true)
+}
+
+// flush pushes what is pending, waiting on the peer if need be.
+func (s *socket) flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.push(true)
+}
+
+// flushNoWait pushes what the peer takes at once; owed reports that bytes
+// are still pending (the next flush must push them).
+func (s *socket) flushNoWait() (owed bool, err error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err = s.push(false)
+	return len(s.pend) > 0, err
+}
+
+// push writes pend to the network. With wait it may wait on the peer
+// until all is written; without, it writes what the peer takes at once and
+// keeps the rest. Once closing it never waits and fails unless all is
+// written. The caller holds wmu.
+func (s *socket) push(wait bool) error {
+	if len(s.pend) == 0 {
+		return nil
+	}
 	s.mu.Lock()
+	if s.broken {
+		s.mu.Unlock()
+		return errBroken
+	}
 	if s.closing {
 		defer s.mu.Unlock()
-		return s.writeClosing(p)
+		return s.pushClosing()
+	}
+	if !wait && s.raw != nil {
+		s.mu.Unlock()
+		n, err := s.writeNoWait(s.pend)
+		s.consume(n)
+		return s.failed(err)
 	}
 	s.waiting = true
 	s.mu.Unlock()
-	n, err := s.Conn.Write(p)
+	n, err := s.Conn.Write(s.pend)
+	s.consume(n)
 	s.mu.Lock()
 	s.waiting = false
-	s.broken = s.broken || err != nil
 	s.mu.Unlock()
-	return n, err
+	return s.failed(err)
 }
 
-// writeClosing writes p once the connection is closing (the close frame,
-// or a frame that was already on its way): only what the peer takes at
-// once, and only whole, else the connection is broken. Over TLS it may
-// still wait. The caller holds mu.
-func (s *socket) writeClosing(p []byte) (int, error) {
-	if s.broken {
-		return 0, errWouldWait
-	}
+// pushClosing writes pend once the connection is closing (the close frame,
+// or frames already on their way): only what the peer takes at once, and
+// only whole, else the connection is broken. Over TLS it may still wait.
+// The caller holds wmu and mu.
+func (s *socket) pushClosing() error {
 	if s.raw == nil {
-		n, err := s.Conn.Write(p)
+		n, err := s.Conn.Write(s.pend)
+		s.consume(n)
 		s.broken = err != nil
-		return n, err
+		return err
 	}
 	if s.deadline {
 		s.deadline = false
 		if err := s.Conn.SetWriteDeadline(time.Time{}); err != nil {
 			s.broken = true
-			return 0, err
+			return err
 		}
 	}
-	n, err := s.writeNoWait(p)
-	if err == nil && n < len(p) {
+	n, err := s.writeNoWait(s.pend)
+	s.consume(n)
+	if err == nil && len(s.pend) > 0 {
 		err = errWouldWait
 	}
 	s.broken = err != nil
-	return n, err
+	return err
+}
+
+// failed marks the connection broken when err is set, and returns it.
+func (s *socket) failed(err error) error {
+	if err != nil {
+		s.mu.Lock()
+		s.broken = true
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// consume drops the first n pending bytes (they were written).
+func (s *socket) consume(n int) {
+	switch {
+	case n >= len(s.pend) && cap(s.pend) > maxKeptPending:
+		s.pend = nil
+	case n >= len(s.pend):
+		s.pend = s.pend[:0]
+	case n > 0:
+		s.pend = s.pend[:copy(s.pend, s.pend[n:])]
+	}
 }
 
 // writeNoWait writes as much of p as the socket takes without waiting.

@@ -100,13 +100,37 @@ func (t *Transport) ReadFrame() ([]byte, error) {
 	return data, nil
 }
 
-// WriteFrame writes one text message.
+// WriteFrame writes one text message; on a connection Handler accepted
+// it is buffered until Flush, so a batch of frames goes out in one write.
 func (t *Transport) WriteFrame(b []byte) error {
+	if t.sock == nil {
+		return t.c.Write(context.Background(), ws.MessageText, b)
+	}
+	t.sock.hold.Store(true)
+	defer t.sock.hold.Store(false)
 	return t.c.Write(context.Background(), ws.MessageText, b)
 }
 
-// Flush is a no-op: every message is written whole.
-func (t *Transport) Flush() error { return nil }
+// Flush pushes buffered frames to the peer.
+func (t *Transport) Flush() error {
+	if t.sock == nil {
+		return nil
+	}
+	return t.sock.flush()
+}
+
+// noWaitTransport is a Transport over a plain socket, which can also write
+// a frame without waiting on the peer (server.NoWaitWriter).
+type noWaitTransport struct{ *Transport }
+
+// WriteFrameNoWait writes one text message as far as the peer takes it at
+// once; owed reports that the rest waits for the next Flush.
+func (t noWaitTransport) WriteFrameNoWait(b []byte) (owed bool, err error) {
+	if err := t.WriteFrame(b); err != nil {
+		return false, err
+	}
+	return t.sock.flushNoWait()
+}
 
 // closeWith closes with code and reason. The close frame goes out only if
 // it can without waiting on the peer: a write stuck on a peer that does
@@ -215,7 +239,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t := NewTransport(c)
 	t.sock = hj.sock
-	conn := server.NewConn(h.Dispatcher, t, id, opts)
+	var st server.Transport = t
+	if t.sock != nil && t.sock.raw != nil {
+		st = noWaitTransport{t}
+	}
+	conn := server.NewConn(h.Dispatcher, st, id, opts)
 	conn.Serve(shutdown)
 	_ = c.CloseNow()
 }
