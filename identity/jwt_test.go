@@ -145,7 +145,10 @@ func TestJWTOverWebSocket(t *testing.T) {
 	hsTok, _ := hs.SignedString(pubDER)
 	noneTok, _ := jwt.NewWithClaims(jwt.SigningMethodNone, claims(now)).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	refused := map[string]string{
-		"expired":         rs.sign(t, with(func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Hour).Unix(); c["iat"] = now.Add(-2 * time.Hour).Unix() })),
+		"expired": rs.sign(t, with(func(c jwt.MapClaims) {
+			c["exp"] = now.Add(-time.Hour).Unix()
+			c["iat"] = now.Add(-2 * time.Hour).Unix()
+		})),
 		"wrong issuer":    rs.sign(t, with(func(c jwt.MapClaims) { c["iss"] = "https://evil.example/" })),
 		"wrong audience":  rs.sign(t, with(func(c jwt.MapClaims) { c["aud"] = "someone-else" })),
 		"unknown key":     stranger.sign(t, claims(now)),
