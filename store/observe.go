@@ -25,3 +25,11 @@ type Observable interface {
 
 // SetObserver implements Observable.
 func (m *memory) SetObserver(o Observer) { m.obs = o }
+
+// ReportCommit tells o (nil: nobody) of one write transaction that began
+// at start and committed, or failed to.
+func ReportCommit(o Observer, start time.Time, failed bool) {
+	if o != nil {
+		o.Commit(time.Since(start), failed)
+	}
+}

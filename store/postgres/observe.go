@@ -1,21 +1,10 @@
 package postgres
 
-import (
-	"time"
-
-	"github.com/oecp/oecp/store"
-)
+import "github.com/oecp/oecp/store"
 
 // SetObserver implements store.Observable. It must be called before the
 // store is used by more than one goroutine.
 func (s *Store) SetObserver(o store.Observer) { s.obs = o }
-
-// observe reports one write transaction that began at start.
-func (s *Store) observe(start time.Time, failed bool) {
-	if s.obs != nil {
-		s.obs.Commit(time.Since(start), failed)
-	}
-}
 
 // observeTakeover reports a lease acquired from another owner.
 func (s *Store) observeTakeover() {

@@ -323,7 +323,7 @@ func (s *Store) attempt(ctx context.Context, write bool, fn func(*txn) error) (e
 	switch {
 	case t.err != nil:
 		if write {
-			s.observe(start, true)
+			store.ReportCommit(s.obs, start, true)
 		}
 		if ferr == nil || t.retry {
 			ferr = t.err
@@ -333,7 +333,7 @@ func (s *Store) attempt(ctx context.Context, write bool, fn func(*txn) error) (e
 		return ferr, false
 	case write && t.dirty:
 		err := t.commit()
-		s.observe(start, err != nil)
+		store.ReportCommit(s.obs, start, err != nil)
 		if err != nil {
 			return err, t.retry
 		}

@@ -395,7 +395,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 	bg := context.Background()
 	start := time.Now()
 	if _, err := s.wstmts[stBegin].ExecContext(bg); err != nil {
-		s.observe(start, true)
+		store.ReportCommit(s.obs, start, true)
 		return dbErr("begin", err)
 	}
 	t := &txn{s: s, seq: s.lastSeq}
@@ -418,12 +418,12 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 		// then fails harmlessly, but report the commit error alone.
 		committed = true
 		_, _ = s.wstmts[stRollback].ExecContext(bg)
-		s.observe(start, true)
+		store.ReportCommit(s.obs, start, true)
 		return dbErr("commit", err)
 	}
 	committed = true
 	s.lastSeq = t.seq
-	s.observe(start, false)
+	store.ReportCommit(s.obs, start, false)
 	return nil
 }
 
