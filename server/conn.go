@@ -40,17 +40,26 @@ type Transport interface {
 	Close(reason CloseReason) error
 }
 
-// NoWaitWriter is a Transport that can also write a frame without ever
-// waiting on the peer (a socket written with non-blocking writes). The
-// reader then writes its own answers in place while the connection is
-// idle, instead of handing each to a drainer goroutine.
+// NoWaitWriter is a Transport that can also write without ever waiting on
+// the peer (a socket written with non-blocking writes). The reader then
+// writes its own answers in place while the connection is idle, instead of
+// handing each to a drainer goroutine, and holds them until it next waits
+// for input, so the answers to frames that arrived together go out in one
+// write.
 type NoWaitWriter interface {
 	Transport
-	// WriteFrameNoWait writes one frame and pushes it to the peer as far
-	// as the peer takes it at once; the rest stays buffered and owed
-	// reports it: the next Flush must push it (and may wait). Like
-	// WriteFrame it is called only by the write-role holder.
-	WriteFrameNoWait(b []byte) (owed bool, err error)
+	// WriteFrameHeld buffers one frame without pushing it to the peer.
+	// Like WriteFrame it is called only by the write-role holder.
+	WriteFrameHeld(b []byte) error
+	// FlushNoWait pushes buffered frames as far as the peer takes them at
+	// once; owed reports that the rest stays buffered: the next Flush must
+	// push it (and may wait). Called only by the write-role holder.
+	FlushNoWait() (owed bool, err error)
+	// OnInputWait registers f before the connection is served; the
+	// transport calls it before every read that may wait for the peer,
+	// on whichever goroutine reads, so that no held answer waits behind
+	// input that may depend on it. f never waits on the peer.
+	OnInputWait(f func())
 }
 
 // CloseReason says why the core ends a connection; bindings map it to
@@ -163,6 +172,10 @@ type Conn struct {
 
 	wg  sync.WaitGroup // request and subscription goroutines
 	out *outbox
+	// hmu guards held: the reader holds the write role with frames
+	// buffered in nw and not yet pushed (see writeHeld).
+	hmu  sync.Mutex
+	held bool
 	// writeStart is the start (UnixNano) of the write in progress, 0 when
 	// none; the process-wide watchdog cuts off a write older than
 	// WriteTimeout.
@@ -191,7 +204,10 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 		done:           make(chan struct{}),
 	}
 
-	c.nw, _ = t.(NoWaitWriter)
+	if nw, ok := t.(NoWaitWriter); ok {
+		c.nw = nw
+		nw.OnInputWait(c.flushHeld)
+	}
 	c.ctx, c.cancel = context.WithCancel(identity.With(context.Background(), id))
 	return c
 }
@@ -317,6 +333,7 @@ func (c *Conn) waitTasks(d time.Duration) bool {
 // readLoop reads frames until the transport ends; it reports whether it
 // stopped because the identity expired.
 func (c *Conn) readLoop() (expired bool) {
+	defer c.flushHeld()
 	for {
 		data, err := c.t.ReadFrame()
 		if c.ident.ExpiredAt(c.opts.Now()) {
@@ -357,8 +374,7 @@ func (c *Conn) inline(frame []byte, slot bool) bool {
 	// place only while the connection is idle and through a transport
 	// that never waits; otherwise the answer is queued, in frame order,
 	// for the write-role holder.
-	if c.nw != nil && c.out.tryDirect() {
-		c.writeNoWait(frame)
+	if c.writeHeld(frame) {
 		return true
 	}
 	start, full := c.out.pushInline(frame)
@@ -476,6 +492,7 @@ func (c *Conn) admit(aid *protocol.ID, spec *request) (r *request, v verdict) {
 		if v != refusedCancelled {
 			return r, v
 		}
+		c.flushHeld()
 		select {
 		case <-c.cancelledFreed:
 		case <-c.ctx.Done():

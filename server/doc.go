@@ -13,7 +13,9 @@
 // time. Frames the reader answers itself (errors, and initialize and get
 // when the dispatcher answers them in place) keep frame order; the reader
 // writes them in place only through a transport that never waits on the
-// peer (NoWaitWriter), else queues them: it never waits on the peer.
+// peer (NoWaitWriter), else queues them: it never waits on the peer. It
+// holds its answers until it next waits for input, so the answers to
+// frames that arrived together leave in one write.
 //
 // The Dispatcher routes requests through a method table to a Backend, with
 // one error precedence for every method. The package knows nothing of sockets

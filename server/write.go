@@ -4,9 +4,10 @@ import "context"
 
 // The write side of a connection. Any goroutine that produces a frame may
 // take the write role (outbox.tryDirect) and call the transport's
-// WriteFrame and Flush (the reader only WriteFrameNoWait); the role is
-// exclusive, so those calls never overlap, and no lock of this package is
-// held across them.
+// WriteFrame and Flush (the reader only WriteFrameHeld and FlushNoWait);
+// the role is exclusive, so those calls never overlap. No lock of this
+// package is held across a call that may wait on the peer; hmu is held
+// across the reader's calls, which never wait.
 
 // answer delivers the final frame of a task and frees its slot before the
 // peer can see the frame (so a client that keeps at most 256 requests
@@ -61,19 +62,56 @@ func (c *Conn) writeDirect(b []byte) {
 	}
 }
 
-// writeNoWait writes a frame of the reader's while it holds the write
-// role, through a transport that never waits on the peer. What the peer
-// did not take at once is owed: the role then passes to a drainer, which
-// flushes it (and may wait) before anything queued.
-func (c *Conn) writeNoWait(b []byte) {
-	owed, err := c.nw.WriteFrameNoWait(b)
+// writeHeld writes a frame of the reader's in place, through a transport
+// that never waits on the peer, when the reader holds the write role or
+// can take it; it reports false when the frame must be queued instead. The
+// frame stays buffered, and the reader keeps the role, until flushHeld runs
+// before the reader next waits for input: the answers to frames that
+// arrived together go out in one write, and while the role is held other
+// producers queue behind them in order.
+func (c *Conn) writeHeld(b []byte) bool {
+	if c.nw == nil {
+		return false
+	}
+	c.hmu.Lock()
+	if !c.held && !c.out.tryDirect() {
+		c.hmu.Unlock()
+		return false
+	}
+	c.held = true
+	err := c.nw.WriteFrameHeld(b)
+	c.countOut()
+	if err != nil {
+		c.held = false
+	}
+	c.hmu.Unlock()
 	if err != nil {
 		c.writeFailed(err)
-	} else if owed {
-		go c.drainer(true)
+	}
+	return true
+}
+
+// flushHeld pushes what the reader holds as far as the peer takes it at
+// once and gives up the write role: to a drainer that flushes the rest
+// (and may wait) when the peer did not take it all, or to one that writes
+// what was queued meanwhile. It never waits on the peer, and it runs where
+// the transport is about to read (on the reader, or on a goroutine closing
+// the connection), so a broken write is handled on a goroutine of its own.
+func (c *Conn) flushHeld() {
+	c.hmu.Lock()
+	if !c.held {
+		c.hmu.Unlock()
 		return
 	}
-	if c.out.release() {
+	c.held = false
+	owed, err := c.nw.FlushNoWait()
+	c.hmu.Unlock()
+	switch {
+	case err != nil:
+		go c.writeFailed(err)
+	case owed:
+		go c.drainer(true)
+	case c.out.release():
 		go c.drainer(false)
 	}
 }

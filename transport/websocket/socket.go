@@ -42,6 +42,9 @@ type socket struct {
 	// socket (TLS), whose writes cannot be attempted without waiting.
 	raw  syscall.RawConn
 	hold atomic.Bool
+	// inputWait, set before the connection is served, runs before every
+	// read from the network (see Read).
+	inputWait func()
 
 	wmu  sync.Mutex
 	pend []byte
@@ -61,6 +64,15 @@ func newSocket(c net.Conn) *socket {
 		}
 	}
 	return s
+}
+
+// Read reads from the network for the library, after running inputWait:
+// frames the core holds go out before a read that may wait for the peer.
+func (s *socket) Read(p []byte) (int, error) {
+	if s.inputWait != nil {
+		s.inputWait()
+	}
+	return s.Conn.Read(p)
 }
 
 // Write takes p from the library: kept in pend while hold is set, else

@@ -120,17 +120,18 @@ func (t *Transport) Flush() error {
 }
 
 // noWaitTransport is a Transport over a plain socket, which can also write
-// a frame without waiting on the peer (server.NoWaitWriter).
+// frames without waiting on the peer (server.NoWaitWriter).
 type noWaitTransport struct{ *Transport }
 
-// WriteFrameNoWait writes one text message as far as the peer takes it at
+// WriteFrameHeld buffers one text message until the next flush.
+func (t noWaitTransport) WriteFrameHeld(b []byte) error { return t.WriteFrame(b) }
+
+// FlushNoWait pushes buffered frames as far as the peer takes them at
 // once; owed reports that the rest waits for the next Flush.
-func (t noWaitTransport) WriteFrameNoWait(b []byte) (owed bool, err error) {
-	if err := t.WriteFrame(b); err != nil {
-		return false, err
-	}
-	return t.sock.flushNoWait()
-}
+func (t noWaitTransport) FlushNoWait() (owed bool, err error) { return t.sock.flushNoWait() }
+
+// OnInputWait makes the socket call f before each read from the network.
+func (t noWaitTransport) OnInputWait(f func()) { t.sock.inputWait = f }
 
 // closeWith closes with code and reason. The close frame goes out only if
 // it can without waiting on the peer: a write stuck on a peer that does
