@@ -188,8 +188,29 @@ type Handler struct {
 	wg sync.WaitGroup
 }
 
-// ServeHTTP resolves the identity, upgrades and serves the connection.
+// ServeHTTP resolves the identity, upgrades, and serves the connection on
+// a goroutine of its own, returning at once: the HTTP server's goroutine
+// and its deep stack end with the upgrade, and an idle connection keeps
+// only its reader's shallow one (Wait waits for it).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	conn, done := h.open(w, r)
+	if conn == nil {
+		return
+	}
+	shutdown := h.Shutdown
+	if shutdown == nil {
+		shutdown = context.Background()
+	}
+	go func() {
+		defer done()
+		conn.Serve(shutdown)
+	}()
+}
+
+// open resolves the identity, admits and upgrades the connection; done
+// releases what it holds once the connection has been served. It answers
+// the HTTP request itself and returns nil when the connection is refused.
+func (h *Handler) open(w http.ResponseWriter, r *http.Request) (conn *server.Conn, done func()) {
 	log := h.Log
 	if log == nil {
 		log = slog.Default()
@@ -202,7 +223,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			http.Error(w, "unauthorized: "+err.Error(), http.StatusUnauthorized)
-			return
+			return nil, nil
 		}
 	}
 	now := h.Options.Now
@@ -211,32 +232,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if id.ExpiredAt(now()) {
 		http.Error(w, "unauthorized: identity expired", http.StatusUnauthorized)
-		return
+		return nil, nil
 	}
 	opts := h.Options
 	opts.Binding, opts.Peer = "websocket", r.RemoteAddr
+	closeLimits := func() {}
 	if h.Limits != nil {
 		lim, ok := h.Limits.Open(id)
 		if !ok {
 			http.Error(w, "too many connections for this principal", http.StatusTooManyRequests)
-			return
+			return nil, nil
 		}
-		defer lim.Close()
+		closeLimits = lim.Close
 		opts.Limits = lim
 	}
 	// Counted before the upgrade hijacks the connection, so that Wait
 	// after the HTTP server's shutdown never misses one being accepted.
 	h.wg.Add(1)
-	defer h.wg.Done()
 	hj := &hijackSocket{ResponseWriter: w}
 	c, err := ws.Accept(hj, r, &ws.AcceptOptions{OriginPatterns: h.OriginPatterns, Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		log.Debug("websocket upgrade failed", "err", err)
-		return
-	}
-	shutdown := h.Shutdown
-	if shutdown == nil {
-		shutdown = context.Background()
+		h.wg.Done()
+		closeLimits()
+		return nil, nil
 	}
 	t := NewTransport(c)
 	t.sock = hj.sock
@@ -244,9 +263,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if t.sock != nil && t.sock.raw != nil {
 		st = noWaitTransport{t}
 	}
-	conn := server.NewConn(h.Dispatcher, st, id, opts)
-	conn.Serve(shutdown)
-	_ = c.CloseNow()
+	return server.NewConn(h.Dispatcher, st, id, opts), func() {
+		_ = c.CloseNow()
+		h.wg.Done()
+		closeLimits()
+	}
 }
 
 // Wait blocks until every connection served by h has ended.
