@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // ID is a JSON-RPC request id: a string or an integer literal that fits
@@ -233,7 +232,7 @@ func (e *envelope) notification(name, member string) ([]byte, bool) {
 func DecodeFrame(data []byte) Frame {
 	// Bindings reject invalid UTF-8 before decoding; an in-process caller
 	// that passes it gets a parse error, as serde_json would give.
-	if !utf8.Valid(data) || !json.Valid(data) || HasLoneSurrogate(data) {
+	if !ValidFrame(data) {
 		return Frame{Kind: FrameParseError}
 	}
 	raw := trimSpace(data)
