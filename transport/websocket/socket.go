@@ -2,35 +2,37 @@ package websocket
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // errWouldWait fails a write that cannot complete without waiting on the
 // peer once the connection is closing; errBroken every write after a
-// failed one.
+// failed one; errClosing a data frame once a close frame may have gone.
 var (
 	errWouldWait = errors.New("the peer is not reading")
 	errBroken    = errors.New("an earlier write failed")
+	errClosing   = errors.New("the connection is closing")
 )
 
 // maxKeptPending bounds the write buffer a connection keeps between writes.
 const maxKeptPending = 64 << 10
 
 // socket is the connection under a WebSocket, hijacked from the HTTP
-// server: every byte the library writes goes through its Write. It lets
-// frames be written without waiting on the peer, several frames go out in
-// one write, and a close go out without waiting behind a stuck write.
+// server: every byte written to the peer goes through it. It lets frames
+// be written without waiting on the peer, several frames go out in one
+// write, and a close go out without waiting behind a stuck write.
 //
-// Bytes the library writes are appended to pend; while hold is set (the
-// core's write-role holder is writing frames) they stay there until the
-// holder pushes them (push), otherwise (a pong, a close frame) they are
-// pushed at once. Everything reaches the network through pend, in order.
+// The core's data frames are framed here and appended to pend
+// (appendFrame), and stay there until the write-role holder pushes them
+// (push); what the library writes itself (a pong, a close frame) is
+// appended and pushed at once (Write). Everything reaches the network
+// through pend, in order, and no data frame follows a close frame.
 //
 // Locks: wmu serialises writes to the network and guards pend; it is held
 // across a write that may wait on the peer, like the library's own frame
@@ -40,8 +42,7 @@ type socket struct {
 	net.Conn
 	// raw writes without waiting; nil when the connection is not a plain
 	// socket (TLS), whose writes cannot be attempted without waiting.
-	raw  syscall.RawConn
-	hold atomic.Bool
+	raw syscall.RawConn
 	// inputWait, set before the connection is served, runs before every
 	// read from the network (see Read).
 	inputWait func()
@@ -75,16 +76,44 @@ func (s *socket) Read(p []byte) (int, error) {
 	return s.Conn.Read(p)
 }
 
-// Write takes p from the library: kept in pend while hold is set, else
-// pushed to the network with what was pending, waiting if need be.
+// Write takes p from the library (a control frame) and pushes it with
+// what was pending, waiting if need be.
 func (s *socket) Write(p []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.pend = append(s.pend, p...)
-	if s.hold.Load() {
-		return len(p), nil
-	}
 	return len(p), s.push(true)
+}
+
+// appendFrame appends b to pend as one text message in a single frame,
+// as a server sends it (unmasked, uncompressed), to be pushed by the next
+// flush. Once the connection is closing or broken it fails instead: a
+// close frame, written after closing is set and through wmu, is the last
+// frame.
+func (s *socket) appendFrame(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	closing, broken := s.closing, s.broken
+	s.mu.Unlock()
+	switch {
+	case broken:
+		return errBroken
+	case closing:
+		return errClosing
+	}
+	n := len(b)
+	switch {
+	case n <= 125:
+		s.pend = append(s.pend, 0x81, byte(n))
+	case n <= 0xffff:
+		s.pend = append(s.pend, 0x81, 126, byte(n>>8), byte(n))
+	default:
+		s.pend = append(s.pend, 0x81, 127)
+		s.pend = binary.BigEndian.AppendUint64(s.pend, uint64(n))
+	}
+	s.pend = append(s.pend, b...)
+	return nil
 }
 
 // flush pushes what is pending, waiting on the peer if need be.

@@ -106,9 +106,7 @@ func (t *Transport) WriteFrame(b []byte) error {
 	if t.sock == nil {
 		return t.c.Write(context.Background(), ws.MessageText, b)
 	}
-	t.sock.hold.Store(true)
-	defer t.sock.hold.Store(false)
-	return t.c.Write(context.Background(), ws.MessageText, b)
+	return t.sock.appendFrame(b)
 }
 
 // Flush pushes buffered frames to the peer.
