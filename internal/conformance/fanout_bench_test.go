@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	ws "github.com/coder/websocket"
 
@@ -93,113 +94,204 @@ func dialRaw(b *testing.B, url string) *ws.Conn {
 	return c
 }
 
+// fanoutSide is one server under test with its subscribed connections;
+// produce(k) publishes its k-th event (k counts from 1 across runs).
+type fanoutSide struct {
+	conns   []*ws.Conn
+	produce func(k int)
+	sent    int
+	stop    func()
+}
+
+// run delivers n more events to every connection and returns how long it
+// took.
+func (s *fanoutSide) run(b *testing.B, n int) time.Duration {
+	start := time.Now()
+	first := s.sent
+	runFanout(b, s.conns, n, func(k int) { s.produce(first + k) })
+	s.sent += n
+	return time.Since(start)
+}
+
+// oecpFanout serves oecp's watch over WebSocket to subs raw clients, each
+// watching the one run; it also returns the encoded frame of one update
+// event as the subscribers receive it.
+func oecpFanout(b *testing.B, subs int) (*fanoutSide, []byte) {
+	be := cluster.NewFixture(cluster.Isolated)
+	srv := wiretest.NewWSServer(b, be, wiretest.Options{})
+	ctx := identity.With(context.Background(), identity.Local())
+	key := "fanout"
+	if _, err := be.Apply(ctx, protocol.ApplyParams{Graph: []byte(benchGraph), Input: protocol.Null, HasInput: true, IdempotencyKey: &key}); err != nil {
+		b.Fatal(err)
+	}
+	s := &fanoutSide{conns: make([]*ws.Conn, subs)}
+	for i := range s.conns {
+		s.conns[i] = dialRaw(b, srv.URL)
+		if err := s.conns[i].Write(context.Background(), ws.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"watch","params":{}}`)); err != nil {
+			b.Fatal(err)
+		}
+		// The response, then the admission event.
+		for j := 0; j < 2; j++ {
+			if _, _, err := s.conns[i].Read(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	s.produce = func(k int) {
+		// One event: an update of the log level (a phase record).
+		u := protocol.UpdateParams{LogLevel: &benchLevel, IfGeneration: 1, IdempotencyKey: fmt.Sprintf("u%d", k)}
+		if _, err := be.Update(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.stop = func() {
+		for _, c := range s.conns {
+			_ = c.CloseNow()
+		}
+	}
+	// One event, read on every connection, keeps a sample frame.
+	s.produce(1)
+	s.sent = 1
+	var frame []byte
+	for i, c := range s.conns {
+		_, data, err := c.Read(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 {
+			frame = data
+		}
+	}
+	return s, frame
+}
+
+// bareFanout serves a bare coder/websocket broadcast of frame to subs
+// clients: one writer goroutine per connection fed from a shared frame, no
+// protocol work.
+func bareFanout(b *testing.B, subs int, frame []byte) *fanoutSide {
+	var (
+		mu    sync.Mutex
+		feeds []chan int
+		ready = make(chan struct{}, subs)
+	)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := ws.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		feed := make(chan int, 1024)
+		mu.Lock()
+		feeds = append(feeds, feed)
+		mu.Unlock()
+		ready <- struct{}{}
+		for range feed {
+			if err := c.Write(context.Background(), ws.MessageText, frame); err != nil {
+				return
+			}
+		}
+		_ = c.Close(ws.StatusNormalClosure, "")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	url := "ws://" + ln.Addr().String()
+	s := &fanoutSide{conns: make([]*ws.Conn, subs)}
+	for i := range s.conns {
+		s.conns[i] = dialRaw(b, url)
+		<-ready
+	}
+	s.produce = func(k int) {
+		mu.Lock()
+		for _, f := range feeds {
+			f <- k
+		}
+		mu.Unlock()
+	}
+	s.stop = func() {
+		mu.Lock()
+		for _, f := range feeds {
+			close(f)
+		}
+		mu.Unlock()
+		for _, c := range s.conns {
+			_ = c.CloseNow()
+		}
+		_ = srv.Close()
+	}
+	return s
+}
+
+// bareFrame stands in for an oecp event frame where none was sampled.
+var bareFrame = []byte(`{"jsonrpc":"2.0","method":"event","params":{"subscriptionId":"sub-1","runId":"run-1","cursor":"cursor-2","event":{"type":"fault","fault":{"eventId":"evt-1","code":"unavailable","consequence":"turn_failed","retry":"retryable_after_backoff","action":"retry","severity":"error","summary":"upstream worker unavailable","source":[{"component":"worker-dispatch"}]}}}}`)
+
 // BenchmarkWatchFanoutWebSocket: oecp's watch over WebSocket.
 func BenchmarkWatchFanoutWebSocket(b *testing.B) {
 	for _, subs := range fanoutSubs {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
-			be := cluster.NewFixture(cluster.Isolated)
-			srv := wiretest.NewWSServer(b, be, wiretest.Options{})
-			ctx := identity.With(context.Background(), identity.Local())
-			key := "fanout"
-			if _, err := be.Apply(ctx, protocol.ApplyParams{Graph: []byte(benchGraph), Input: protocol.Null, HasInput: true, IdempotencyKey: &key}); err != nil {
-				b.Fatal(err)
-			}
-			conns := make([]*ws.Conn, subs)
-			for i := range conns {
-				conns[i] = dialRaw(b, srv.URL)
-				if err := conns[i].Write(context.Background(), ws.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"watch","params":{}}`)); err != nil {
-					b.Fatal(err)
-				}
-				// The response, then the admission event.
-				for j := 0; j < 2; j++ {
-					if _, _, err := conns[i].Read(context.Background()); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			fanout(b, conns, func(k int) {
-				// One event: an update of the log level (a phase record).
-				u := protocol.UpdateParams{LogLevel: &benchLevel, IfGeneration: 1, IdempotencyKey: fmt.Sprintf("u%d", k)}
-				if _, err := be.Update(ctx, u); err != nil {
-					b.Fatal(err)
-				}
-			})
-			for _, c := range conns {
-				_ = c.CloseNow()
-			}
+			s, _ := oecpFanout(b, subs)
+			defer s.stop()
+			b.ResetTimer()
+			d := s.run(b, b.N)
+			b.ReportMetric(float64(b.N)*float64(subs)/d.Seconds(), "events/s")
 		})
 	}
 }
 
 // BenchmarkFanoutBaselineBareWebSocket: the same frames broadcast by a bare
-// coder/websocket server (one writer goroutine per connection fed from a
-// shared frame, no protocol work): the limit oecp is compared against.
+// coder/websocket server: the limit oecp is compared against.
 func BenchmarkFanoutBaselineBareWebSocket(b *testing.B) {
-	frame := []byte(`{"jsonrpc":"2.0","method":"event","params":{"subscriptionId":"sub-1","runId":"run-1","cursor":"cursor-2","event":{"type":"fault","fault":{"eventId":"evt-1","code":"unavailable","consequence":"turn_failed","retry":"retryable_after_backoff","action":"retry","severity":"error","summary":"upstream worker unavailable","source":[{"component":"worker-dispatch"}]}}}}`)
 	for _, subs := range fanoutSubs {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
-			var (
-				mu    sync.Mutex
-				feeds []chan int
-				ready = make(chan struct{}, subs)
-			)
-			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				c, err := ws.Accept(w, r, nil)
-				if err != nil {
-					return
-				}
-				feed := make(chan int, 1024)
-				mu.Lock()
-				feeds = append(feeds, feed)
-				mu.Unlock()
-				ready <- struct{}{}
-				for range feed {
-					if err := c.Write(context.Background(), ws.MessageText, frame); err != nil {
-						return
-					}
-				}
-				_ = c.Close(ws.StatusNormalClosure, "")
-			})
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv := &http.Server{Handler: h}
-			go func() { _ = srv.Serve(ln) }()
-			defer srv.Close()
-			url := "ws://" + ln.Addr().String()
-			conns := make([]*ws.Conn, subs)
-			for i := range conns {
-				conns[i] = dialRaw(b, url)
-				<-ready
-			}
-			fanout(b, conns, func(k int) {
-				mu.Lock()
-				for _, f := range feeds {
-					f <- k
-				}
-				mu.Unlock()
-			})
-			mu.Lock()
-			for _, f := range feeds {
-				close(f)
-			}
-			mu.Unlock()
-			for _, c := range conns {
-				_ = c.CloseNow()
-			}
+			s := bareFanout(b, subs, bareFrame)
+			defer s.stop()
+			b.ResetTimer()
+			d := s.run(b, b.N)
+			b.ReportMetric(float64(b.N)*float64(subs)/d.Seconds(), "events/s")
 		})
 	}
 }
 
-// fanout times b.N events read on every connection of conns while
-// produce(k) publishes the k-th, waiting for the readers every fanoutBatch
-// events, and reports events/s.
-func fanout(b *testing.B, conns []*ws.Conn, produce func(k int)) {
-	n := b.N
+// fanoutRound is how many events each side delivers before the other
+// takes a turn in BenchmarkFanoutVsBare.
+const fanoutRound = 4 * fanoutBatch
+
+// BenchmarkFanoutVsBare runs oecp's watch and the bare broadcast of the
+// very frames oecp sends side by side, alternating rounds of events, so
+// both see the same machine load; it reports each one's delivered events/s
+// and their ratio.
+func BenchmarkFanoutVsBare(b *testing.B) {
+	for _, subs := range fanoutSubs {
+		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
+			o, frame := oecpFanout(b, subs)
+			defer o.stop()
+			bare := bareFanout(b, subs, frame)
+			defer bare.stop()
+			var to, tb time.Duration
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				n := min(fanoutRound, b.N-done)
+				to += o.run(b, n)
+				tb += bare.run(b, n)
+				done += n
+			}
+			b.StopTimer()
+			total := float64(b.N) * float64(subs)
+			b.ReportMetric(total/to.Seconds(), "oecp-events/s")
+			b.ReportMetric(total/tb.Seconds(), "bare-events/s")
+			b.ReportMetric(tb.Seconds()/to.Seconds(), "oecp/bare")
+		})
+	}
+}
+
+// runFanout delivers n events on every connection of conns while
+// produce(k) publishes the k-th (k = 1..n), waiting for the readers every
+// fanoutBatch events.
+func runFanout(b *testing.B, conns []*ws.Conn, n int, produce func(k int)) {
 	p := newPacer(len(conns))
 	var wg sync.WaitGroup
-	b.ResetTimer()
 	for i, c := range conns {
 		wg.Go(func() { fanoutReader(b, c, n, func(k int) { p.report(i, k) }) })
 	}
@@ -210,8 +302,6 @@ func fanout(b *testing.B, conns []*ws.Conn, produce func(k int)) {
 		}
 	}
 	wg.Wait()
-	b.StopTimer()
-	b.ReportMetric(float64(n)*float64(len(conns))/b.Elapsed().Seconds(), "events/s")
 }
 
 const benchGraph = `{"profile":"openengine.graph.single-worker/v1","initialInput":{"kind":"null"},"policy":{"policy":"policy.default@1","default":"deny"},"root":{"kind":"step","name":"worker","worker":"legacy.zeroshot.ship@1","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":1000,"attempts":1}}`
