@@ -65,6 +65,39 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 // the backend's pre-encoded members follow.
 const eventPrefix = `{"jsonrpc":"2.0","method":"event","params":`
 
+// BatchStream is a Stream that can also hand over, at once, several
+// notifications it has ready, so that the connection writes them as one
+// batch (one flush).
+type BatchStream interface {
+	Stream
+	// NextBatch blocks like Next for the first notification, then appends
+	// to buf, in stream order, those that are ready without waiting, at
+	// most max in all. A Closed notification ends a batch.
+	NextBatch(ctx context.Context, buf []Notification, max int) ([]Notification, error)
+}
+
+// maxEventBatch bounds the notifications a subscription writes in one
+// batch.
+const maxEventBatch = protocol.OutboundQueueCapacity
+
+// batchFlushBytes: a batch written in place is flushed whenever this much
+// has been written since the last flush, so a transport's write buffer
+// stays small enough to be kept and reused rather than grown per batch.
+const batchFlushBytes = 32 << 10
+
+// nextBatch reads the next notifications of s: a batch when s can give
+// one, else one.
+func nextBatch(ctx context.Context, s Stream, buf []Notification) ([]Notification, error) {
+	if bs, ok := s.(BatchStream); ok {
+		return bs.NextBatch(ctx, buf, maxEventBatch)
+	}
+	n, err := s.Next(ctx)
+	if err != nil {
+		return buf, err
+	}
+	return append(buf, n), nil
+}
+
 // stream writes the establishment result, then the subscription's
 // notifications in stream order, until the stream or ctx ends; a
 // subscription/closed is the last frame.
@@ -78,36 +111,115 @@ func (c *Conn) stream(ctx context.Context, sub *Subscription, id protocol.ID, mi
 		return
 	}
 	prefix := protocol.AppendString([]byte(eventPrefix+`{"subscriptionId":`), sub.ID)
-	var last string
+	var (
+		last   string
+		batch  []Notification
+		frames [][]byte
+	)
 	for {
-		n, err := sub.Stream.Next(ctx)
+		batch, err = nextBatch(ctx, sub.Stream, batch[:0])
 		if err != nil || ctx.Err() != nil {
 			return
 		}
-		if n.Closed != "" {
-			if c.send(ctx, closedFrame(sub, n.Closed, last)) == nil && n.Closed == protocol.SlowConsumer && c.obs != nil {
+		var cursor, closed string
+		frames, cursor, closed = eventFrames(sub, prefix, batch, frames[:0])
+		if len(frames) > 0 {
+			if c.sendAll(ctx, frames) != nil {
+				return
+			}
+			if c.obs != nil {
+				for range frames {
+					c.obs.Delivered(mi)
+				}
+			}
+			if cursor != "" {
+				last = cursor
+			}
+		}
+		if closed != "" {
+			if c.send(ctx, closedFrame(sub, closed, last)) == nil && closed == protocol.SlowConsumer && c.obs != nil {
 				c.obs.SlowConsumer(mi)
 			}
 			return
 		}
-		// params = {"subscriptionId":..<Rest>}; frame = prefix + Rest + "}}".
-		if sub.MaxEventBytes > 0 && len(prefix)-len(eventPrefix)+len(n.Rest)+1 > sub.MaxEventBytes {
-			return // unencodable within bounds: end this subscription silently
-		}
-		frame := make([]byte, 0, len(prefix)+len(n.Rest)+2)
-		frame = append(frame, prefix...)
-		frame = append(frame, n.Rest...)
-		frame = append(frame, '}', '}')
-		if c.send(ctx, frame) != nil {
-			return
-		}
-		if c.obs != nil {
-			c.obs.Delivered(mi)
-		}
-		if n.Cursor != "" {
-			last = n.Cursor
+		if len(frames) < len(batch) {
+			return // an event unencodable within bounds: end silently
 		}
 	}
+}
+
+// eventFrames appends to frames the event frames of batch, in one
+// allocation, up to the first Closed notification (whose reason it
+// returns) or the first event over sub's size bound; cursor is the last
+// cursor among them.
+func eventFrames(sub *Subscription, prefix []byte, batch []Notification, frames [][]byte) (_ [][]byte, cursor, closed string) {
+	// params = {"subscriptionId":..<Rest>}; frame = prefix + Rest + "}}".
+	size, end := 0, len(batch)
+	for i, n := range batch {
+		if n.Closed != "" {
+			end, closed = i, n.Closed
+			break
+		}
+		if sub.MaxEventBytes > 0 && len(prefix)-len(eventPrefix)+len(n.Rest)+1 > sub.MaxEventBytes {
+			end = i
+			break
+		}
+		size += len(prefix) + len(n.Rest) + 2
+	}
+	buf := make([]byte, 0, size)
+	for _, n := range batch[:end] {
+		start := len(buf)
+		buf = append(buf, prefix...)
+		buf = append(buf, n.Rest...)
+		buf = append(buf, '}', '}')
+		frames = append(frames, buf[start:len(buf):len(buf)])
+		if n.Cursor != "" {
+			cursor = n.Cursor
+		}
+	}
+	return frames, cursor, closed
+}
+
+// sendAll delivers frames in order: written in place with one flush when
+// the connection is idle, else queued one by one like send.
+func (c *Conn) sendAll(ctx context.Context, frames [][]byte) error {
+	if len(frames) == 1 || !c.out.tryDirect() {
+		for _, f := range frames {
+			if err := c.send(ctx, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c.beginWrite()
+	var err error
+	pending := 0
+	for _, f := range frames {
+		if err != nil || c.out.isAborted() {
+			break
+		}
+		if pending >= batchFlushBytes {
+			err, pending = c.t.Flush(), 0
+			c.endWrite()
+			c.beginWrite()
+		}
+		if err == nil {
+			err = c.t.WriteFrame(f)
+			pending += len(f)
+			c.countOut()
+		}
+	}
+	if err == nil {
+		err = c.t.Flush()
+	}
+	c.endWrite()
+	if err != nil {
+		c.writeFailed(err)
+	}
+	if c.out.release() {
+		go c.drainer(false)
+	}
+	return nil
 }
 
 // closedFrame is the terminal subscription/closed notification; a
