@@ -67,6 +67,10 @@ type Backend struct {
 
 	subSeq atomic.Uint64 // sub-N, shared by watch, logs and agent/attach
 	live   *liveHub
+	feeds  watchFeeds // the shared reads of live watches
+	// feedWindow is the events a run's feed keeps (and reads at most at
+	// once).
+	feedWindow int
 
 	graphs graphCache // decoded committed specs by identity
 	gets   getAnswers // get results by tenant, encoded once per record
@@ -93,6 +97,8 @@ func New(cfg Config) *Backend {
 		verifier: cfg.Verifier,
 		cfg:      cfg,
 		live:     newLiveHub(cfg.QueueCapacity),
+
+		feedWindow: min(cfg.QueueCapacity, maxFeedWindow) + protocol.ReplayPageSize,
 	}
 }
 

@@ -78,3 +78,7 @@ func (b *Backend) FailTurn(ctx context.Context, tenant, turn string) error {
 func (b *Backend) StartExecution(tenant, execution string) {
 	b.startExecution(b.tenantKey(tenant), execution)
 }
+
+// SetFeedWindow sets how many events a run's feed keeps and reads at
+// once; call it before the first watch.
+func (b *Backend) SetFeedWindow(n int) { b.feedWindow = n }

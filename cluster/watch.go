@@ -100,6 +100,10 @@ func (b *Backend) Watch(ctx context.Context, p protocol.WatchParams) (*server.Su
 // exceeds the capacity, the stream behaves like the reference's bounded
 // queue that overflowed: it still yields the capacity's worth of events
 // that would have been queued, then closes with SLOW_CONSUMER.
+//
+// It reads the store from its own position until it has caught up, then
+// follows the run's shared feed (feed.go), reading the store itself again
+// whenever its position is before the feed's window.
 type watchStream struct {
 	b      *Backend
 	tenant string
@@ -114,8 +118,12 @@ type watchStream struct {
 	tail      uint64
 	drainTo   uint64 // 0 until overflow; then the last index to yield
 
-	buf []store.Event
+	feed *runFeed // joined on first catching up; left by Close
+
+	buf []watchEvent // read, not yet yielded; shared with the feed, never modified
 }
+
+var _ server.BatchStream = (*watchStream)(nil)
 
 func (w *watchStream) closed() server.Notification {
 	return server.Notification{Closed: protocol.SlowConsumer}
@@ -123,61 +131,129 @@ func (w *watchStream) closed() server.Notification {
 
 // Next yields the next event, waiting for a commit when caught up.
 func (w *watchStream) Next(ctx context.Context) (server.Notification, error) {
-	for {
-		if len(w.buf) > 0 {
-			ev := w.buf[0]
-			w.buf = w.buf[1:]
-			if w.drainTo > 0 && ev.Index > w.drainTo {
-				w.buf = nil
-				return w.closed(), nil
-			}
-			w.after, w.delivered = ev.Seq, ev.Index
-			return server.Notification{Rest: ev.Body, Cursor: cursorString(ev.Seq)}, nil
+	if err := w.fill(ctx); err != nil {
+		return server.Notification{}, err
+	}
+	return w.pop(), nil
+}
+
+// NextBatch yields, after waiting like Next for the first, the events read
+// and not yet yielded, at most max.
+func (w *watchStream) NextBatch(ctx context.Context, buf []server.Notification, max int) ([]server.Notification, error) {
+	if err := w.fill(ctx); err != nil {
+		return buf, err
+	}
+	for len(buf) < max {
+		n := w.pop()
+		buf = append(buf, n)
+		if n.Closed != "" || len(w.buf) == 0 {
+			break
 		}
-		if w.drainTo > 0 && w.delivered >= w.drainTo {
-			return w.closed(), nil
-		}
+	}
+	return buf, nil
+}
+
+// drained reports that an overflowed stream yielded all it may.
+func (w *watchStream) drained() bool { return w.drainTo > 0 && w.delivered >= w.drainTo }
+
+// pop yields the first buffered event, or the SLOW_CONSUMER close once
+// the stream has drained; fill has run.
+func (w *watchStream) pop() server.Notification {
+	if len(w.buf) == 0 {
+		return w.closed()
+	}
+	ev := w.buf[0]
+	w.buf = w.buf[1:]
+	if w.drainTo > 0 && ev.Index > w.drainTo {
+		w.buf = nil
+		return w.closed()
+	}
+	w.after, w.delivered = ev.Seq, ev.Index
+	return server.Notification{Rest: ev.Body, Cursor: ev.cursor}
+}
+
+// fill reads until an event is buffered or the stream has drained.
+func (w *watchStream) fill(ctx context.Context) error {
+	for len(w.buf) == 0 && !w.drained() {
 		if err := ctx.Err(); err != nil {
-			return server.Notification{}, err
-		}
-		changed := w.b.store.Changed()
-		err := w.b.store.View(ctx, func(tx store.ReadTx) error {
-			if w.parked {
-				r, ok, err := tx.FirstRunAfter(w.tenant, w.parkedAfter)
-				if err != nil || !ok {
-					return err
-				}
-				w.parked, w.runID = false, r.ID
-			}
-			run, ok, err := tx.Run(w.tenant, w.runID)
-			if err != nil {
-				return err
-			}
-			if !ok || run.Tombstoned {
-				return errStreamEnded
-			}
-			if w.drainTo == 0 {
-				base := max(w.delivered, w.tail)
-				if run.Count > base+w.cap {
-					w.drainTo = base + w.cap
-				}
-			}
-			w.buf, err = tx.Events(w.tenant, w.runID, w.after, protocol.ReplayPageSize)
 			return err
-		})
+		}
+		err := errBehind
+		if w.feed != nil {
+			err = w.feed.take(ctx, w)
+		}
+		if errors.Is(err, errBehind) {
+			err = w.readStore(ctx)
+		}
 		if err != nil {
-			return server.Notification{}, err
+			return err
 		}
-		if len(w.buf) > 0 || (w.drainTo > 0 && w.delivered >= w.drainTo) {
-			continue
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return server.Notification{}, ctx.Err()
+	}
+	return nil
+}
+
+// checkBacklog starts the drain once the live backlog, with the run at
+// count events, exceeds the capacity.
+func (w *watchStream) checkBacklog(count uint64) {
+	if w.drainTo == 0 {
+		base := max(w.delivered, w.tail)
+		if count > base+w.cap {
+			w.drainTo = base + w.cap
 		}
 	}
 }
 
-// Close releases nothing: the stream holds no registration.
-func (w *watchStream) Close() {}
+// readStore reads a page after the stream's own position. When there is
+// none it has caught up and joins the run's feed; otherwise (still parked,
+// or the feed already joined) it waits for the next commit.
+func (w *watchStream) readStore(ctx context.Context) error {
+	changed := w.b.store.Changed()
+	var evs []store.Event
+	var count uint64
+	err := w.b.store.View(ctx, func(tx store.ReadTx) error {
+		if w.parked {
+			r, ok, err := tx.FirstRunAfter(w.tenant, w.parkedAfter)
+			if err != nil || !ok {
+				return err
+			}
+			w.parked, w.runID = false, r.ID
+		}
+		run, ok, err := tx.Run(w.tenant, w.runID)
+		if err != nil {
+			return err
+		}
+		if !ok || run.Tombstoned {
+			return errStreamEnded
+		}
+		count = run.Count
+		evs, err = tx.Events(w.tenant, w.runID, w.after, protocol.ReplayPageSize)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !w.parked {
+		w.checkBacklog(count)
+		w.buf = watchEvents(evs)
+		if len(evs) > 0 || w.drained() {
+			return nil
+		}
+		if w.feed == nil {
+			w.feed = w.b.joinFeed(w.tenant, w.runID, w.after, count, changed)
+			return nil
+		}
+	}
+	select {
+	case <-changed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close leaves the run's feed.
+func (w *watchStream) Close() {
+	if w.feed != nil {
+		w.b.leaveFeed(w.feed)
+	}
+}
