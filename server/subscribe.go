@@ -180,8 +180,9 @@ func eventFrames(sub *Subscription, prefix []byte, batch []Notification, frames 
 	return frames, cursor, closed
 }
 
-// sendAll delivers frames in order: written in place with one flush when
-// the connection is idle, else queued one by one like send.
+// sendAll delivers frames in order: written in place with one flush per
+// batchFlushBytes when the connection is idle, else queued one by one
+// like send.
 func (c *Conn) sendAll(ctx context.Context, frames [][]byte) error {
 	if len(frames) == 1 || !c.out.tryDirect() {
 		for _, f := range frames {
@@ -191,34 +192,7 @@ func (c *Conn) sendAll(ctx context.Context, frames [][]byte) error {
 		}
 		return nil
 	}
-	c.beginWrite()
-	var err error
-	pending := 0
-	for _, f := range frames {
-		if err != nil || c.out.isAborted() {
-			break
-		}
-		if pending >= batchFlushBytes {
-			err, pending = c.t.Flush(), 0
-			c.endWrite()
-			c.beginWrite()
-		}
-		if err == nil {
-			err = c.t.WriteFrame(f)
-			pending += len(f)
-			c.countOut()
-		}
-	}
-	if err == nil {
-		err = c.t.Flush()
-	}
-	c.endWrite()
-	if err != nil {
-		c.writeFailed(err)
-	}
-	if c.out.release() {
-		go c.drainer(false)
-	}
+	c.writeDirect(frames...)
 	return nil
 }
 

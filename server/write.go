@@ -44,15 +44,31 @@ func (c *Conn) send(ctx context.Context, b []byte) error {
 	return err
 }
 
-// writeDirect writes one frame while holding the write role, then hands
-// the role to a drainer if frames were queued meanwhile.
-func (c *Conn) writeDirect(b []byte) {
+// writeDirect writes frames while holding the write role, flushing once
+// per batchFlushBytes and at the end, then hands the role to a drainer if
+// frames were queued meanwhile.
+func (c *Conn) writeDirect(frames ...[]byte) {
 	c.beginWrite()
-	err := c.t.WriteFrame(b)
+	var err error
+	pending := 0
+	for _, f := range frames {
+		if err != nil || c.out.isAborted() {
+			break
+		}
+		if pending >= batchFlushBytes {
+			err, pending = c.t.Flush(), 0
+			c.endWrite()
+			c.beginWrite()
+		}
+		if err == nil {
+			err = c.t.WriteFrame(f)
+			pending += len(f)
+			c.countOut()
+		}
+	}
 	if err == nil {
 		err = c.t.Flush()
 	}
-	c.countOut()
 	c.endWrite()
 	if err != nil {
 		c.writeFailed(err)
