@@ -41,6 +41,31 @@ func (c *Claims) Claim(ctx context.Context, name string) error {
 	return err
 }
 
+// InTx reports whether ClaimTx can acquire leases inside a write
+// transaction of the store (a TxLeaser).
+func (c *Claims) InTx() bool {
+	_, ok := c.st.(TxLeaser)
+	return ok
+}
+
+// ClaimTx acquires the named lease inside tx, a write transaction of a
+// store for which InTx holds. Once tx has committed, Claimed remembers
+// the epoch it returned.
+func (c *Claims) ClaimTx(tx Tx, name string) (uint64, error) {
+	lr, ok := c.st.(TxLeaser)
+	if !ok {
+		return 0, fmt.Errorf("store: %T cannot acquire leases inside a transaction", c.st)
+	}
+	return lr.AcquireLeaseTx(tx, name, c.owner)
+}
+
+// Claimed remembers the epoch a committed ClaimTx returned.
+func (c *Claims) Claimed(name string, epoch uint64) {
+	c.mu.Lock()
+	c.epochs[name] = epoch
+	c.mu.Unlock()
+}
+
 // Forget drops a lease this process no longer acts on (its run ended).
 func (c *Claims) Forget(name string) {
 	c.mu.Lock()

@@ -58,6 +58,16 @@ type Leaser interface {
 	ReleaseLease(ctx context.Context, name, owner string, epoch uint64) error
 }
 
+// TxLeaser is a Leaser whose leases can also be acquired inside one of
+// its write transactions, so that many acquisitions share one commit.
+// AcquireLeaseTx follows AcquireLease's rules; the lease is acquired only
+// if tx commits, and (like every lease change) its commit wakes no
+// watcher unless tx also wrote watched data.
+type TxLeaser interface {
+	Leaser
+	AcquireLeaseTx(tx Tx, name, owner string) (epoch uint64, err error)
+}
+
 // ExpiringLeaser is a Leaser shared by several live processes. A lease
 // lasts LeaseTTL from its acquisition or last renewal; AcquireLease takes
 // over a lease only when it was released or has expired, and fails with

@@ -366,11 +366,15 @@ func (s *Store) Changed() <-chan struct{} { return s.signal.Changed() }
 // a started transaction is not interrupted (fn is expected to be short).
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	var wrote bool
+	var taken []takeover
 	err := s.write(ctx, func(t *txn) error {
 		err := fn(t)
-		wrote = t.dirty
+		wrote, taken = t.dirty, t.takeovers
 		return err
 	})
+	if err == nil {
+		s.reportTakeovers(taken)
+	}
 	if err == nil && wrote {
 		s.signal.Wake()
 	}
@@ -410,7 +414,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 	if err := fn(t); err != nil {
 		return err
 	}
-	if !t.dirty {
+	if !t.dirty && !t.leased {
 		return nil // rolled back: nothing to keep
 	}
 	if _, err := s.wstmts[stCommit].ExecContext(bg); err != nil {

@@ -82,6 +82,10 @@ type txn struct {
 	dirty bool
 	seq   uint64                // last sequence assigned (starts at the committed one)
 	runs  map[runKey]*store.Run // runs read or written in this transaction
+	// leased: lease rows were written (committed, but not watched data).
+	leased bool
+	// takeovers are the leases taken over from another owner.
+	takeovers []takeover
 }
 
 type runKey struct{ tenant, id string }
