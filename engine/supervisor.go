@@ -149,8 +149,9 @@ func ExecutionRef(runID, node string, k int) string {
 }
 
 // Supervisor drives every running run of a Ledger. Its goroutines: the
-// one running Run (the reconcile loop), the settle loop Run starts, and
-// one per worker.
+// one running Run (the reconcile loop), the settle loop Run starts, one
+// per worker, and, while a pass or a flush issues its ledger writes, one
+// per write (runWrites).
 type Supervisor struct {
 	// ledger, workers and log are set by New and only read afterwards.
 	ledger  Ledger
@@ -168,6 +169,10 @@ type Supervisor struct {
 	// kick wakes the settle loop: worker goroutines send without
 	// blocking, the settle loop receives. Set by New.
 	kick chan struct{}
+	// freed wakes the reconcile loop when settlements leave the running
+	// set: their commit may have woken it while they still held their
+	// execution slots. Set by New.
+	freed chan struct{}
 	// claimed lists the runs whose lease this supervisor holds. Unguarded:
 	// only the reconcile loop (the goroutine running Run) reads or
 	// changes it.
@@ -220,7 +225,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		log = slog.Default()
 	}
 	s := &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*reduce.Memo{}, counts: map[RunRef]*nodeCounts{},
+		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), freed: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*reduce.Memo{}, counts: map[RunRef]*nodeCounts{},
 		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}, interrupted: map[RunRef][]uint64{}}
 	s.rec, _ = ledger.(Recovery)
 	return s
@@ -272,6 +277,7 @@ func (s *Supervisor) Run(ctx context.Context) {
 			return
 		case <-changed:
 		case <-s.keep.rescan:
+		case <-s.freed:
 		case <-retry:
 		}
 	}
@@ -296,29 +302,32 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 		s.obs.RunsActive(len(runs))
 	}
 	live := map[RunRef]bool{}
-	var wants []want
 	for _, ref := range runs {
 		live[ref] = true
+	}
+	s.claimAll(ctx, runs, report)
+	var wants []want
+	var writes []write
+	for _, ref := range runs {
 		if !s.claimed[ref] {
-			if err := s.ledger.Claim(ctx, ref); err != nil {
-				if !errors.Is(err, ErrClaimedElsewhere) {
-					report("engine: claim run", ref, err)
-				}
-				continue
-			}
-			s.claimed[ref] = true
+			continue
 		}
-		w, err := s.reconcileCached(ctx, ref)
+		w, wr, err := s.reconcileCached(ctx, ref)
 		report("engine: reconcile", ref, err)
 		if w != nil {
 			wants = append(wants, *w)
 		}
+		if wr != nil {
+			writes = append(writes, *wr)
+		}
 	}
 	for i, n := range s.share(wants) {
-		if n == 0 {
-			continue
+		if n > 0 {
+			writes = append(writes, s.dispatch(wants[i].snap, wants[i].ds[:n]))
 		}
-		report("engine: dispatch", wants[i].snap.Ref, s.dispatch(ctx, wants[i].snap, wants[i].ds[:n]))
+	}
+	for i, err := range runWrites(ctx, writes) {
+		report(writes[i].msg, writes[i].ref, err)
 	}
 	// Workers of runs that are no longer running (finished, superseded,
 	// force-stopped) are cancelled; their results will be rejected.
@@ -340,10 +349,28 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 	return failed
 }
 
+// claimAll claims the runs not claimed yet, concurrently.
+func (s *Supervisor) claimAll(ctx context.Context, runs []RunRef, report func(string, RunRef, error)) {
+	var claims []write
+	for _, ref := range runs {
+		if !s.claimed[ref] {
+			claims = append(claims, write{ref: ref, msg: "engine: claim run", do: func(ctx context.Context) error { return s.ledger.Claim(ctx, ref) }})
+		}
+	}
+	for i, err := range runWrites(ctx, claims) {
+		switch {
+		case err == nil:
+			s.claimed[claims[i].ref] = true
+		case !errors.Is(err, ErrClaimedElsewhere):
+			report(claims[i].msg, claims[i].ref, err)
+		}
+	}
+}
+
 // reconcileCached is reconcile, skipped when the ledger says the run has
 // not changed since a reading that acted on nothing (the run was waiting
 // for its executions or for execution slots).
-func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, error) {
+func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, *write, error) {
 	v, ok := s.ledger.(Versioner)
 	if !ok {
 		return s.reconcile(ctx, ref)
@@ -358,15 +385,17 @@ func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, er
 	}
 	s.mu.Unlock()
 	if r, hit := s.seen[ref]; hit && version != 0 && r.version == version && r.mine == mine {
-		return r.want, nil
+		return r.want, nil, nil
 	}
-	w, err := s.reconcile(ctx, ref)
-	if err == nil && version != 0 && v.Version(ref) == version {
+	w, wr, err := s.reconcile(ctx, ref)
+	// A reading that decided a write is not kept: the write changes the
+	// version when it commits, and must be decided again when it fails.
+	if err == nil && wr == nil && version != 0 && v.Version(ref) == version {
 		s.seen[ref] = reading{version: version, mine: mine, want: w}
 	} else {
 		delete(s.seen, ref)
 	}
-	return w, err
+	return w, wr, err
 }
 
 // want is a run's next dispatch batch, waiting for its share of the
@@ -391,12 +420,13 @@ func (s *Supervisor) reduceSnapshot(snap *Snapshot) (reduce.Result, error) {
 }
 
 // reconcile brings one run one step forward. A run that wants to
-// dispatch is returned as a want; reconcileAll starts what the execution
-// slots allow.
-func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
+// dispatch is returned as a want (reconcileAll starts what the execution
+// slots allow); any other step is returned as a write, which reconcileAll
+// issues with the other runs' writes.
+func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, *write, error) {
 	snap, err := s.ledger.Snapshot(ctx, ref)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Executions the ledger thinks active (never one of History.Ended):
 	// ours keep running; others were orphaned by a previous process and
@@ -421,17 +451,30 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 	}
 	s.mu.Unlock()
 	if len(orphans) > 0 {
-		s.killLeft(ctx, snap, orphans)
-		return nil, s.ledger.Crash(ctx, ref, orphans)
+		return nil, &write{ref: ref, msg: "engine: reconcile", do: func(ctx context.Context) error {
+			s.killLeft(ctx, snap, orphans)
+			return s.ledger.Crash(ctx, ref, orphans)
+		}}, nil
 	}
+	w, wr := s.step(snap, len(active))
+	return w, wr, nil
+}
 
+// step decides a run's next step from its reduction; active is the number
+// of its active executions.
+func (s *Supervisor) step(snap *Snapshot, active int) (*want, *write) {
+	ref := snap.Ref
+	act := func(do func(ctx context.Context) error) *write {
+		return &write{ref: ref, msg: "engine: reconcile", do: do}
+	}
 	res, err := s.reduceSnapshot(snap)
 	if err != nil {
-		if len(active) > 0 {
+		if active > 0 {
 			return nil, nil // settle what runs first
 		}
 		s.log.Warn("engine: reducer error ends the run", "run", ref.RunID, "err", err)
-		return nil, s.finish(ctx, ref, reduce.Terminal{Status: reduce.TerminalFailed, Reason: reduce.FailureReason(err)})
+		t := reduce.Terminal{Status: reduce.TerminalFailed, Reason: reduce.FailureReason(err)}
+		return nil, act(func(ctx context.Context) error { return s.finish(ctx, ref, t) })
 	}
 	if vs := res.Voids(); len(vs) > 0 {
 		s.mu.Lock()
@@ -441,13 +484,13 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 			}
 		}
 		s.mu.Unlock()
-		return nil, s.ledger.Void(ctx, ref, vs)
+		return nil, act(func(ctx context.Context) error { return s.ledger.Void(ctx, ref, vs) })
 	}
-	if res.Terminal != nil {
-		if len(active) > 0 {
+	if t := res.Terminal; t != nil {
+		if active > 0 {
 			return nil, nil
 		}
-		return nil, s.finish(ctx, ref, *res.Terminal)
+		return nil, act(func(ctx context.Context) error { return s.finish(ctx, ref, *t) })
 	}
 	if ds := res.Dispatches(); len(ds) > 0 {
 		if snap.Dispatch != protocol.DispatchActive {
@@ -455,40 +498,10 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, error) {
 		}
 		return &want{snap: snap, ds: ds}, nil
 	}
-	if hs := res.Holds(); len(hs) > 0 && len(active) == 0 && snap.Held != hs[0].Execution {
-		return nil, s.ledger.Hold(ctx, ref, hs[0])
+	if hs := res.Holds(); len(hs) > 0 && active == 0 && snap.Held != hs[0].Execution {
+		return nil, act(func(ctx context.Context) error { return s.ledger.Hold(ctx, ref, hs[0]) })
 	}
 	return nil, nil
-}
-
-// dispatch records the batch, then starts a worker per execution.
-func (s *Supervisor) dispatch(ctx context.Context, snap *Snapshot, ds []reduce.Dispatch) error {
-	ref := snap.Ref
-	counts := s.executionCounts(snap)
-	batch := make([]Dispatch, len(ds))
-	for i, d := range ds {
-		counts[d.Occurrence.Node]++
-		batch[i] = Dispatch{Dispatch: d, Ref: ExecutionRef(ref.RunID, d.Occurrence.Node, counts[d.Occurrence.Node])}
-	}
-	// Each execution's attach stream opens before its dispatch commits, so
-	// a client that sees the execution active can attach to it at once.
-	for _, d := range batch {
-		s.ledger.ExecutionStarted(ref, d.Ref)
-	}
-	at := time.Now()
-	if err := s.ledger.Dispatch(ctx, ref, batch); err != nil {
-		for _, d := range batch {
-			s.ledger.ExecutionEnded(ref, d.Ref)
-		}
-		if errors.Is(err, ErrGateClosed) {
-			return nil
-		}
-		return err
-	}
-	for _, d := range batch {
-		s.start(ctx, snap, d, at)
-	}
-	return nil
 }
 
 // start runs one execution's worker in its own goroutine; its attach
