@@ -51,8 +51,11 @@ type Backend struct {
 	wake   signals
 	prep   preparations
 
-	// writeMu orders a run's log lines before the records that follow
-	// them: every write that takes pending lines holds it.
+	// group queues the native-run writes for a group commit (group.go).
+	group committer
+	// writeMu is held by the leader of a group commit across its store
+	// transactions: it orders a run's log lines, taken under it, before
+	// the records that follow them.
 	writeMu sync.Mutex
 }
 
@@ -186,7 +189,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	}
 	tk := b.tenant(ctx)
 	res := &SubmitResult{}
-	err = b.store.Update(ctx, func(tx store.Tx) error {
+	err = b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
 		var err error
 		res.RunID, err = commitSubmission(tx, tk, runID, sub, digest, seed, b.cfg.MaxActivePerTenant)
 		return err
@@ -338,14 +341,11 @@ func (b *Backend) closeRun(tk, runID string) {
 	}
 }
 
-// update runs fn on a run's state in one transaction, after appending the
-// run's pending log lines, and saves the state. An unknown run is errNoRun.
+// update runs fn on a run's state in one transaction (a group commit),
+// after appending the run's pending log lines, and saves the state. An
+// unknown run is errNoRun.
 func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store.Tx, st *runState) error) error {
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
-	lines := b.logs.take(tk, runID)
-	defer b.wake.notify(runKey{tk, runID})
-	return b.store.Update(ctx, func(tx store.Tx) error {
+	return b.commit(ctx, runKey{tk, runID}, func(tx store.Tx, lines []logLine) error {
 		st, version, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {
 			return errors.Join(err, errNoRun)

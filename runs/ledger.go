@@ -84,9 +84,24 @@ func (l *Ledger) Version(ref engine.RunRef) uint64 {
 	return l.versions[ref]
 }
 
-// Claim takes the run's supervision lease.
+// Claim takes the run's supervision lease: in a group commit when the
+// store acquires leases inside its transactions, so that the claims of
+// many runs share one commit.
 func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
-	return l.claims.Claim(ctx, store.RunLease(ref.Tenant, ref.RunID))
+	name := store.RunLease(ref.Tenant, ref.RunID)
+	if !l.claims.InTx() {
+		return l.claims.Claim(ctx, name)
+	}
+	var epoch uint64
+	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
+		var err error
+		epoch, err = l.claims.ClaimTx(tx, name)
+		return err
+	})
+	if err == nil {
+		l.claims.Claimed(name, epoch)
+	}
+	return err
 }
 
 // write runs fn on an unfinished run this process still supervises.

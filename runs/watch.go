@@ -24,7 +24,17 @@ type tail struct {
 	tk, runID string
 	after     uint64
 	buf       []store.Event
+	// ended: the run's terminal record has been read; nothing follows it.
+	ended bool
+	// caught, when set, holds the wake-ups taken before the read that
+	// emptied the run's records (a partial page): nothing is new until
+	// one of them fires.
+	caught *wakeups
 }
+
+// wakeups are what a caught-up tail waits on: its run's signal and, on a
+// shared store, every commit.
+type wakeups struct{ local, remote <-chan struct{} }
 
 // next returns the next record, or ok false once the run has finished
 // and every record up to its terminal has been read.
@@ -36,44 +46,66 @@ func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, e
 			if err := json.Unmarshal(ev.Body, &rec); err != nil {
 				return ev, rec, false, err
 			}
+			t.ended = rec.Kind == recTerminal
 			return ev, rec, true, nil
+		}
+		if t.ended {
+			return ev, rec, false, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return ev, rec, false, err
 		}
-		changed := t.wake.wait(runKey{t.tk, t.runID})
+		if w := t.caught; w != nil {
+			t.caught = nil
+			if err := w.wait(ctx); err != nil {
+				return ev, rec, false, err
+			}
+		}
+		w := &wakeups{local: t.wake.wait(runKey{t.tk, t.runID})}
 		// Another replica's write wakes no local signal; on a shared store
 		// its commit is seen through Changed.
-		var remote <-chan struct{}
 		if t.shared {
-			remote = t.st.Changed()
+			w.remote = t.st.Changed()
 		}
-		finished := false
-		err := t.st.View(ctx, func(tx store.ReadTx) error {
-			var err error
-			if t.buf, err = tx.Events(t.tk, t.runID, t.after, protocol.ReplayPageSize); err != nil || len(t.buf) > 0 {
-				return err
-			}
-			st, _, _, err := loadRun(tx, t.tk, t.runID)
-			finished = st != nil && st.Phase == PhaseFinished
-			return err
-		})
-		if err != nil {
+		finished, err := t.read(ctx)
+		switch {
+		case err != nil:
 			return ev, rec, false, err
-		}
-		if len(t.buf) > 0 {
-			continue
-		}
-		if finished {
+		case len(t.buf) > 0:
+			if len(t.buf) < protocol.ReplayPageSize {
+				t.caught = w
+			}
+		case finished:
 			return ev, rec, false, nil
-		}
-		select {
-		case <-changed:
-		case <-remote:
-		case <-ctx.Done():
-			return ev, rec, false, ctx.Err()
+		default:
+			t.caught = w
 		}
 	}
+}
+
+// read reads the next page of records; when there is none it reports
+// whether the run has finished.
+func (t *tail) read(ctx context.Context) (finished bool, err error) {
+	err = t.st.View(ctx, func(tx store.ReadTx) error {
+		var err error
+		if t.buf, err = tx.Events(t.tk, t.runID, t.after, protocol.ReplayPageSize); err != nil || len(t.buf) > 0 {
+			return err
+		}
+		st, _, _, err := loadRun(tx, t.tk, t.runID)
+		finished = st != nil && st.Phase == PhaseFinished
+		return err
+	})
+	return finished, err
+}
+
+func (w *wakeups) wait(ctx context.Context) error {
+	select {
+	case <-w.local:
+	case <-w.remote:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // SubscribeResult is the result of run/watch and run/logs (the cursor
