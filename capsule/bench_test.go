@@ -93,13 +93,7 @@ func benchmarkMapOn(b *testing.B, n int, open func() store.Store) {
 // BenchmarkMap1024SQLite is BenchmarkMap1024 on the durable store
 // (sync normal, a fresh data directory per op).
 func BenchmarkMap1024SQLite(b *testing.B) {
-	benchmarkMapOn(b, 1024, func() store.Store {
-		st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return st
-	})
+	benchmarkMapOn(b, 1024, openSQLite(b))
 }
 
 // longRunGraph is one long run: two nested loops of 100 iterations around
@@ -133,40 +127,107 @@ var longLate = flag.Uint64("longrun.late", 10000, "BenchmarkLongRun: the first s
 //
 //	go test -run '^$' -bench LongRun -benchtime 1x ./capsule/
 func BenchmarkLongRun(b *testing.B) {
-	b.Run("memory", func(b *testing.B) { benchmarkLongRun(b, store.NewMemory) })
-	b.Run("sqlite-normal", func(b *testing.B) {
-		benchmarkLongRun(b, func() store.Store {
-			st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return st
-		})
-	})
+	eachStore(b, benchmarkLongRun)
 }
 
 func benchmarkLongRun(b *testing.B, open func() store.Store) {
-	graphJSON := mustJSON(b, longRunGraph())
-	var early, late time.Duration
+	benchmarkWindows(b, open, mustJSON(b, longRunGraph()), `{"text":"x"}`, *longLate)
+}
+
+// benchmarkWindows drives a fresh run of graphJSON on input in per op
+// until step late+window has settled, timing the settled steps [early,
+// early+window) and [late, late+window), and reports their µs/step and
+// late/early.
+func benchmarkWindows(b *testing.B, open func() store.Store, graphJSON []byte, in string, late uint64) {
+	var dEarly, dLate time.Duration
 	for b.Loop() {
-		c, be := startRun(b, open(), graphJSON, `{"text":"x"}`)
+		c, be := startRun(b, open(), graphJSON, in)
 		wait := stepWaiter(b, be.Store())
 		wait(longEarly)
 		t0 := time.Now()
 		wait(longEarly + longWindow)
-		early += time.Since(t0)
-		wait(*longLate)
+		dEarly += time.Since(t0)
+		wait(late)
 		t0 = time.Now()
-		wait(*longLate + longWindow)
-		late += time.Since(t0)
+		wait(late + longWindow)
+		dLate += time.Since(t0)
 		_ = c.Close()
 	}
 	perStep := func(d time.Duration) float64 {
 		return float64(d.Microseconds()) / float64(b.N*longWindow)
 	}
-	b.ReportMetric(perStep(early), "early-µs/step")
-	b.ReportMetric(perStep(late), "late-µs/step")
-	b.ReportMetric(float64(late)/float64(early), "late/early")
+	b.ReportMetric(perStep(dEarly), "early-µs/step")
+	b.ReportMetric(perStep(dLate), "late-µs/step")
+	b.ReportMetric(float64(dLate)/float64(dEarly), "late/early")
+}
+
+// eachStore runs bench as the sub-benchmarks memory and sqlite-normal,
+// with a function that opens a fresh store of that kind.
+func eachStore(b *testing.B, bench func(b *testing.B, open func() store.Store)) {
+	b.Run("memory", func(b *testing.B) { bench(b, store.NewMemory) })
+	b.Run("sqlite-normal", func(b *testing.B) { bench(b, openSQLite(b)) })
+}
+
+// openSQLite opens fresh SQLite stores (sync normal) in temporary
+// directories of b.
+func openSQLite(b *testing.B) func() store.Store {
+	return func() store.Store {
+		st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	}
+}
+
+var (
+	wideItems = flag.Int("widemap.items", 1024, "BenchmarkWideMap: the map's items (at most 1,024)")
+	parOuter  = flag.Int("parloop.outer", 5, "BenchmarkParLoop: the outer loop's iterations (of 100 inner ones)")
+)
+
+// BenchmarkWideMap measures the time per settled item of one map of
+// builtin.echo@1 over -widemap.items items (mapGraph, 1,024 by default)
+// at item 10 and at the last hundred items but twenty (the run's tail,
+// where fewer items are active, is left out): the goal is a late/early
+// ratio near 1 (an item costs the same however many have settled).
+// Run with:
+//
+//	go test -run '^$' -bench WideMap -benchtime 1x ./capsule/
+func BenchmarkWideMap(b *testing.B) {
+	n := *wideItems
+	if n < 2*longWindow+40 || n > 1024 {
+		b.Fatalf("-widemap.items %d: from %d to 1,024 (the ceiling of maxItems)", n, 2*longWindow+40)
+	}
+	eachStore(b, func(b *testing.B, open func() store.Store) {
+		benchmarkWindows(b, open, mustJSON(b, mapGraph()), mapInput(n), uint64(n-longWindow-20))
+	})
+}
+
+// parLoopGraph is two nested loops, outer iterations around 100, around
+// a quorum-of-one par of two builtin.echo@1 steps: every iteration has a
+// loser (voided while active, or settled too late to count).
+func parLoopGraph(outer int) M {
+	race := par("race", M{"kind": "quorum", "count": 1},
+		step("a", "builtin.echo@1", writes(wOut("a", "text", "text"))),
+		step("b", "builtin.echo@1", writes(wOut("b", "text", "text"))))
+	race["promotedStatePaths"] = [][]string{{"text"}}
+	inner := loop("inner", race, nil, 100, promote("text"))
+	return spec(seq("main", loop("outer", inner, nil, outer, promote("text")), succeedText("done")))
+}
+
+// BenchmarkParLoop is BenchmarkWideMap for parLoopGraph(-parloop.outer):
+// two executions per iteration, timed at step 10 and at the last hundred
+// steps but twenty.
+//
+//	go test -run '^$' -bench ParLoop -benchtime 1x ./capsule/
+func BenchmarkParLoop(b *testing.B) {
+	n := *parOuter * 200 // steps
+	if n < 2*longWindow+40 {
+		b.Fatalf("-parloop.outer %d: at least 2", *parOuter)
+	}
+	eachStore(b, func(b *testing.B, open func() store.Store) {
+		benchmarkWindows(b, open, mustJSON(b, parLoopGraph(*parOuter)), `{"text":"x"}`, uint64(n-longWindow-20))
+	})
 }
 
 // stepWaiter returns a function that blocks until the store's only run
