@@ -79,6 +79,13 @@ func (c *ctx) adoptFacts(child *ctx) {
 // context src was cloned from): par winners and map items. Visit counters
 // take the maximum, so a sibling's stale copy never rewinds them.
 func (c *ctx) mergeFacts(src, base *ctx) {
+	c.mergeChanged(src, base)
+	c.mergeVisits(src)
+}
+
+// mergeChanged copies into c the controls and channels src changed
+// relative to base.
+func (c *ctx) mergeChanged(src, base *ctx) {
 	for k, v := range src.controls {
 		if b, ok := base.controls[k]; !ok || b.label != v.label {
 			c.controls[k] = v
@@ -89,7 +96,6 @@ func (c *ctx) mergeFacts(src, base *ctx) {
 			c.channels[k] = v
 		}
 	}
-	c.mergeVisits(src)
 }
 
 func (c *ctx) mergeVisits(src *ctx) {

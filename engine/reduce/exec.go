@@ -40,10 +40,7 @@ func (e *evaluator) evalExec(n execNode, c *ctx, p pass) (res, error) {
 	v := visits[k-1]
 	c.visits[occ] = k
 	for _, x := range v.entries {
-		e.consumed[x.Execution.Execution] = true
-		if x.State != StateSettled {
-			e.clean = false
-		}
+		e.consume(x)
 		if x.input != string(in) {
 			return res{}, errf(ErrInconsistentHistory, "execution %d of %q: recorded input %s differs from %s", x.Execution.Execution, n.name, x.input, in)
 		}
@@ -172,7 +169,7 @@ func (e *evaluator) applySuccess(n execNode, c *ctx, o *Outcome, p pass) error {
 			return err
 		}
 		c.written = addWritten(c.written, wb.Target)
-		if vals, err = appendPromoted(vals, p, wb.Target, v); err != nil {
+		if vals, err = e.appendPromoted(vals, p, wb.Target, v); err != nil {
 			return err
 		}
 	}

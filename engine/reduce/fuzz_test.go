@@ -11,11 +11,12 @@ import (
 )
 
 // FuzzReduce checks that Reduce never panics and only fails with its
-// sentinel errors, on histories obtained by simulating a fixture graph and
-// then mutating executions and grants byte by byte.
+// sentinel errors, and that a memo changes nothing but the trace
+// decisions, on histories obtained by simulating a fixture graph and then
+// mutating executions and grants byte by byte.
 func FuzzReduce(f *testing.F) {
 	graphs := loadFixtures(f)
-	for k, v := range extraGraphs(f) {
+	for k, v := range memoGraphs(f) {
 		graphs[k] = v
 	}
 	names := make([]string, 0, len(graphs))
@@ -69,6 +70,14 @@ func FuzzReduce(f *testing.F) {
 			ops = ops[3:]
 		}
 		r, err := Reduce(g, input, h)
+		// With a memo, twice (the second reduction resumes loops and
+		// replays map items), as without.
+		m := &Memo{}
+		for range 2 {
+			if err := sameReduction(r, err, m, g, input, h); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err != nil {
 			if FailureReason(err) == "reducer_error" {
 				t.Fatalf("non-sentinel error %v", err)

@@ -19,7 +19,7 @@ func (e *evaluator) promote(name string, paths []graph.FieldPath, local, parent 
 		if parent.state, err = setPath(parent.state, P, v); err != nil {
 			return err
 		}
-		if vals, err = appendPromoted(vals, p, P, v); err != nil {
+		if vals, err = e.appendPromoted(vals, p, P, v); err != nil {
 			return err
 		}
 	}
@@ -34,9 +34,10 @@ func (e *evaluator) promote(name string, paths []graph.FieldPath, local, parent 
 }
 
 // appendPromoted adds the promoted value v at path to vals in decide mode
-// (only decide mode reports promotions).
-func appendPromoted(vals []Promoted, p pass, path graph.FieldPath, v any) ([]Promoted, error) {
-	if !p.decide {
+// (only decide mode reports promotions, and a reduction with a memo
+// reports none).
+func (e *evaluator) appendPromoted(vals []Promoted, p pass, path graph.FieldPath, v any) ([]Promoted, error) {
+	if !p.decide || e.memo != nil {
 		return vals, nil
 	}
 	b, err := canonical(v)

@@ -3,6 +3,7 @@ package reduce
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,8 +219,8 @@ func indexHistory(ix *graphIndex, h History, m *Memo) (*historyIndex, error) {
 	}
 
 	visitOf := map[uint64]*visit{}
-	for ok, es := range byOcc {
-		vs, err := groupVisits(es, visitOf)
+	for _, ok := range slices.Sorted(maps.Keys(byOcc)) { // the first error is the same every time
+		vs, err := groupVisits(byOcc[ok], visitOf)
 		if err != nil {
 			return nil, err
 		}

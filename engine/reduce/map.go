@@ -14,6 +14,10 @@ type mapRun struct {
 	base  *ctx // the copy every item starts from
 	body  map[string]bool
 	items []any
+	// key is the map visit's key in the memo (empty: none), kept its
+	// items kept by the last reduction, next those this one keeps.
+	key        string
+	kept, next []*itemPoint
 }
 
 func (e *evaluator) evalMap(n *graph.Map, c *ctx, p pass) (res, error) {
@@ -27,6 +31,8 @@ func (e *evaluator) evalMap(n *graph.Map, c *ctx, p pass) (res, error) {
 		return res{st: stContinue, pos: 0}, nil
 	}
 	m := &mapRun{n: n, c: c, base: c.clone(), body: e.ix.subtree[n.Body.NodeName()], items: items}
+	m.key = e.visitKey(n.Name, c.scope, p)
+	m.kept, m.next = e.mapPointOf(m.key, len(items))
 	// Per-item controls of an earlier run of this map (a map inside a loop)
 	// do not leak into this run.
 	for k, cv := range m.base.controls {
@@ -42,7 +48,10 @@ func (e *evaluator) evalMap(n *graph.Map, c *ctx, p pass) (res, error) {
 		return e.mapTerminal(m, term, results[term], p)
 	}
 	if p.decide {
-		if results, ctxs, err = e.runItems(m, p); err != nil {
+		e.second++
+		results, ctxs, err = e.runItems(m, p)
+		e.second--
+		if err != nil {
 			return res{}, err
 		}
 	}
@@ -94,17 +103,31 @@ func (m *mapRun) itemCtx(i int) *ctx {
 	return ic
 }
 
-// runItems evaluates the body once per item with pass p.
+// runItems evaluates the body once per item with pass p, or replays the
+// items the memo kept.
 func (e *evaluator) runItems(m *mapRun, p pass) ([]res, []*ctx, error) {
 	results := make([]res, len(m.items))
 	ctxs := make([]*ctx, len(m.items))
 	for i := range m.items {
+		if m.kept != nil && m.kept[i] != nil {
+			ip := m.kept[i]
+			e.replay(ip, p)
+			results[i], ctxs[i], m.next[i] = ip.r, ip.ctx, ip
+			continue
+		}
 		ic := m.itemCtx(i)
+		mk := e.mark()
 		r, err := e.eval(m.n.Body, ic, p)
 		if err != nil {
 			return nil, nil, err
 		}
+		if m.next != nil && p.dispatches() {
+			m.next[i] = e.itemSince(mk, r, ic, m.base)
+		}
 		results[i], ctxs[i] = r, ic
+	}
+	if m.next != nil && p.dispatches() {
+		e.keepMapPoint(m.key, m.next)
 	}
 	return results, ctxs, nil
 }
@@ -155,7 +178,7 @@ func (e *evaluator) mapPromote(m *mapRun, ctxs []*ctx, p pass) error {
 			return err
 		}
 		c.written = addWritten(c.written, P)
-		if vals, err = appendPromoted(vals, p, P, arr); err != nil {
+		if vals, err = e.appendPromoted(vals, p, P, arr); err != nil {
 			return err
 		}
 	}

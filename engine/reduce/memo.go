@@ -16,9 +16,9 @@ import (
 // Memo carries work from one reduction of a run to the next: each
 // distinct input's canonical form and each distinct output's parsed value
 // (what a reduction did not look up is dropped after the next one), the
-// index of the run's ended executions (baseIndex) and where its loops
-// stood (loopPoint), so that a reduction costs about the same however
-// long the run's history is. A reduction with a memo returns what one
+// index of the run's ended executions (baseIndex), where its loops stood
+// (loopPoint) and the items of its maps that are done (mapPoint), so that
+// a reduction costs about the same however long the run's history is. A reduction with a memo returns what one
 // without returns, except the trace decisions (continue, promote), which
 // it does not report. A Memo is safe for concurrent use; keep one per
 // run.
@@ -26,9 +26,14 @@ type Memo struct {
 	mu     sync.Mutex
 	values cache[any]
 	canons cache[string]
-	// loops are the loop points of the last reductions, of graph g and
-	// initial input seed under the retry grants named by grants.
-	loops  cache[*loopPoint]
+	// loops and maps are the loop and map points of the last reductions,
+	// of graph g and initial input seed under the retry grants named by
+	// grants.
+	loops cache[*loopPoint]
+	maps  cache[*mapPoint]
+	// spoilt holds the loop visits whose points a reduction resumed from
+	// and then reduced again without the memo: they keep none.
+	spoilt map[string]bool
 	g      *graph.GraphSpec
 	seed   string
 	grants string
@@ -39,21 +44,28 @@ type Memo struct {
 
 // loopPoint is where a reduction stood after a loop visit's iteration
 // ended, recorded only while the evaluation had met nothing a later
-// history could change: no pending node, no consumed execution that was
-// not settled, no claimed loser, no decision (the trace decisions are not
-// kept). A run's history only grows (an ended execution never changes,
-// new executions are dispatched at its frontier), so a later reduction of
-// the run reaches the same point with the same state and resumes there
-// instead of evaluating those iterations again. The Memo's contract is
-// that history: each reduction with a memo is of a history that extends
-// the one before, under the same graph, initial input and retry grants
-// (the memo drops its loop points when one of these changes).
+// history could change: no pending node (but the losers of a par that
+// joined), no active execution, no decision (the trace decisions are not
+// kept), every voided execution met so far claimed as Reduce requires. A
+// run's history only grows (an ended execution never changes, new
+// executions are dispatched at its frontier), so a later reduction of the
+// run reaches the same point with the same state and resumes there
+// instead of evaluating those iterations again. Two things a full
+// evaluation could do differently are detected, and the run reduced again
+// without the memo: consuming after the point an execution dispatched
+// before it (a loser's execution the next iteration matches again, which
+// the point counted already), and claiming after the point at a cutoff
+// below one made before it (which might have changed an earlier claim;
+// only a history out of order has it). The Memo's contract is that history: each reduction
+// with a memo is of a history that extends the one before, under the same
+// graph, initial input and retry grants (the memo drops its loop points
+// when one of these changes).
 type loopPoint struct {
-	iter     uint64 // iterations done
-	ctx      *ctx   // the loop's context after them
-	pos      uint64
-	consumed int // the executions consumed so far
-	visits   map[string]int
+	iter   uint64 // iterations done
+	ctx    *ctx   // the loop's context after them
+	pos    uint64
+	cover  cover
+	visits map[string]int
 }
 
 // cache maps bytes to what was derived from them: cur holds what the
@@ -105,8 +117,9 @@ func (m *Memo) begin(g *graph.GraphSpec, seed json.RawMessage, h History) {
 	m.values.begin()
 	m.canons.begin()
 	m.loops.begin()
+	m.maps.begin()
 	if g != m.g || string(seed) != m.seed || grants != m.grants {
-		m.loops.prev = nil
+		m.loops.prev, m.maps.prev, m.spoilt = nil, nil, nil
 		if g != m.g {
 			m.idxMu.Lock()
 			m.base = nil
@@ -117,18 +130,14 @@ func (m *Memo) begin(g *graph.GraphSpec, seed json.RawMessage, h History) {
 }
 
 // resumeLoop counts a visit of loop name at local's scope and returns its
-// key (empty outside the memo or the decide pass) and the iterations
+// key (empty outside the memo or the decide pass, when the evaluation is
+// not clean, and under a par's or map's second pass) and the iterations
 // done: those of its loop point, where local, pos and the evaluator then
 // stand, or none.
 func (e *evaluator) resumeLoop(name string, p pass, local **ctx, pos *uint64) (string, uint64) {
-	if e.memo == nil || !p.dispatches() {
+	key := e.visitKey(name, (*local).scope, p)
+	if key == "" || !e.clean || e.second > 0 {
 		return "", 0
-	}
-	vk := name + "\x00" + idxKey((*local).scope)
-	e.loopVisits[vk]++
-	key := vk + "\x00" + strconv.Itoa(e.loopVisits[vk])
-	if !e.clean {
-		return key, 0
 	}
 	e.memo.mu.Lock()
 	pt, ok := e.memo.loops.get(key)
@@ -136,29 +145,81 @@ func (e *evaluator) resumeLoop(name string, p pass, local **ctx, pos *uint64) (s
 	if !ok {
 		return key, 0
 	}
+	e.resumedKeys = append(e.resumedKeys, key)
 	*local, *pos = pt.ctx.clone(), pt.pos
 	e.decisions = nil // a clean evaluation has none
-	e.consumed, e.covered = map[uint64]bool{}, pt.consumed
+	e.consumed, e.claims, e.unsettled, e.checked = map[uint64]bool{}, map[uint64]claim{}, nil, 0
+	e.maxCutoff, e.maxDispatch = 0, 0
+	e.resumed = pt.cover
 	e.loopVisits = maps.Clone(pt.visits)
 	return key, pt.iter
 }
 
+// visitKey counts a visit of the loop or map name at scope and returns
+// its key: empty outside the memo or the passes that may dispatch.
+func (e *evaluator) visitKey(name string, scope []uint64, p pass) string {
+	if e.memo == nil || !p.dispatches() {
+		return ""
+	}
+	vk := name + "\x00" + idxKey(scope)
+	e.loopVisits[vk]++
+	e.visitLog = append(e.visitLog, vk)
+	return vk + "\x00" + strconv.Itoa(e.loopVisits[vk])
+}
+
 // keepLoopPoint records the loop point after iter iterations of the loop
-// visit key, if the evaluation is still clean.
+// visit key, if the evaluation is still clean. (A loop under a par's or a
+// map's second pass keeps none, see resumeLoop: its probe consumed what
+// follows the point, which the point's count would take as before it.)
 func (e *evaluator) keepLoopPoint(key string, iter uint64, local *ctx, pos uint64) {
-	if key == "" || !e.clean {
+	if key == "" || !e.clean || e.unsure || !e.voidsClaimed() {
 		return
 	}
-	pt := &loopPoint{iter: iter, ctx: local.clone(), pos: pos, consumed: e.covered + len(e.consumed), visits: maps.Clone(e.loopVisits)}
+	// voidsClaimed: every unsettled execution consumed since is voided.
+	cv := cover{consumed: e.resumed.consumed + len(e.consumed), voids: e.resumed.voids + len(e.unsettled),
+		cutoff: max(e.resumed.cutoff, e.maxCutoff), dispatch: max(e.resumed.dispatch, e.maxDispatch)}
+	pt := &loopPoint{iter: iter, ctx: local.clone(), pos: pos, cover: cv, visits: maps.Clone(e.loopVisits)}
 	e.memo.mu.Lock()
-	e.memo.loops.cur[key] = pt
+	if !e.memo.spoilt[key] {
+		e.memo.loops.cur[key] = pt
+	}
 	e.memo.mu.Unlock()
 }
 
-// allVisited reports whether the evaluation consumed every execution
-// that is not interrupted (the covered ones and those since).
-func (e *evaluator) allVisited() bool {
-	return e.covered+len(e.consumed) == e.h.visitable
+// voidsClaimed reports whether every unsettled execution consumed so far
+// is voided and claimed as Reduce requires (checked once each).
+func (e *evaluator) voidsClaimed() bool {
+	for ; e.checked < len(e.unsettled); e.checked++ {
+		x, _ := e.h.entry(e.unsettled[e.checked])
+		if x.State != StateVoided || !e.claimedOK(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// covers reports whether an evaluation that resumed from a loop point
+// stands for the full one: nothing unsure, every execution that is not
+// interrupted consumed (before the point or since), and every voided one
+// claimed as Reduce requires (those since the point checked here).
+func (e *evaluator) covers() bool {
+	if len(e.resumedKeys) == 0 {
+		return true
+	}
+	if e.unsure || e.resumed.consumed+len(e.consumed) != e.h.visitable {
+		return false
+	}
+	voids := e.resumed.voids
+	for _, id := range e.unsettled {
+		x, _ := e.h.entry(id)
+		if x.State == StateVoided {
+			if !e.claimedOK(x) {
+				return false
+			}
+			voids++
+		}
+	}
+	return voids == len(e.h.voided)
 }
 
 // memoize returns c's entry for raw, deriving and keeping it on a miss.
@@ -300,6 +361,22 @@ func sameExecution(a, b *Execution) bool {
 	x, y := a.Outcome, b.Outcome
 	return x.Status == y.Status && x.Code == y.Code && x.Reason == y.Reason && bytes.Equal(x.Output, y.Output) &&
 		bytes.Equal(x.Diagnostic, y.Diagnostic) && maps.Equal(x.Signals, y.Signals)
+}
+
+// spoil drops the loop points of keys, and keeps none of them from now
+// on, and the map points of the reduction (it is reduced again without
+// the memo).
+func (m *Memo) spoil(keys []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.maps.cur)
+	for _, k := range keys {
+		if m.spoilt == nil {
+			m.spoilt = map[string]bool{}
+		}
+		m.spoilt[k] = true
+		delete(m.loops.cur, k)
+	}
 }
 
 // withoutTraces is a reduction less its trace decisions (continue,

@@ -32,10 +32,11 @@ func joinOf(n *graph.Par) parJoin {
 // parBranch is the probe of one branch: its result and context, and whether
 // it counts as completed for the join (a first join also needs its guard).
 type parBranch struct {
-	idx  int
-	r    res
-	ctx  *ctx
-	done bool
+	idx   int
+	r     res
+	ctx   *ctx
+	done  bool
+	dirty bool // its probe met something a later history could change
 }
 
 // branchCtx is a fresh context for one par branch: the par's copy-in with
@@ -49,6 +50,7 @@ func branchCtx(in *ctx) *ctx {
 func (e *evaluator) evalPar(n *graph.Par, c *ctx, p pass) (res, error) {
 	in := c.clone()
 	j := joinOf(n)
+	clean, dirt := e.clean, e.dirt
 	probes, completed, anyPending, err := e.probePar(n, in, p)
 	if err != nil {
 		return res{}, err
@@ -62,9 +64,17 @@ func (e *evaluator) evalPar(n *graph.Par, c *ctx, p pass) (res, error) {
 	winners := completed[:j.need]
 	var join uint64
 	isWinner := map[int]bool{}
+	// A par that joined never evaluates its losers again: what their
+	// probes met that a later history could change (a pending path, a
+	// voided execution) no longer matters, but an active execution, which
+	// claimLosers meets again.
+	e.clean, e.dirt = clean, dirt
 	for _, w := range winners {
 		join = max(join, w.r.pos)
 		isWinner[w.idx] = true
+		if w.dirty {
+			e.soil()
+		}
 	}
 	for _, b := range probes {
 		if !isWinner[b.idx] {
@@ -97,6 +107,7 @@ func (e *evaluator) probePar(n *graph.Par, in *ctx, p pass) (probes, completed [
 	probes = make([]parBranch, len(n.Branches))
 	for i, b := range n.Branches {
 		bc := branchCtx(in)
+		dirt := e.dirt
 		r, err := e.eval(b, bc, pass{decide: false, cutoff: p.cutoff})
 		if err != nil {
 			return nil, nil, false, err
@@ -105,7 +116,7 @@ func (e *evaluator) probePar(n *graph.Par, in *ctx, p pass) (probes, completed [
 		if done && n.Join.Kind == graph.JoinFirst {
 			done = bc.evalGuard(e.ix, n.Join.When)
 		}
-		probes[i] = parBranch{i, r, bc, done}
+		probes[i] = parBranch{i, r, bc, done, e.dirt != dirt}
 		if done {
 			completed = append(completed, probes[i])
 		}
@@ -123,6 +134,8 @@ func (e *evaluator) probePar(n *graph.Par, in *ctx, p pass) (probes, completed [
 func (e *evaluator) parShort(n *graph.Par, c, in *ctx, p pass, probes []parBranch, anyPending bool, j parJoin) (res, error) {
 	if anyPending {
 		if p.decide {
+			e.second++
+			defer func() { e.second-- }()
 			for _, b := range n.Branches {
 				if _, err := e.eval(b, branchCtx(in), p); err != nil {
 					return res{}, err
@@ -177,7 +190,7 @@ func (e *evaluator) emitParPromote(n *graph.Par, c *ctx, p pass) error {
 		if err != nil {
 			return err
 		}
-		if vals, err = appendPromoted(vals, p, P, v); err != nil {
+		if vals, err = e.appendPromoted(vals, p, P, v); err != nil {
 			return err
 		}
 	}

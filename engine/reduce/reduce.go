@@ -43,29 +43,17 @@ func reduce(g *graph.GraphSpec, initialInput json.RawMessage, h History, native 
 	if err != nil && m == nil {
 		return Result{}, err
 	}
-	if m != nil && (err != nil || (e.covered > 0 && !e.allVisited())) {
+	if m != nil && (err != nil || !e.covers()) {
 		// Reduced again without the memo, an error names its cause.
+		m.spoil(e.resumedKeys)
 		return withoutTraces(reduce(g, initialInput, h, native, nil))
 	}
 	if r.st == stContinue {
 		return Result{}, errf(ErrRootCompleted, "root %q finished without a terminal", g.Root.NodeName())
 	}
-	if e.covered == 0 {
-		err := hi.each(func(id uint64, x *entry) error {
-			if !e.consumed[id] && x.State != StateInterrupted {
-				return errf(ErrInconsistentHistory, "execution %d (%s) is never visited", id, x.Occurrence.Node)
-			}
-			return nil
-		})
-		if err != nil {
+	if len(e.resumedKeys) == 0 {
+		if err := e.checkHistory(); err != nil {
 			return Result{}, err
-		}
-	}
-	for _, id := range hi.voided {
-		x, _ := hi.entry(id)
-		c, ok := e.claims[id]
-		if !ok || c.reason != x.VoidReason || x.Position <= c.cutoff {
-			return Result{}, errf(ErrInconsistentHistory, "voided execution %d is not claimed by a join or map terminal", id)
 		}
 	}
 	out := Result{Decisions: e.sortVoids()}
@@ -117,13 +105,59 @@ type evaluator struct {
 	claims    map[uint64]claim
 	native    bool // ReduceNative
 	memo      *Memo
+	// unsettled lists the consumed executions that are not settled, in
+	// the order they were first consumed (the only ones a claim changes).
+	unsettled []uint64
 	// clean: so far the evaluation met nothing that a later history could
-	// change (see loopPoint); loopVisits counts the visits of each loop
-	// occurrence; covered is the number of executions consumed before the
-	// loop point the evaluation resumed from (they are not in consumed).
+	// change (see loopPoint); dirt counts the times it met such a thing;
+	// loopVisits counts the visits of each loop or map occurrence (in the
+	// passes that may dispatch).
 	clean      bool
+	dirt       int
 	loopVisits map[string]int
-	covered    int
+	resumed    cover
+	// checked: unsettled[:checked] are voided and claimed as Reduce
+	// requires (see keepLoopPoint); unsure: a claim may have changed what
+	// the resumed loop point took as final (the memo is not used).
+	checked int
+	unsure  bool
+	// maxCutoff and maxDispatch are the highest cutoff of a claim and
+	// the highest dispatch position of a consumed execution since the
+	// evaluation started or resumed; second counts the par and map passes
+	// over children their probe already evaluated that enclose the node
+	// evaluated.
+	maxCutoff, maxDispatch uint64
+	second                 int
+	// logs of what the evaluation consumed, claimed and visited, read by
+	// the memo's map points.
+	consumeLog []uint64
+	claimLog   []claimed
+	visitLog   []string
+	// resumedKeys are the loop visits the evaluation resumed.
+	resumedKeys []string
+}
+
+// cover is what a loop point the evaluation resumed from stands for: the
+// executions consumed before it (they are not in consumed), the voided
+// ones among them (each claimed as Reduce requires), the highest cutoff
+// of any claim made before it and the highest dispatch position of those
+// executions.
+type cover struct {
+	consumed, voids  int
+	cutoff, dispatch uint64
+}
+
+// claimed is one claim of an execution.
+type claimed struct {
+	id uint64
+	c  claim
+}
+
+// soil records that the evaluation met something a later history could
+// change.
+func (e *evaluator) soil() {
+	e.clean = false
+	e.dirt++
 }
 
 // emit records decision d. A reduction with a memo reports no trace
@@ -134,7 +168,7 @@ func (e *evaluator) emit(d Decision) {
 			return
 		}
 	} else {
-		e.clean = false
+		e.soil()
 	}
 	e.decisions = append(e.decisions, d)
 }
@@ -177,7 +211,7 @@ func (e *evaluator) sortVoids() []Decision {
 func (e *evaluator) eval(n graph.Node, c *ctx, p pass) (res, error) {
 	r, err := e.evalNode(n, c, p)
 	if r.st == stPending {
-		e.clean = false
+		e.soil()
 	}
 	return r, err
 }
@@ -217,25 +251,88 @@ func (e *evaluator) evalNode(n graph.Node, c *ctx, p pass) (res, error) {
 // requires every voided execution to be claimed, with its recorded reason,
 // at a cutoff before its void position.
 func (e *evaluator) claimLosers(subtree map[string]bool, scope, exclude []uint64, cutoff uint64, reason VoidReason, p pass) {
-	e.clean = false
-	ids := make([]uint64, 0, len(e.consumed))
-	for id := range e.consumed {
-		ids = append(ids, id)
+	if cutoff < e.resumed.cutoff {
+		e.unsure = true // it might lower a claim made before the loop point
 	}
+	ids := slices.Clone(e.unsettled)
 	slices.Sort(ids)
 	for _, id := range ids {
 		x, _ := e.h.entry(id)
-		if !subtree[x.Occurrence.Node] || !hasPrefix(x.Occurrence.MapIndices, scope) || x.State == StateSettled {
+		if !subtree[x.Occurrence.Node] || !hasPrefix(x.Occurrence.MapIndices, scope) {
 			continue
 		}
 		if exclude != nil && hasPrefix(x.Occurrence.MapIndices, exclude) {
 			continue
 		}
-		if old, ok := e.claims[id]; !ok || cutoff < old.cutoff {
-			e.claims[id] = claim{cutoff: cutoff, reason: reason}
-		}
-		if x.State == StateActive && p.decide {
-			e.emit(Decision{Kind: DecisionVoidLoser, VoidLoser: &VoidLoser{Execution: id, Reason: reason}})
+		e.claim(id, claim{cutoff: cutoff, reason: reason})
+		if x.State == StateActive {
+			e.soil()
+			if p.decide {
+				e.emit(Decision{Kind: DecisionVoidLoser, VoidLoser: &VoidLoser{Execution: id, Reason: reason}})
+			}
 		}
 	}
+}
+
+// claim claims execution id at c, unless an earlier cutoff already does.
+func (e *evaluator) claim(id uint64, c claim) {
+	if old, ok := e.claims[id]; !ok || c.cutoff < old.cutoff {
+		e.claims[id] = c
+	}
+	e.maxCutoff = max(e.maxCutoff, c.cutoff)
+	if e.memo != nil {
+		e.claimLog = append(e.claimLog, claimed{id, c})
+	}
+}
+
+// consume marks execution x consumed by the evaluation.
+func (e *evaluator) consume(x *entry) {
+	id := x.Execution.Execution
+	if e.memo != nil {
+		e.consumeLog = append(e.consumeLog, id)
+	}
+	if e.consumed[id] {
+		return
+	}
+	e.consumed[id] = true
+	if x.DispatchPosition <= e.resumed.dispatch {
+		e.unsure = true // it may have been consumed before the loop point
+	}
+	e.maxDispatch = max(e.maxDispatch, x.DispatchPosition)
+	if x.State != StateSettled {
+		e.unsettled = append(e.unsettled, id)
+		if x.State == StateActive {
+			e.soil()
+		}
+	}
+}
+
+// claimedOK reports whether voided execution x is claimed as Reduce
+// requires: with its recorded reason, at a cutoff before its void.
+func (e *evaluator) claimedOK(x *entry) bool {
+	c, ok := e.claims[x.Execution.Execution]
+	return ok && c.reason == x.VoidReason && x.Position > c.cutoff
+}
+
+// checkHistory checks, after a full evaluation, that every execution
+// that is not interrupted was visited (naming the lowest id that was not)
+// and that every voided one is claimed as its record says.
+func (e *evaluator) checkHistory() error {
+	var first *entry // the lowest id never visited
+	_ = e.h.each(func(id uint64, x *entry) error {
+		if !e.consumed[id] && x.State != StateInterrupted && (first == nil || id < first.Execution.Execution) {
+			first = x
+		}
+		return nil
+	})
+	if first != nil {
+		return errf(ErrInconsistentHistory, "execution %d (%s) is never visited", first.Execution.Execution, first.Occurrence.Node)
+	}
+	for _, id := range e.h.voided {
+		x, _ := e.h.entry(id)
+		if !e.claimedOK(x) {
+			return errf(ErrInconsistentHistory, "voided execution %d is not claimed by a join or map terminal", id)
+		}
+	}
+	return nil
 }

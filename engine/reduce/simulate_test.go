@@ -43,6 +43,11 @@ func SimulateFrom(g *graph.GraphSpec, input json.RawMessage, h History, worker W
 	return drive(g, input, h, worker, func(active []int) int { return active[0] })
 }
 
+// memoOnly makes drive reduce every turn with its memo only, not also
+// without it (for benchmarks: a reduction without a memo costs what the
+// history so far costs).
+var memoOnly bool
+
 // drive is Simulate with a choice of which in-flight execution settles next
 // (pick gets the indexes of active executions in dispatch order).
 func drive(g *graph.GraphSpec, input json.RawMessage, h History, worker Worker, pick func(active []int) int) (*Terminal, History, error) {
@@ -54,9 +59,12 @@ func drive(g *graph.GraphSpec, input json.RawMessage, h History, worker Worker, 
 	}
 	memo := &Memo{} // every turn is reduced with and without it, alike
 	for range maxSimulationTurns {
-		r, err := Reduce(g, input, h)
-		if err := sameReduction(r, err, memo, g, input, h); err != nil {
-			return nil, h, err
+		r, err := ReduceWith(g, input, h, memo)
+		if !memoOnly {
+			r, err = Reduce(g, input, h)
+			if err := sameReduction(r, err, memo, g, input, h); err != nil {
+				return nil, h, err
+			}
 		}
 		if err != nil {
 			return nil, h, err
