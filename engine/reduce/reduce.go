@@ -315,18 +315,13 @@ func (e *evaluator) claimedOK(x *entry) bool {
 }
 
 // checkHistory checks, after a full evaluation, that every execution
-// that is not interrupted was visited (naming the lowest id that was not)
-// and that every voided one is claimed as its record says.
+// that is not interrupted was visited and that every voided one is
+// claimed as its record says.
 func (e *evaluator) checkHistory() error {
-	var first *entry // the lowest id never visited
-	_ = e.h.each(func(id uint64, x *entry) error {
-		if !e.consumed[id] && x.State != StateInterrupted && (first == nil || id < first.Execution.Execution) {
-			first = x
-		}
-		return nil
-	})
-	if first != nil {
-		return errf(ErrInconsistentHistory, "execution %d (%s) is never visited", first.Execution.Execution, first.Occurrence.Node)
+	// The consumed executions are all visitable (visits leave the
+	// interrupted ones out).
+	if len(e.consumed) != e.h.visitable {
+		return e.neverVisited()
 	}
 	for _, id := range e.h.voided {
 		x, _ := e.h.entry(id)
@@ -335,4 +330,17 @@ func (e *evaluator) checkHistory() error {
 		}
 	}
 	return nil
+}
+
+// neverVisited names the lowest id of an execution that is not
+// interrupted and was never visited.
+func (e *evaluator) neverVisited() error {
+	var first *entry
+	_ = e.h.each(func(id uint64, x *entry) error {
+		if !e.consumed[id] && x.State != StateInterrupted && (first == nil || id < first.Execution.Execution) {
+			first = x
+		}
+		return nil
+	})
+	return errf(ErrInconsistentHistory, "execution %d (%s) is never visited", first.Execution.Execution, first.Occurrence.Node)
 }
