@@ -115,11 +115,7 @@ func (s *Supervisor) loseClaims(refs []RunRef, all bool) {
 		s.keep.lostAll = true
 		s.log.Warn("engine: claims not renewed for a whole TTL; every worker stops")
 	}
-	for k, h := range s.running {
-		if all || lost[k.ref] {
-			h.cancel()
-		}
-	}
+	s.running.cancelAll(func(ref RunRef) bool { return all || lost[ref] })
 }
 
 // dropLost forgets the claims loseClaims reported lost, and the readings

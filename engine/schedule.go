@@ -20,10 +20,10 @@ func (s *Supervisor) share(wants []want) []int {
 	perTenant := map[string]int{}
 	perRun := map[RunRef]int{}
 	s.mu.Lock()
-	free := s.maxActive - len(s.running)
-	for k := range s.running {
-		perTenant[k.ref.Tenant]++
-		perRun[k.ref]++
+	free := s.maxActive - s.running.n
+	for ref, m := range s.running.byRun {
+		perTenant[ref.Tenant] += len(m)
+		perRun[ref] = len(m)
 	}
 	s.mu.Unlock()
 	for ; free > 0; free-- {

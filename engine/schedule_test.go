@@ -20,8 +20,8 @@ func wantOf(tenant, run string, n int) want {
 func TestShareIsFairAcrossTenantsThenRuns(t *testing.T) {
 	s := New(nil, nil, nil)
 	busy := RunRef{Tenant: "a", RunID: "a1"}
-	s.running[runExec{busy, 1}] = &execHandle{}
-	s.running[runExec{busy, 2}] = &execHandle{}
+	s.running.add(runExec{busy, 1}, &execHandle{})
+	s.running.add(runExec{busy, 2}, &execHandle{})
 	wants := []want{wantOf("a", "a1", 3), wantOf("a", "a2", 3), wantOf("b", "b1", 3), wantOf("b", "b2", 1)}
 
 	if got := s.share(wants); !slices.Equal(got, []int{3, 3, 3, 1}) {

@@ -2,8 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"sync"
 	"time"
+
+	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/graph"
 )
 
 // Backoff bounds of the retries of writes that failed (the store could not
@@ -29,6 +34,66 @@ type pendingSettlement struct {
 	Settlement
 	ref      string // the ExecutionRef, target of the log records about it
 	failures int    // failed attempts to record it so far
+	// run decides the run's terminal at the settlement (SettleFinisher).
+	run *finishing
+}
+
+// SettleFinisher is an optional Ledger extension. SettleFinish is Settle,
+// and, when the settlements leave the run with no active execution and
+// decide returns a terminal for the run's history after them, it also
+// finishes the run with that terminal in the same transaction (finished
+// reports it). So a run whose last execution settles ends in that
+// settlement's commit, without a reconcile pass and a commit of its own,
+// and its execution slot serves the next run at once.
+type SettleFinisher interface {
+	SettleFinish(ctx context.Context, ref RunRef, ss []Settlement, decide func(reduce.History) *reduce.Terminal) (finished bool, err error)
+}
+
+// finishing is what deciding a run's terminal at a settlement takes: the
+// run's graph, seed and reducer mode as its dispatch saw them, and its
+// reducer memo.
+type finishing struct {
+	spec   *graph.GraphSpec
+	seed   json.RawMessage
+	native bool
+	memo   *runMemo
+}
+
+// runMemo is a run's reducer memo and the lock that serializes the run's
+// reductions: the reconcile loop's and those deciding its terminal at a
+// settlement (which run inside the settlement's store transaction).
+type runMemo struct {
+	mu sync.Mutex
+	m  reduce.Memo
+}
+
+// reduce folds the history h of a run of graph g and seed in the given
+// reducer mode.
+func (r *runMemo) reduce(g *graph.GraphSpec, seed json.RawMessage, h reduce.History, native bool) (reduce.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if native {
+		return reduce.ReduceNativeWith(g, seed, h, &r.m)
+	}
+	return reduce.ReduceWith(g, seed, h, &r.m)
+}
+
+// terminal is the terminal a reconcile pass would finish a run with
+// history: the reducer's terminal when no execution is active and the
+// reduction voids nothing. It is nil for anything else (an active
+// execution, a reducer error, a void, more work), which a reconcile pass
+// decides.
+func (f *finishing) terminal(h reduce.History) *reduce.Terminal {
+	for _, x := range h.Executions {
+		if x.State == reduce.StateActive {
+			return nil
+		}
+	}
+	res, err := f.memo.reduce(f.spec, f.seed, h, f.native)
+	if err != nil || len(res.Voids()) > 0 {
+		return nil
+	}
+	return res.Terminal
 }
 
 // settleLoop records pending settlements when a worker finishes, until ctx
@@ -76,7 +141,7 @@ func (s *Supervisor) flush(ctx context.Context) (failed bool) {
 			ss[i] = p.Settlement
 		}
 		refs = append(refs, ref)
-		writes = append(writes, write{ref: ref, do: func(ctx context.Context) error { return s.ledger.Settle(ctx, ref, ss) }})
+		writes = append(writes, write{ref: ref, do: s.settleWrite(ref, ss, ps[0].run)})
 	}
 	for i, err := range runWrites(ctx, writes) {
 		if !s.settled(ctx, refs[i], batch[refs[i]], err) {
@@ -84,6 +149,26 @@ func (s *Supervisor) flush(ctx context.Context) (failed bool) {
 		}
 	}
 	return failed
+}
+
+// settleWrite records a run's settlements, finishing the run in the same
+// transaction when they end it and the ledger can (SettleFinisher).
+func (s *Supervisor) settleWrite(ref RunRef, ss []Settlement, run *finishing) func(ctx context.Context) error {
+	sf, ok := s.ledger.(SettleFinisher)
+	if !ok || run == nil {
+		return func(ctx context.Context) error { return s.ledger.Settle(ctx, ref, ss) }
+	}
+	return func(ctx context.Context) error {
+		var t *reduce.Terminal
+		finished, err := sf.SettleFinish(ctx, ref, ss, func(h reduce.History) *reduce.Terminal {
+			t = run.terminal(h)
+			return t
+		})
+		if err == nil && finished && s.obs != nil {
+			s.obs.RunFinished(string(t.Status))
+		}
+		return err
+	}
 }
 
 // settled takes the outcome of recording a run's pending settlements ps:

@@ -159,7 +159,7 @@ type Supervisor struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	running map[runExec]*execHandle // executions this process runs; under mu
+	running runningSet // executions this process runs; under mu
 	// pending holds finished executions not yet recorded; the settle loop
 	// records everything pending per run in one transaction, so a wide
 	// par or map settles in a few commits rather than one per item. A
@@ -191,7 +191,7 @@ type Supervisor struct {
 	// memos are the reducer memos of the claimed runs, counts their
 	// executions per node (executionCounts). Unguarded: only the
 	// reconcile loop reads or changes them.
-	memos  map[RunRef]*reduce.Memo
+	memos  map[RunRef]*runMemo
 	counts map[RunRef]*nodeCounts
 	keep   claimKeeping // renewal of claims that expire
 	// rec is the ledger's Recovery, nil when it has none. Set by New.
@@ -224,8 +224,8 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Supervisor{ledger: ledger, workers: workers, log: log, running: map[runExec]*execHandle{},
-		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), freed: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*reduce.Memo{}, counts: map[RunRef]*nodeCounts{},
+	s := &Supervisor{ledger: ledger, workers: workers, log: log,
+		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), freed: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*runMemo{}, counts: map[RunRef]*nodeCounts{},
 		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}, interrupted: map[RunRef][]uint64{}}
 	s.rec, _ = ledger.(Recovery)
 	return s
@@ -244,9 +244,7 @@ func (s *Supervisor) SetMaxActive(n int) { s.maxActive = max(n, 0) }
 func (s *Supervisor) Run(ctx context.Context) {
 	defer func() {
 		s.mu.Lock()
-		for _, h := range s.running {
-			h.cancel()
-		}
+		s.running.cancelAll(func(RunRef) bool { return true })
 		s.mu.Unlock()
 		s.wg.Wait()
 		s.flush(context.WithoutCancel(ctx))
@@ -332,11 +330,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 	// Workers of runs that are no longer running (finished, superseded,
 	// force-stopped) are cancelled; their results will be rejected.
 	s.mu.Lock()
-	for k, h := range s.running {
-		if !live[k.ref] {
-			h.cancel()
-		}
-	}
+	s.running.cancelAll(func(ref RunRef) bool { return !live[ref] })
 	s.mu.Unlock()
 	for ref := range s.claimed {
 		if !live[ref] {
@@ -377,12 +371,7 @@ func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, *w
 	}
 	version := v.Version(ref)
 	s.mu.Lock()
-	mine := 0
-	for k := range s.running {
-		if k.ref == ref {
-			mine++
-		}
-	}
+	mine := len(s.running.of(ref))
 	s.mu.Unlock()
 	if r, hit := s.seen[ref]; hit && version != 0 && r.version == version && r.mine == mine {
 		return r.want, nil, nil
@@ -408,15 +397,17 @@ type want struct {
 // reduceSnapshot folds a snapshot in its run's reducer mode, with the
 // run's memo.
 func (s *Supervisor) reduceSnapshot(snap *Snapshot) (reduce.Result, error) {
-	m := s.memos[snap.Ref]
+	return s.memo(snap.Ref).reduce(snap.Spec, snap.Seed, snap.History, snap.Native)
+}
+
+// memo is the run's reducer memo.
+func (s *Supervisor) memo(ref RunRef) *runMemo {
+	m := s.memos[ref]
 	if m == nil {
-		m = &reduce.Memo{}
-		s.memos[snap.Ref] = m
+		m = &runMemo{}
+		s.memos[ref] = m
 	}
-	if snap.Native {
-		return reduce.ReduceNativeWith(snap.Spec, snap.Seed, snap.History, m)
-	}
-	return reduce.ReduceWith(snap.Spec, snap.Seed, snap.History, m)
+	return m
 }
 
 // reconcile brings one run one step forward. A run that wants to
@@ -439,13 +430,13 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, *write, 
 			continue
 		}
 		active[e.Execution] = true
-		if _, ok := s.running[runExec{ref, e.Execution}]; !ok {
+		if _, ok := s.running.get(runExec{ref, e.Execution}); !ok {
 			orphans = append(orphans, e.Execution)
 		}
 	}
 	// Cancel workers whose execution the ledger voided (force stop).
-	for k, h := range s.running {
-		if k.ref == ref && !active[k.exec] {
+	for exec, h := range s.running.of(ref) {
+		if !active[exec] {
 			h.cancel()
 		}
 	}
@@ -479,7 +470,7 @@ func (s *Supervisor) step(snap *Snapshot, active int) (*want, *write) {
 	if vs := res.Voids(); len(vs) > 0 {
 		s.mu.Lock()
 		for _, v := range vs {
-			if h, ok := s.running[runExec{ref, v.Execution}]; ok {
+			if h, ok := s.running.get(runExec{ref, v.Execution}); ok {
 				h.cancel()
 			}
 		}
@@ -506,15 +497,16 @@ func (s *Supervisor) step(snap *Snapshot, active int) (*want, *write) {
 
 // start runs one execution's worker in its own goroutine; its attach
 // stream is already open (dispatch) and the goroutine ends it. Its
-// dispatch was recorded at.
-func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at time.Time) {
+// dispatch was recorded at; run decides the run's terminal at its
+// settlement.
+func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at time.Time, run *finishing) {
 	ref := snap.Ref
 	node := findNode(snap.Spec, d.Occurrence.Node)
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
 	wctx, cancel := context.WithCancel(ctx)
 	key := runExec{ref, d.Execution}
 	s.mu.Lock()
-	s.running[key] = &execHandle{cancel: cancel}
+	s.running.add(key, &execHandle{cancel: cancel})
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
@@ -534,7 +526,7 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at t
 			// its side effects are not repeated.
 			s.mu.Lock()
 			s.interrupted[ref] = append(s.interrupted[ref], d.Execution)
-			delete(s.running, key)
+			s.running.remove(key)
 			s.mu.Unlock()
 			return
 		}
@@ -544,7 +536,7 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at t
 			return
 		}
 		s.mu.Lock()
-		s.pending[ref] = append(s.pending[ref], pendingSettlement{Settlement: Settlement{Execution: d.Execution, Outcome: outcome.Outcome}, ref: d.Ref})
+		s.pending[ref] = append(s.pending[ref], pendingSettlement{Settlement: Settlement{Execution: d.Execution, Outcome: outcome.Outcome}, ref: d.Ref, run: run})
 		s.mu.Unlock()
 		select {
 		case s.kick <- struct{}{}:
@@ -555,7 +547,7 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at t
 
 func (s *Supervisor) forget(key runExec) {
 	s.mu.Lock()
-	delete(s.running, key)
+	s.running.remove(key)
 	s.mu.Unlock()
 }
 

@@ -54,6 +54,7 @@ func runWrites(ctx context.Context, ws []write) []error {
 func (s *Supervisor) dispatch(snap *Snapshot, ds []reduce.Dispatch) write {
 	ref := snap.Ref
 	counts := s.executionCounts(snap)
+	run := &finishing{spec: snap.Spec, seed: snap.Seed, native: snap.Native, memo: s.memo(ref)}
 	batch := make([]Dispatch, len(ds))
 	for i, d := range ds {
 		counts[d.Occurrence.Node]++
@@ -77,7 +78,7 @@ func (s *Supervisor) dispatch(snap *Snapshot, ds []reduce.Dispatch) write {
 			return err
 		}
 		for _, d := range batch {
-			s.start(ctx, snap, d, at)
+			s.start(ctx, snap, d, at, run)
 		}
 		return nil
 	}}

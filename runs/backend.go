@@ -176,10 +176,6 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	if err != nil {
 		return nil, wire(err)
 	}
-	digest, err := sub.Digest()
-	if err != nil {
-		return nil, err
-	}
 	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.cfg.Verify); err != nil {
 		return nil, wire(err)
 	}
@@ -187,6 +183,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
+	digest := digestOf(seed)
 	tk := b.tenant(ctx)
 	res := &SubmitResult{}
 	err = b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
@@ -203,6 +200,11 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 		return nil, protocol.AppError(protocol.ServerBusy, protocol.MsgServerBusy, map[string]any{"maxActiveRunsPerTenant": b.cfg.MaxActivePerTenant})
 	case err != nil:
 		return nil, wire(err)
+	}
+	if res.RunID == runID {
+		// The engine reads the run's submission next: it is the one
+		// recorded (it encodes to the same seed).
+		b.seeds.put(runKey{tk, runID}, sub)
 	}
 	return res, nil
 }

@@ -7,21 +7,47 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/sqlite"
 )
 
 // TestManyConcurrentRunsOnSQLiteSurviveReopen: many one-step runs
-// submitted at once on SQLite (their writes share group commits) each
-// finish with exactly their own records — admitted, started, completed
-// with their own agent's outcome (a crash for the failing ones, the echo
-// for the others), terminal — and after the store is closed and opened
-// again every acknowledged record is there, unchanged.
+// submitted at once on SQLite (their writes share group commits), with
+// every execution running at once and under the default bound of 16,
+// each finish with exactly their own records — admitted, started,
+// completed with their own agent's outcome (a crash for the failing ones,
+// the echo for the others), terminal — each run's terminal recorded by
+// its settlement (the engine never needs a finish write of its own), and
+// after the store is closed and opened again every acknowledged record is
+// there, unchanged.
 func TestManyConcurrentRunsOnSQLiteSurviveReopen(t *testing.T) {
-	const n = 120
+	t.Run("unbounded", func(t *testing.T) { manyRunsSurviveReopen(t, 120, 0) })
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	t.Run("bound 16", func(t *testing.T) { manyRunsSurviveReopen(t, n, 16) })
+}
+
+// finishes counts the ledger's own finish writes.
+type finishes struct {
+	*runs.Ledger
+	n atomic.Int64
+}
+
+func (f *finishes) Finish(ctx context.Context, ref engine.RunRef, t reduce.Terminal) error {
+	f.n.Add(1)
+	return f.Ledger.Finish(ctx, ref, t)
+}
+
+func manyRunsSurviveReopen(t *testing.T, n, bound int) {
 	dir := t.TempDir()
 	open := func() *sqlite.Store {
 		st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: dir, Sync: sqlite.SyncNormal})
@@ -33,7 +59,10 @@ func TestManyConcurrentRunsOnSQLiteSurviveReopen(t *testing.T) {
 	st := open()
 	agents := newFakeAgents()
 	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
-	stop := runEngine(b.Ledger("first"))
+	ledger := &finishes{Ledger: b.Ledger("first")}
+	sup := engine.New(ledger, worker.NewRegistry(), slog.New(slog.DiscardHandler))
+	sup.SetMaxActive(bound)
+	stop := runSupervisor(sup)
 	ctx := as("alice")
 	want := map[string]string{}
 	for i := range n {
@@ -68,6 +97,9 @@ func TestManyConcurrentRunsOnSQLiteSurviveReopen(t *testing.T) {
 	wg.Wait()
 	stop()
 	b.Close()
+	if k := ledger.n.Load(); k != 0 {
+		t.Errorf("%d runs finished by a write of their own, not by their settlement", k)
+	}
 	before := records(t, st, b.TenantKey("alice"), want)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)

@@ -40,6 +40,8 @@ var (
 	_ engine.Ledger    = (*Ledger)(nil)
 	_ engine.Versioner = (*Ledger)(nil)
 	_ engine.Recovery  = (*Ledger)(nil)
+
+	_ engine.SettleFinisher = (*Ledger)(nil)
 )
 
 // Ledger returns the engine.Ledger view of b for the supervising process
@@ -95,7 +97,7 @@ func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	var epoch uint64
 	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
 		var err error
-		epoch, err = l.claims.ClaimTx(tx, name)
+		epoch, err = l.claims.ClaimTx(storeTx(tx), name)
 		return err
 	})
 	if err == nil {
@@ -110,7 +112,7 @@ func (l *Ledger) write(ctx context.Context, ref engine.RunRef, fn func(tx store.
 		if st.Phase == PhaseFinished {
 			return engine.ErrStale
 		}
-		if err := l.claims.Check(tx, store.RunLease(ref.Tenant, ref.RunID)); err != nil {
+		if err := l.claims.Check(storeTx(tx), store.RunLease(ref.Tenant, ref.RunID)); err != nil {
 			return fmt.Errorf("%w: %v", engine.ErrStale, err)
 		}
 		return fn(tx, st)
@@ -148,16 +150,25 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 			snap.Dispatch = protocol.DispatchSuspended
 		}
 		for _, x := range st.Execs {
-			h, err := x.history()
-			if err != nil {
-				return err
-			}
-			snap.History.Executions = append(snap.History.Executions, h)
-			snap.KeepGroup(h.Execution, x.Group)
+			snap.KeepGroup(x.IDs[1], x.Group)
 		}
-		return nil
+		snap.History, err = st.history()
+		return err
 	})
 	return snap, err
+}
+
+// history is the reducer's view of the run's executions.
+func (st *runState) history() (reduce.History, error) {
+	var h reduce.History
+	for _, x := range st.Execs {
+		e, err := x.history()
+		if err != nil {
+			return h, err
+		}
+		h.Executions = append(h.Executions, e)
+	}
+	return h, nil
 }
 
 // history is the reducer's view of one execution.
@@ -207,8 +218,9 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 }
 
 // settle ends the named executions that are still active; ending builds
-// each one's end. A note, when given, is logged for each one first.
-func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, end func(i int) ending, note string) error {
+// each one's end. A note, when given, is logged for each one first. then,
+// when set, runs after them in the same transaction.
+func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, end func(i int) ending, note string, then func(tx store.Tx, st *runState) error) error {
 	return l.write(ctx, ref, func(tx store.Tx, st *runState) error {
 		for i, id := range ids {
 			x := st.exec(id)
@@ -225,12 +237,49 @@ func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, en
 				return err
 			}
 		}
+		if then != nil {
+			return then(tx, st)
+		}
 		return nil
 	})
 }
 
 // Settle records outcomes (node_completed each).
 func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Settlement) error {
+	return l.settleThen(ctx, ref, ss, nil)
+}
+
+// SettleFinish records outcomes (node_completed each) and, when no
+// execution of the run is left active and decide returns a terminal for
+// its history, the run's terminal, in the same transaction.
+func (l *Ledger) SettleFinish(ctx context.Context, ref engine.RunRef, ss []engine.Settlement, decide func(reduce.History) *reduce.Terminal) (bool, error) {
+	finished := false
+	err := l.settleThen(ctx, ref, ss, func(tx store.Tx, st *runState) error {
+		// A batch applied again runs this again: decide from scratch.
+		finished = false
+		if st.active() > 0 {
+			return nil
+		}
+		h, err := st.history()
+		if err != nil {
+			return nil // the reconcile pass reports it
+		}
+		t := decide(h)
+		if t == nil {
+			return nil
+		}
+		finished = true
+		return finishWith(tx, ref, st, *t)
+	})
+	if err == nil && finished {
+		l.finished(ref)
+	}
+	return finished && err == nil, err
+}
+
+// settleThen records outcomes, then runs then (when set) in the same
+// transaction.
+func (l *Ledger) settleThen(ctx context.Context, ref engine.RunRef, ss []engine.Settlement, then func(tx store.Tx, st *runState) error) error {
 	ids := make([]uint64, len(ss))
 	outs := make([]json.RawMessage, len(ss))
 	for i, s := range ss {
@@ -240,7 +289,7 @@ func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Sett
 		}
 		ids[i], outs[i] = s.Execution, raw
 	}
-	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Outcome: outs[i]} }, "")
+	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Outcome: outs[i]} }, "", then)
 }
 
 // Crash settles executions a previous process left active as crash; the
@@ -248,7 +297,7 @@ func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Sett
 func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, ids []uint64) error {
 	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	return l.settle(ctx, ref, ids, func(int) ending { return ending{Outcome: crash} },
-		"this execution was running when its server stopped; it ends as crash")
+		"this execution was running when its server stopped; it ends as crash", nil)
 }
 
 // Interrupt records executions a graceful shutdown cancelled
@@ -256,7 +305,7 @@ func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, ids []uint64) err
 // failed, so the reducer dispatches the same node again.
 func (l *Ledger) Interrupt(ctx context.Context, ref engine.RunRef, ids []uint64) error {
 	return l.settle(ctx, ref, ids, func(int) ending { return ending{Interrupted: true} },
-		"this execution was interrupted by a server shutdown; the same node runs again when the server is back")
+		"this execution was interrupted by a server shutdown; the same node runs again when the server is back", nil)
 }
 
 // RecordGroup keeps the process group an active execution's worker
@@ -276,7 +325,7 @@ func (l *Ledger) Void(ctx context.Context, ref engine.RunRef, vs []reduce.VoidLo
 	for i, v := range vs {
 		ids[i] = v.Execution
 	}
-	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Void: string(vs[i].Reason)} }, "")
+	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Void: string(vs[i].Reason)} }, "", nil)
 }
 
 // Hold never applies: the native reducer does not hold.
@@ -290,21 +339,31 @@ func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Termina
 		if st.active() > 0 {
 			return errors.New("runs: finish with active executions")
 		}
-		tr := protocol.TerminalResult{Status: string(t.Status), Reason: t.Reason}
-		if t.Status == reduce.TerminalSucceeded {
-			out, err := protocol.NormalizeValue(orNull(t.Output))
-			if err != nil {
-				return err
-			}
-			tr.Output, tr.Reason = &out, ""
-		}
-		return finishRun(tx, ref.Tenant, ref.RunID, st, tr)
+		return finishWith(tx, ref, st, t)
 	})
 	if err == nil {
-		l.claims.Forget(store.RunLease(ref.Tenant, ref.RunID))
-		l.b.closeRun(ref.Tenant, ref.RunID)
+		l.finished(ref)
 	}
 	return err
+}
+
+// finishWith records the reducer's terminal t as the run's result.
+func finishWith(tx store.Tx, ref engine.RunRef, st *runState, t reduce.Terminal) error {
+	tr := protocol.TerminalResult{Status: string(t.Status), Reason: t.Reason}
+	if t.Status == reduce.TerminalSucceeded {
+		out, err := protocol.NormalizeValue(orNull(t.Output))
+		if err != nil {
+			return err
+		}
+		tr.Output, tr.Reason = &out, ""
+	}
+	return finishRun(tx, ref.Tenant, ref.RunID, st, tr)
+}
+
+// finished drops what this process keeps for a run it has finished.
+func (l *Ledger) finished(ref engine.RunRef) {
+	l.claims.Forget(store.RunLease(ref.Tenant, ref.RunID))
+	l.b.closeRun(ref.Tenant, ref.RunID)
 }
 
 // Log buffers one durable log line of an execution.
@@ -381,11 +440,16 @@ func (c *seedCache) get(tx store.ReadTx, tk, runID string) (*Submission, error) 
 	if sub, err = DecodeSubmission(run.Seed); err != nil {
 		return nil, fmt.Errorf("runs: admitted submission of %q does not decode: %w", runID, err)
 	}
+	c.put(k, sub)
+	return sub, nil
+}
+
+// put keeps the decoded submission of a run.
+func (c *seedCache) put(k runKey, sub *Submission) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedSeeds {
 		c.m = map[runKey]*Submission{}
 	}
 	c.m[k] = sub
-	c.mu.Unlock()
-	return sub, nil
 }

@@ -23,7 +23,11 @@ func (dies) Interrupt(context.Context, engine.RunRef, []uint64) error { return n
 
 // runEngine runs a supervisor over ledger until the returned stop.
 func runEngine(ledger engine.Ledger) (stop func()) {
-	sup := engine.New(ledger, worker.NewRegistry(), slog.New(slog.DiscardHandler))
+	return runSupervisor(engine.New(ledger, worker.NewRegistry(), slog.New(slog.DiscardHandler)))
+}
+
+// runSupervisor runs sup until the returned stop.
+func runSupervisor(sup *engine.Supervisor) (stop func()) {
 	c, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sup.Run(c) }()

@@ -257,10 +257,21 @@ type record struct {
 // store.Index, kept in small bucket records.
 type runIndex = store.Index
 
-func loadIndex(tx store.ReadTx, key string) (runIndex, error) { return store.LoadIndex(tx, key) }
+// loadIndex reads an index, with the updates of the group commit tx
+// belongs to.
+func loadIndex(tx store.ReadTx, key string) (runIndex, error) {
+	if w, ok := tx.(*batchTx); ok {
+		return w.ix.Load(w.Tx, key)
+	}
+	return store.LoadIndex(tx, key)
+}
 
-// updateIndex sets (seq > 0) or deletes (seq == 0) one entry.
+// updateIndex sets (seq > 0) or deletes (seq == 0) one entry; in a group
+// commit the bucket is written when the batch's changes have applied.
 func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
+	if w, ok := tx.(*batchTx); ok {
+		return w.ix.Update(w.Tx, key, entry, seq)
+	}
 	return store.UpdateIndex(tx, key, entry, seq)
 }
 

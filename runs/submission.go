@@ -344,6 +344,11 @@ func (s *Submission) Digest() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return digestOf(b), nil
+}
+
+// digestOf is the digest of a submission encoded as b (Encode).
+func digestOf(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(sum[:])
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
@@ -316,18 +317,21 @@ func runFrames(t *testing.T, c *session, r *rig) {
 }
 
 // Shape of BenchmarkRuns: benchRuns one-step runs submitted concurrently
-// over benchConns WebSocket connections, under the default bound of 16
-// active executions.
+// over benchConns WebSocket connections, under each of benchBounds: the
+// default bound of 16 active executions (the runs then go through in
+// waves), and no bound (all of them run at once).
 const (
 	benchRuns  = 1000
 	benchConns = 16
-	benchBound = 16
 )
+
+var benchBounds = []int{capsule.DefaultMaxActive, 0}
 
 // BenchmarkRuns measures native runs finished per second: one op submits
 // benchRuns one-step runs over benchConns WebSocket connections at once
 // (each connection watches each of its runs once its submit is answered)
-// and ends when the last watch closes done. Each run settles one
+// and ends when the last watch closes done, under the bound max-active=N
+// of active executions (0: none). Each run settles one
 // execution, so settled/s is runs/s. The baseline, measured in the same
 // op on a fresh store of the same kind (outside the timed part), is the
 // store's raw rate of single-event commits: benchRuns commits of one
@@ -350,40 +354,46 @@ func BenchmarkRuns(b *testing.B) {
 		}},
 	}
 	for _, st := range stores {
-		b.Run("runs/"+st.name, func(b *testing.B) {
-			var raw time.Duration
-			for b.Loop() {
-				b.StopTimer()
-				s := st.open(b)
-				r := newRig(b, s, benchBound)
-				srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: r.b}, wiretest.Options{})
-				wires := make([]*wiretest.WSWire, benchConns)
-				for i := range wires {
-					wires[i] = srv.Dial(b, nil)
-				}
-				b.StartTimer()
-				var wg sync.WaitGroup
-				for i, w := range wires {
-					wg.Add(1)
-					go func() { defer wg.Done(); driveConn(b, w, i) }()
-				}
-				wg.Wait()
-				b.StopTimer()
-				baseline := st.open(b)
-				t0 := time.Now()
-				rawCommits(b, baseline)
-				raw += time.Since(t0)
-				_ = baseline.Close()
-				b.StartTimer()
-			}
-			settled := float64(b.N*benchRuns) / b.Elapsed().Seconds()
-			commits := float64(b.N*benchRuns) / raw.Seconds()
-			b.ReportMetric(settled, "runs/s")
-			b.ReportMetric(settled, "settled/s")
-			b.ReportMetric(commits, "raw-commits/s")
-			b.ReportMetric(settled/commits, "settled/raw")
-		})
+		for _, bound := range benchBounds {
+			b.Run(fmt.Sprintf("runs/%s/max-active=%d", st.name, bound), func(b *testing.B) { benchRuns1(b, st.open, bound) })
+		}
 	}
+}
+
+// benchRuns1 is one case of BenchmarkRuns: stores opened by open, bound
+// executions active at most.
+func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
+	var raw time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		s := open(b)
+		r := newRig(b, s, bound)
+		srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: r.b}, wiretest.Options{})
+		wires := make([]*wiretest.WSWire, benchConns)
+		for i := range wires {
+			wires[i] = srv.Dial(b, nil)
+		}
+		b.StartTimer()
+		var wg sync.WaitGroup
+		for i, w := range wires {
+			wg.Add(1)
+			go func() { defer wg.Done(); driveConn(b, w, i) }()
+		}
+		wg.Wait()
+		b.StopTimer()
+		baseline := open(b)
+		t0 := time.Now()
+		rawCommits(b, baseline)
+		raw += time.Since(t0)
+		_ = baseline.Close()
+		b.StartTimer()
+	}
+	settled := float64(b.N*benchRuns) / b.Elapsed().Seconds()
+	commits := float64(b.N*benchRuns) / raw.Seconds()
+	b.ReportMetric(settled, "runs/s")
+	b.ReportMetric(settled, "settled/s")
+	b.ReportMetric(commits, "raw-commits/s")
+	b.ReportMetric(settled/commits, "settled/raw")
 }
 
 // driveConn submits connection i's share of the runs, watches each once

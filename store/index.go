@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -38,33 +39,104 @@ func loadIndexBucket(tx ReadTx, key string, into Index) (uint64, error) {
 
 // LoadIndex reads every bucket of an index.
 func LoadIndex(tx ReadTx, key string) (Index, error) {
+	return (*IndexWrites)(nil).Load(tx, key)
+}
+
+// UpdateIndex sets (n > 0) or deletes (n == 0) one entry.
+func UpdateIndex(tx Tx, key, entry string, n uint64) error {
+	var w IndexWrites
+	if err := w.Update(tx, key, entry, n); err != nil {
+		return err
+	}
+	return w.Flush(tx)
+}
+
+// IndexWrites buffers the index updates of one write transaction: each
+// bucket they touch is read and decoded once and, by Flush, encoded and
+// written once, however many of its entries the transaction changes.
+// Reads through Load see the buffered updates. The zero value is empty;
+// a nil *IndexWrites buffers nothing (Load reads the store).
+type IndexWrites struct {
+	buckets map[string]*bufferedBucket
+}
+
+// bufferedBucket is one bucket as the transaction left it, and the
+// version it was read at.
+type bufferedBucket struct {
+	ix      Index
+	version uint64
+	dirty   bool
+}
+
+func (w *IndexWrites) bucket(tx ReadTx, bk string) (*bufferedBucket, error) {
+	if b, ok := w.buckets[bk]; ok {
+		return b, nil
+	}
+	b := &bufferedBucket{ix: Index{}}
+	version, err := loadIndexBucket(tx, bk, b.ix)
+	if err != nil {
+		return nil, err
+	}
+	b.version = version
+	if w.buckets == nil {
+		w.buckets = map[string]*bufferedBucket{}
+	}
+	w.buckets[bk] = b
+	return b, nil
+}
+
+// Update sets (n > 0) or deletes (n == 0) one entry in the buffer.
+func (w *IndexWrites) Update(tx ReadTx, key, entry string, n uint64) error {
+	b, err := w.bucket(tx, indexBucket(key, entry))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		delete(b.ix, entry)
+	} else {
+		b.ix[entry] = n
+	}
+	b.dirty = true
+	return nil
+}
+
+// Load reads every bucket of an index, with the buffered updates.
+func (w *IndexWrites) Load(tx ReadTx, key string) (Index, error) {
 	ix := Index{}
 	for i := range IndexBuckets {
-		if _, err := loadIndexBucket(tx, key+"."+strconv.Itoa(i), ix); err != nil {
+		bk := key + "." + strconv.Itoa(i)
+		if w != nil {
+			if b, ok := w.buckets[bk]; ok {
+				maps.Copy(ix, b.ix)
+				continue
+			}
+		}
+		if _, err := loadIndexBucket(tx, bk, ix); err != nil {
 			return nil, err
 		}
 	}
 	return ix, nil
 }
 
-// UpdateIndex sets (n > 0) or deletes (n == 0) one entry.
-func UpdateIndex(tx Tx, key, entry string, n uint64) error {
-	bk := indexBucket(key, entry)
-	ix := Index{}
-	version, err := loadIndexBucket(tx, bk, ix)
-	if err != nil {
-		return err
+// Flush writes every bucket an update changed, once, in name order, and
+// empties the buffer.
+func (w *IndexWrites) Flush(tx Tx) error {
+	names := slices.Sorted(maps.Keys(w.buckets))
+	for _, bk := range names {
+		b := w.buckets[bk]
+		if !b.dirty {
+			continue
+		}
+		data, err := json.Marshal(b.ix)
+		if err != nil {
+			return err
+		}
+		if err := tx.PutCluster(bk, Cluster{Version: b.version + 1, Data: data}); err != nil {
+			return err
+		}
 	}
-	if n == 0 {
-		delete(ix, entry)
-	} else {
-		ix[entry] = n
-	}
-	data, err := json.Marshal(ix)
-	if err == nil {
-		err = tx.PutCluster(bk, Cluster{Version: version + 1, Data: data})
-	}
-	return err
+	w.buckets = nil
+	return nil
 }
 
 // Ordered returns the index's entries by number, smallest first.
