@@ -18,10 +18,11 @@ import (
 // (what a reduction did not look up is dropped after the next one), the
 // index of the run's ended executions (baseIndex), where its loops stood
 // (loopPoint) and the items of its maps that are done (mapPoint), so that
-// a reduction costs about the same however long the run's history is. A reduction with a memo returns what one
-// without returns, except the trace decisions (continue, promote), which
-// it does not report. A Memo is safe for concurrent use; keep one per
-// run.
+// a reduction costs about the same however long the run's history is. A
+// reduction with a memo returns what one without returns, except the
+// trace decisions (continue, promote), which it does not report. Keep one
+// Memo per run, and never run two reductions with it at once: a reduction
+// extends its index of ended executions in place.
 type Memo struct {
 	mu     sync.Mutex
 	values cache[any]
