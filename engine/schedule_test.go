@@ -61,7 +61,7 @@ func (v *versioned) ExecutionEnded(RunRef, string)   {}
 
 func (v *versioned) Snapshot(_ context.Context, ref RunRef) (*Snapshot, error) {
 	v.snapshots++
-	g, err := graph.Decode([]byte(`{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},"policy":{"policy":"p@1","default":"deny"},"root":{"kind":"step","name":"s","worker":"w@1","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":1,"attempts":1}}`))
+	g, err := graph.Decode([]byte(`{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},"policy":{"policy":"p@1","default":"deny"},"root":{"kind":"step","name":"s","worker":"w@1","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":600000,"attempts":1}}`))
 	return &Snapshot{Ref: ref, Spec: g, Seed: []byte("null"), Dispatch: protocol.DispatchActive, Native: true}, err
 }
 
