@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,20 +204,30 @@ func loadRun(tx store.ReadTx, tk, runID string) (*runState, uint64, bool, error)
 	if err != nil || !ok {
 		return nil, 0, false, err
 	}
-	st := &runState{}
-	if err := json.Unmarshal(c.Data, st); err != nil {
+	if st := states.get(stateKey(tk, runID), c.Data); st != nil {
+		return st, c.Version, true, nil
+	}
+	st, err := decodeState(c.Data)
+	if err != nil {
 		return nil, 0, false, fmt.Errorf("runs: corrupt state of run %q: %w", runID, err)
 	}
+	states.put(stateKey(tk, runID), slices.Clone(c.Data), st)
 	return st, c.Version, true, nil
 }
 
 // saveRun writes st as the next version of the run's record.
 func saveRun(tx store.Tx, tk, runID string, st *runState, version uint64) error {
-	data, err := json.Marshal(st)
+	data, err := encodeState(st)
 	if err != nil {
 		return err
 	}
-	return tx.PutCluster(stateKey(tk, runID), store.Cluster{Version: version + 1, Data: data})
+	if err := tx.PutCluster(stateKey(tk, runID), store.Cluster{Version: version + 1, Data: data}); err != nil {
+		return err
+	}
+	// Should the transaction not commit, the record keeps other bytes
+	// and the entry is never used.
+	states.put(stateKey(tk, runID), data, st)
+	return nil
 }
 
 // appendRecord appends rec to the run's log, with the run's status after

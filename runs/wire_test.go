@@ -340,6 +340,8 @@ var benchBounds = []int{capsule.DefaultMaxActive, 0}
 //
 //	go test -run '^$' -bench Runs -benchtime 3x ./runs/
 func BenchmarkRuns(b *testing.B) {
+	runs.CheckStateCache(false)
+	defer runs.CheckStateCache(true)
 	stores := []struct {
 		name string
 		open func(b *testing.B) store.Store

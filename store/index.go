@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // Index is a set of entries with a number each (a sequence, a time),
@@ -31,10 +33,60 @@ func loadIndexBucket(tx ReadTx, key string, into Index) (uint64, error) {
 	if err != nil || !ok {
 		return 0, err
 	}
-	if err := json.Unmarshal(c.Data, &into); err != nil {
+	if buckets.copyTo(key, c.Data, into) {
+		return c.Version, nil
+	}
+	decoded := Index{}
+	if err := json.Unmarshal(c.Data, &decoded); err != nil {
 		return 0, fmt.Errorf("store: corrupt index %q: %w", key, err)
 	}
+	maps.Copy(into, decoded)
+	buckets.put(key, slices.Clone(c.Data), decoded)
 	return c.Version, nil
+}
+
+// bucketCache keeps the decoded form of index buckets by record name,
+// with the exact bytes it was decoded from (or encoded to). A bucket is
+// taken from it only when the record read holds those same bytes, so a
+// write by any process, to any store, can never be answered from a stale
+// entry: equal bytes decode alike. Entries are never handed out, only
+// copied. It is bounded by dropping everything when full.
+type bucketCache struct {
+	mu sync.Mutex
+	m  map[string]cachedBucket
+}
+
+type cachedBucket struct {
+	data []byte
+	ix   Index
+}
+
+// maxCachedBuckets bounds the decoded buckets kept in memory.
+const maxCachedBuckets = 4096
+
+var buckets bucketCache
+
+// copyTo copies the cached bucket into `into` when data is the bytes it
+// was cached with, and reports whether it did.
+func (c *bucketCache) copyTo(key string, data []byte, into Index) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[key]
+	if !ok || !bytes.Equal(b.data, data) {
+		return false
+	}
+	maps.Copy(into, b.ix)
+	return true
+}
+
+// put keeps ix as the decoding of data; the cache owns both from then on.
+func (c *bucketCache) put(key string, data []byte, ix Index) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedBuckets {
+		c.m = map[string]cachedBucket{}
+	}
+	c.m[key] = cachedBucket{data: data, ix: ix}
 }
 
 // LoadIndex reads every bucket of an index.
@@ -134,6 +186,9 @@ func (w *IndexWrites) Flush(tx Tx) error {
 		if err := tx.PutCluster(bk, Cluster{Version: b.version + 1, Data: data}); err != nil {
 			return err
 		}
+		// Should the transaction not commit, the record keeps other
+		// bytes and the entry is never used.
+		buckets.put(bk, slices.Clone(data), maps.Clone(b.ix))
 	}
 	w.buckets = nil
 	return nil

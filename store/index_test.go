@@ -78,3 +78,73 @@ func TestIndexWritesWriteEachBucketOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoadIndexSeesEveryWrite: a bucket decoded once is not reused after
+// the record changed behind the index code's back (another process's
+// write), after a flush whose transaction rolled back, or after the
+// caller changed the index it was handed.
+func TestLoadIndexSeesEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	s := store.NewMemory()
+	load := func() store.Index {
+		t.Helper()
+		var ix store.Index
+		if err := s.View(ctx, func(tx store.ReadTx) error {
+			var err error
+			ix, err = store.LoadIndex(tx, "cache-ix")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	if err := s.Update(ctx, func(tx store.Tx) error { return store.UpdateIndex(tx, "cache-ix", "a", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	first := load()
+	first["a"] = 99 // the caller's copy
+	if got := load(); !maps.Equal(got, store.Index{"a": 1}) {
+		t.Fatalf("after the caller changed its copy: %v", got)
+	}
+	// Another writer replaces every bucket with one entry of its own.
+	if err := s.Update(ctx, func(tx store.Tx) error {
+		for i := range store.IndexBuckets {
+			data := []byte("{}")
+			if i == 0 {
+				data = []byte(`{"b":7}`)
+			}
+			name := fmt.Sprintf("cache-ix.%d", i)
+			c, _, err := tx.Cluster(name)
+			if err != nil {
+				return err
+			}
+			if err := tx.PutCluster(name, store.Cluster{Version: c.Version + 1, Data: data}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(); !maps.Equal(got, store.Index{"b": 7}) {
+		t.Fatalf("after another writer: %v", got)
+	}
+	// A flush whose transaction rolls back leaves the committed index.
+	errRollback := fmt.Errorf("rollback")
+	err := s.Update(ctx, func(tx store.Tx) error {
+		var w store.IndexWrites
+		if err := w.Update(tx, "cache-ix", "b", 8); err != nil {
+			return err
+		}
+		if err := w.Flush(tx); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if err != errRollback {
+		t.Fatalf("rollback: %v", err)
+	}
+	if got := load(); !maps.Equal(got, store.Index{"b": 7}) {
+		t.Fatalf("after a rolled-back flush: %v", got)
+	}
+}

@@ -1,0 +1,104 @@
+package runs
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sync"
+)
+
+// stateCache keeps the decoded state of runs by state record, with the
+// exact bytes it was decoded from or encoded to, so that a write does not
+// decode the record the previous write of the run left. A state is taken
+// from it only when the record read holds those same bytes: a write by
+// any other writer (another process, a rolled-back transaction, another
+// store) leaves other bytes, and equal bytes decode alike. The cache
+// hands out copies that share nothing a write changes in place (the
+// executions are copied; their pointers are replaced, never written
+// through), and keeps copies of what it is given. It is bounded by
+// dropping everything when full.
+type stateCache struct {
+	mu sync.Mutex
+	m  map[string]cachedState
+}
+
+type cachedState struct {
+	data []byte
+	st   *runState
+}
+
+// maxCachedStates bounds the decoded run states kept in memory.
+const maxCachedStates = 4096
+
+var states stateCache
+
+// checkStateCache makes every cache hit decode the record too and panic
+// when the two differ (set by tests: the cached state must be exactly the
+// record's decoding).
+var checkStateCache bool
+
+// get returns a copy of the state cached for key when data is the bytes
+// it was cached with, and nil otherwise.
+func (c *stateCache) get(key string, data []byte) *runState {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if !ok || !bytes.Equal(e.data, data) {
+		return nil
+	}
+	st := e.st.clone()
+	if checkStateCache {
+		want, err := decodeState(data)
+		if err != nil || !reflect.DeepEqual(want, st) {
+			panic("runs: a cached run state is not its record's decoding")
+		}
+	}
+	return st
+}
+
+// put keeps a copy of st as the decoding of data, which the caller no
+// longer changes.
+func (c *stateCache) put(key string, data []byte, st *runState) {
+	st = st.clone()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedStates {
+		c.m = map[string]cachedState{}
+	}
+	c.m[key] = cachedState{data: data, st: st}
+}
+
+// clone copies the state and its executions. An execution with no map
+// indices has nil ones, as its decoding has.
+func (st *runState) clone() *runState {
+	c := *st
+	c.Execs = slices.Clone(st.Execs)
+	for i := range c.Execs {
+		if len(c.Execs[i].Indices) == 0 {
+			c.Execs[i].Indices = nil
+		}
+	}
+	return &c
+}
+
+// encodeState encodes a run's state record. Embedded JSON (inputs,
+// outcomes, the terminal result) is written as it is, without HTML
+// escaping, so that the record decodes to the state it was encoded from.
+func encodeState(st *runState) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func decodeState(data []byte) (*runState, error) {
+	st := &runState{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
