@@ -50,6 +50,7 @@ type Backend struct {
 	seeds  seedCache
 	wake   signals
 	prep   preparations
+	graphs graphCache
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
@@ -172,11 +173,11 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	if err := ValidRunID(runID); err != nil {
 		return nil, protocol.SchemaReason(err.Error())
 	}
-	sub, err := DecodeSubmission(raw)
+	sub, graphRaw, err := decodeSubmission(raw, b.graphs.decode)
 	if err != nil {
 		return nil, wire(err)
 	}
-	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.cfg.Verify); err != nil {
+	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.graphs.verify(graphRaw, b.cfg.Verify)); err != nil {
 		return nil, wire(err)
 	}
 	seed, err := sub.Encode()

@@ -159,33 +159,40 @@ func closedStrings(raw json.RawMessage, what string, dst map[string]*string, mor
 // every level, the schema's string bounds and closed value sets. It does
 // not apply the admission rules (see Admit).
 func DecodeSubmission(raw json.RawMessage) (*Submission, error) {
+	s, _, err := decodeSubmission(raw, func(g json.RawMessage) (*graph.GraphSpec, error) { return graph.Decode(g) })
+	return s, err
+}
+
+// decodeSubmission is DecodeSubmission with the graph decoded by
+// decodeGraph; it also returns the graph's wire bytes.
+func decodeSubmission(raw json.RawMessage, decodeGraph func(json.RawMessage) (*graph.GraphSpec, error)) (*Submission, json.RawMessage, error) {
 	m, err := closedObject(raw, "submission", "!title", "!graph", "!initialInput", "!runtime", "!source", "!submissionKey")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &Submission{}
 	if s.Title, err = str(m, "title", "submission"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.SubmissionKey, err = str(m, "submissionKey", "submission"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !graph.IsBoundedString256(s.Title) || !graph.IsBoundedString256(s.SubmissionKey) {
-		return nil, schemaf("title and submissionKey must be 1..256 characters without control characters")
+		return nil, nil, schemaf("title and submissionKey must be 1..256 characters without control characters")
 	}
-	if s.Graph, err = graph.Decode(m["graph"]); err != nil {
-		return nil, schemaf("graph: %v", err)
+	if s.Graph, err = decodeGraph(m["graph"]); err != nil {
+		return nil, nil, schemaf("graph: %v", err)
 	}
 	if s.InitialInput, err = protocol.NormalizeValue(m["initialInput"]); err != nil {
-		return nil, schemaf("initialInput: %v", err)
+		return nil, nil, schemaf("initialInput: %v", err)
 	}
 	if s.Runtime, err = decodeRuntime(m["runtime"]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.Source, err = decodeSource(m["source"]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, m["graph"], nil
 }
 
 func decodeSource(raw json.RawMessage) (Source, error) {
