@@ -118,13 +118,17 @@ type SubscribeResult struct {
 }
 
 // open resolves a run and a starting cursor (default: before the first
-// record) for a new watch or logs stream.
-func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*tail, string, error) {
+// record) for a new watch or logs stream; it also returns the run's
+// state as it read it.
+func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*tail, string, *runState, error) {
 	tk := b.tenant(ctx)
 	t := &tail{st: b.store, wake: &b.wake, shared: store.IsShared(b.store), tk: tk, runID: runID}
 	at := cursorString(0)
+	var st *runState
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
-		st, _, ok, err := loadRun(tx, tk, runID)
+		var ok bool
+		var err error
+		st, _, ok, err = loadRun(tx, tk, runID)
 		if err == nil && !ok {
 			err = compactedCursor(tx, fromCursor)
 		}
@@ -149,26 +153,19 @@ func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*
 		return nil
 	})
 	if err != nil {
-		return nil, "", wire(err)
+		return nil, "", nil, wire(err)
 	}
-	return t, at, nil
+	return t, at, st, nil
 }
 
 // Watch replays a run's status projections after fromCursor, one per
 // non-log record, and follows them until the terminal one.
 func (b *Backend) Watch(ctx context.Context, runID string, fromCursor *string) (*server.Subscription, error) {
-	t, at, err := b.open(ctx, runID, fromCursor)
+	t, at, st, err := b.open(ctx, runID, fromCursor)
 	if err != nil {
 		return nil, err
 	}
-	var prefix []byte
-	err = b.store.View(ctx, func(tx store.ReadTx) error {
-		st, _, _, err := loadRun(tx, t.tk, runID)
-		if err == nil {
-			prefix, err = watchPrefix(runID, st)
-		}
-		return err
-	})
+	prefix, err := watchPrefix(runID, st)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +231,7 @@ func watchEvent(prefix []byte) func(string, record) []byte {
 // Logs replays a run's log records after fromCursor (only execution's,
 // when given) and follows them until the run's terminal record.
 func (b *Backend) Logs(ctx context.Context, runID string, fromCursor, execution *string) (*server.Subscription, error) {
-	t, at, err := b.open(ctx, runID, fromCursor)
+	t, at, _, err := b.open(ctx, runID, fromCursor)
 	if err != nil {
 		return nil, err
 	}
