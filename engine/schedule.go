@@ -17,13 +17,22 @@ func (s *Supervisor) share(wants []want) []int {
 		}
 		return grants
 	}
-	perTenant := map[string]int{}
-	perRun := map[RunRef]int{}
 	s.mu.Lock()
 	free := s.maxActive - s.running.n
+	s.mu.Unlock()
+	if free <= 0 {
+		return grants
+	}
+	c := countsOf(wants)
+	s.mu.Lock()
+	free = s.maxActive - s.running.n
 	for ref, m := range s.running.byRun {
-		perTenant[ref.Tenant] += len(m)
-		perRun[ref] = len(m)
+		if t, ok := c.tenants[ref.Tenant]; ok {
+			c.perTenant[t] += len(m)
+		}
+		if r, ok := c.runs[ref]; ok {
+			c.perRun[r] = len(m)
+		}
 	}
 	s.mu.Unlock()
 	for ; free > 0; free-- {
@@ -32,25 +41,56 @@ func (s *Supervisor) share(wants []want) []int {
 			if grants[i] == len(w.ds) {
 				continue
 			}
-			if best < 0 || fairer(w.snap.Ref, wants[best].snap.Ref, perTenant, perRun) {
+			if best < 0 || c.fairer(i, best) {
 				best = i
 			}
 		}
 		if best < 0 {
 			break
 		}
-		ref := wants[best].snap.Ref
 		grants[best]++
-		perTenant[ref.Tenant]++
-		perRun[ref]++
+		c.perTenant[c.tenantOf[best]]++
+		c.perRun[c.runOf[best]]++
 	}
 	return grants
 }
 
-// fairer reports whether run a should get the next slot before run b.
-func fairer(a, b RunRef, perTenant map[string]int, perRun map[RunRef]int) bool {
-	if ta, tb := perTenant[a.Tenant], perTenant[b.Tenant]; ta != tb {
+// shareCounts are the executions (running plus granted) of the wants'
+// tenants and runs, numbered so that a comparison reads slices, not maps.
+type shareCounts struct {
+	tenants           map[string]int
+	runs              map[RunRef]int
+	tenantOf, runOf   []int // by want
+	perTenant, perRun []int
+}
+
+func countsOf(wants []want) *shareCounts {
+	c := &shareCounts{tenants: map[string]int{}, runs: map[RunRef]int{},
+		tenantOf: make([]int, len(wants)), runOf: make([]int, len(wants))}
+	for i, w := range wants {
+		ref := w.snap.Ref
+		t, ok := c.tenants[ref.Tenant]
+		if !ok {
+			t = len(c.perTenant)
+			c.tenants[ref.Tenant] = t
+			c.perTenant = append(c.perTenant, 0)
+		}
+		r, ok := c.runs[ref]
+		if !ok {
+			r = len(c.perRun)
+			c.runs[ref] = r
+			c.perRun = append(c.perRun, 0)
+		}
+		c.tenantOf[i], c.runOf[i] = t, r
+	}
+	return c
+}
+
+// fairer reports whether want a's run should get the next slot before
+// want b's.
+func (c *shareCounts) fairer(a, b int) bool {
+	if ta, tb := c.perTenant[c.tenantOf[a]], c.perTenant[c.tenantOf[b]]; ta != tb {
 		return ta < tb
 	}
-	return perRun[a] < perRun[b]
+	return c.perRun[c.runOf[a]] < c.perRun[c.runOf[b]]
 }

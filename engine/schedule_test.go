@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -113,5 +115,67 @@ func TestAttachOpensBeforeTheDispatchCommits(t *testing.T) {
 	}
 	if len(l.open) != 0 {
 		t.Fatalf("streams left open after a refused dispatch: %v", l.open)
+	}
+}
+
+// shareByMaps is share as a direct reading of its rule (counts in maps by
+// tenant and run), the reference the slice-indexed share must agree with.
+func shareByMaps(s *Supervisor, wants []want) []int {
+	grants := make([]int, len(wants))
+	perTenant := map[string]int{}
+	perRun := map[RunRef]int{}
+	free := s.maxActive - s.running.n
+	for ref, m := range s.running.byRun {
+		perTenant[ref.Tenant] += len(m)
+		perRun[ref] = len(m)
+	}
+	for ; free > 0; free-- {
+		best := -1
+		for i, w := range wants {
+			if grants[i] == len(w.ds) {
+				continue
+			}
+			a, b := w.snap.Ref, RunRef{}
+			if best >= 0 {
+				b = wants[best].snap.Ref
+			}
+			if best < 0 || perTenant[a.Tenant] < perTenant[b.Tenant] ||
+				(perTenant[a.Tenant] == perTenant[b.Tenant] && perRun[a] < perRun[b]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ref := wants[best].snap.Ref
+		grants[best]++
+		perTenant[ref.Tenant]++
+		perRun[ref]++
+	}
+	return grants
+}
+
+// TestShareAgreesWithItsRule: over many random mixes of running
+// executions, wants (a run may want twice) and bounds, share grants
+// exactly what the rule read directly grants.
+func TestShareAgreesWithItsRule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 2000 {
+		s := New(nil, nil, nil)
+		ref := func() RunRef {
+			return RunRef{Tenant: fmt.Sprint("t", rng.IntN(3)), RunID: fmt.Sprint("r", rng.IntN(6))}
+		}
+		for i := range rng.IntN(8) {
+			s.running.add(runExec{ref(), uint64(i + 1)}, &execHandle{})
+		}
+		wants := make([]want, rng.IntN(10))
+		for i := range wants {
+			r := ref()
+			wants[i] = wantOf(r.Tenant, r.RunID, rng.IntN(4))
+		}
+		s.SetMaxActive(1 + rng.IntN(16))
+		if got, want := s.share(wants), shareByMaps(s, wants); !slices.Equal(got, want) {
+			t.Fatalf("round %d: share %v, rule %v", round, got, want)
+		}
 	}
 }
