@@ -226,7 +226,9 @@ func saveRun(tx store.Tx, tk, runID string, st *runState, version uint64) error 
 	}
 	// Should the transaction not commit, the record keeps other bytes
 	// and the entry is never used.
-	states.put(stateKey(tk, runID), data, st)
+	if decodesToItself(data) {
+		states.put(stateKey(tk, runID), data, st)
+	}
 	return nil
 }
 

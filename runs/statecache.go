@@ -95,6 +95,14 @@ func encodeState(st *runState) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// decodesToItself reports whether a state encoded as data decodes to the
+// state it was encoded from, as far as strings go: a string that is not
+// valid UTF-8 is encoded with U+FFFD escaped in its place (and a record
+// holding that escape for any other reason is simply not cached).
+func decodesToItself(data []byte) bool {
+	return !bytes.Contains(data, []byte(`\ufffd`))
+}
+
 func decodeState(data []byte) (*runState, error) {
 	st := &runState{}
 	if err := json.Unmarshal(data, st); err != nil {

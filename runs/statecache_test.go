@@ -77,3 +77,25 @@ func TestStateCacheSeesEveryWrite(t *testing.T) {
 		t.Fatalf("after a rolled-back save: %+v", st)
 	}
 }
+
+// TestStateCacheStringNotUTF8: a state whose string is not valid UTF-8 is
+// read back as its record decodes, not as it was saved.
+func TestStateCacheStringNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	s := store.NewMemory()
+	const tk, runID = "n:\"cache\"", "r-utf8"
+	if err := s.Update(ctx, func(tx store.Tx) error {
+		return saveRun(tx, tk, runID, &runState{Title: "a\xffb", Phase: PhaseAdmitted}, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(ctx, func(tx store.ReadTx) error {
+		st, _, _, err := loadRun(tx, tk, runID)
+		if err == nil && st.Title != "a\ufffdb" {
+			t.Errorf("title %q", st.Title)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

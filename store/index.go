@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // Index is a set of entries with a number each (a sequence, a time),
@@ -187,11 +188,24 @@ func (w *IndexWrites) Flush(tx Tx) error {
 			return err
 		}
 		// Should the transaction not commit, the record keeps other
-		// bytes and the entry is never used.
-		buckets.put(bk, slices.Clone(data), maps.Clone(b.ix))
+		// bytes and the entry is never used. An entry that is not valid
+		// UTF-8 does not decode to itself, so such a bucket is left to
+		// the next load to decode.
+		if validEntries(b.ix) {
+			buckets.put(bk, slices.Clone(data), maps.Clone(b.ix))
+		}
 	}
 	w.buckets = nil
 	return nil
+}
+
+func validEntries(ix Index) bool {
+	for entry := range ix {
+		if !utf8.ValidString(entry) {
+			return false
+		}
+	}
+	return true
 }
 
 // Ordered returns the index's entries by number, smallest first.

@@ -86,18 +86,7 @@ func TestIndexWritesWriteEachBucketOnce(t *testing.T) {
 func TestLoadIndexSeesEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	s := store.NewMemory()
-	load := func() store.Index {
-		t.Helper()
-		var ix store.Index
-		if err := s.View(ctx, func(tx store.ReadTx) error {
-			var err error
-			ix, err = store.LoadIndex(tx, "cache-ix")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
+	load := func() store.Index { return loadIndex(t, s, "cache-ix") }
 	if err := s.Update(ctx, func(tx store.Tx) error { return store.UpdateIndex(tx, "cache-ix", "a", 1) }); err != nil {
 		t.Fatal(err)
 	}
@@ -147,4 +136,32 @@ func TestLoadIndexSeesEveryWrite(t *testing.T) {
 	if got := load(); !maps.Equal(got, store.Index{"b": 7}) {
 		t.Fatalf("after a rolled-back flush: %v", got)
 	}
+}
+
+// TestIndexEntryNotUTF8: an entry that is not valid UTF-8 is read back
+// as the store's JSON decoding has it, whether or not its bucket was just
+// written by this process.
+func TestIndexEntryNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	s := store.NewMemory()
+	if err := s.Update(ctx, func(tx store.Tx) error { return store.UpdateIndex(tx, "utf8-ix", "a\xffb", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadIndex(t, s, "utf8-ix"); !maps.Equal(got, store.Index{"a\ufffdb": 1}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+// loadIndex reads an index in a view of s.
+func loadIndex(t *testing.T, s store.Store, key string) store.Index {
+	t.Helper()
+	var ix store.Index
+	if err := s.View(context.Background(), func(tx store.ReadTx) error {
+		var err error
+		ix, err = store.LoadIndex(tx, key)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ix
 }
