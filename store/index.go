@@ -180,7 +180,7 @@ func (w *IndexWrites) Flush(tx Tx) error {
 		if !b.dirty {
 			continue
 		}
-		data, err := json.Marshal(b.ix)
+		data, err := b.ix.encode()
 		if err != nil {
 			return err
 		}
@@ -216,4 +216,54 @@ func (ix Index) Ordered() []string {
 	}
 	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(ix[a], ix[b]) })
 	return keys
+}
+
+// encode is json.Marshal(ix), byte for byte: the entries in key order,
+// each key a JSON string with encoding/json's escapes. Keys of plain
+// ASCII (NUL included) are written here; any other key is written by
+// encoding/json itself.
+func (ix Index) encode() ([]byte, error) {
+	keys := slices.Sorted(maps.Keys(ix))
+	out := make([]byte, 0, 2+len(keys)*32)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if plainKey(k) {
+			out = append(out, '"')
+			for j := 0; j < len(k); j++ {
+				switch c := k[j]; c {
+				case 0:
+					out = append(out, `\u0000`...)
+				case '"', '\\':
+					out = append(out, '\\', c)
+				default:
+					out = append(out, c)
+				}
+			}
+			out = append(out, '"')
+		} else {
+			q, err := json.Marshal(k)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, q...)
+		}
+		out = append(out, ':')
+		out = strconv.AppendUint(out, ix[k], 10)
+	}
+	return append(out, '}'), nil
+}
+
+// plainKey reports whether k is printable ASCII and NUL only, without
+// the characters encoding/json escapes for HTML.
+func plainKey(k string) bool {
+	for j := 0; j < len(k); j++ {
+		c := k[j]
+		if (c < 0x20 && c != 0) || c >= 0x7f || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
