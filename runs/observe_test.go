@@ -9,6 +9,7 @@ import (
 
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
 )
 
@@ -214,5 +215,65 @@ func TestWatchOnAnotherReplicaFollows(t *testing.T) {
 	rest, closed := drain(t, sub)
 	if closed != "done" || len(rest) == 0 {
 		t.Fatalf("followed %d records, closed %q", len(rest), closed)
+	}
+}
+
+// TestWatchHandsOverWhatIsReadyAsOneBatch: a finished run's watch hands
+// over every event of the page it read and the done after the terminal in
+// one batch, so the connection writes them together; a live run's watch
+// hands over what is ready and waits for nothing more.
+func TestWatchHandsOverWhatIsReadyAsOneBatch(t *testing.T) {
+	r, ctx := startRun(t, "b", "log:3", "echo")
+	waitFinished(t, r.b, ctx, "b")
+	sub, err := r.b.Watch(ctx, "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, ok := sub.Stream.(server.BatchStream)
+	if !ok {
+		t.Fatal("a run's watch is not a BatchStream")
+	}
+	batch, err := bs.NextBatch(ctx, nil, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// admitted, started a, completed a, started b, completed b, terminal, done
+	if len(batch) != 7 || batch[6].Closed != "done" {
+		t.Fatalf("one batch of %d: %+v", len(batch), batch)
+	}
+	for i, n := range batch[:6] {
+		if n.Closed != "" || n.Cursor == "" {
+			t.Fatalf("notification %d: %+v", i, n)
+		}
+	}
+	small, err := r.b.Watch(ctx, "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := small.Stream.(server.BatchStream).NextBatch(ctx, nil, 4)
+	if err != nil || len(part) != 4 || part[3].Cursor != batch[3].Cursor {
+		t.Fatalf("a batch of at most 4: %+v, %v", part, err)
+	}
+	rest, err := small.Stream.(server.BatchStream).NextBatch(ctx, nil, 256)
+	if err != nil || len(rest) != 3 || rest[0].Cursor != batch[4].Cursor || rest[2].Closed != "done" {
+		t.Fatalf("the rest: %+v, %v", rest, err)
+	}
+
+	// A live run: what is ready comes at once, and the batch does not
+	// wait for the step that is still running.
+	live, ctx := startRun(t, "l", "block")
+	<-live.agents.started
+	sub, err = live.b.Watch(ctx, "l", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, err := sub.Stream.(server.BatchStream).NextBatch(ctx, nil, 256)
+	if err != nil || len(ready) == 0 || ready[len(ready)-1].Closed != "" {
+		t.Fatalf("live: %+v, %v", ready, err)
+	}
+	close(live.agents.release)
+	more, closed := drain(t, sub)
+	if closed != "done" || len(ready)+len(more) != 4 { // admitted, started, completed, terminal
+		t.Fatalf("live: %d then %d events, closed %q", len(ready), len(more), closed)
 	}
 }

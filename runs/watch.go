@@ -194,6 +194,7 @@ func watchPrefix(runID string, st *runState) ([]byte, error) {
 type recordStream struct {
 	t      *tail
 	format func(cursor string, rec record) []byte
+	err    error // met after the first notification of a batch
 }
 
 func (s *recordStream) Next(ctx context.Context) (server.Notification, error) {
@@ -213,6 +214,52 @@ func (s *recordStream) Next(ctx context.Context) (server.Notification, error) {
 }
 
 func (s *recordStream) Close() {}
+
+// NextBatch returns the next notification as Next does, then those that
+// follow it without waiting: the records of the page already read, and
+// the done after the terminal record. An error after the first is kept
+// for the next call, so that nothing already read is lost.
+func (s *recordStream) NextBatch(ctx context.Context, buf []server.Notification, max int) ([]server.Notification, error) {
+	if err := s.err; err != nil {
+		s.err = nil
+		return buf, err
+	}
+	n, err := s.Next(ctx)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, n)
+	for n.Closed == "" && len(buf) < max {
+		var ok bool
+		if n, ok, err = s.ready(); err != nil {
+			s.err = err
+		}
+		if !ok {
+			break
+		}
+		buf = append(buf, n)
+	}
+	return buf, nil
+}
+
+// ready returns the next notification if the stream has it without
+// waiting: from the page already read, or done after the terminal.
+func (s *recordStream) ready() (server.Notification, bool, error) {
+	for len(s.t.buf) > 0 {
+		ev, rec, _, err := s.t.next(context.Background()) // pops the page: never waits
+		if err != nil {
+			return server.Notification{}, false, err
+		}
+		c := cursorString(ev.Seq)
+		if rest := s.format(c, rec); rest != nil {
+			return server.Notification{Rest: rest, Cursor: c}, true, nil
+		}
+	}
+	if s.t.ended {
+		return server.Notification{Closed: "done"}, true, nil
+	}
+	return server.Notification{}, false, nil
+}
 
 // watchEvent formats a non-log record as a watch event's members.
 func watchEvent(prefix []byte) func(string, record) []byte {
