@@ -82,3 +82,23 @@ func (b *Backend) StartExecution(tenant, execution string) {
 // SetFeedWindow sets how many events a run's feed keeps and reads at
 // once; call it before the first watch.
 func (b *Backend) SetFeedWindow(n int) { b.feedWindow = n }
+
+// HoldWatchRole marks the only feed as watched, as a watcher woken by a
+// commit leaves it until it is back under the feed's lock; release makes
+// that watcher leave the role as the feed's code does.
+func (b *Backend) HoldWatchRole() (release func()) {
+	b.feeds.mu.Lock()
+	var f *runFeed
+	for _, x := range b.feeds.m {
+		f = x
+	}
+	b.feeds.mu.Unlock()
+	f.mu.Lock()
+	f.watching = true
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_ = f.leaveWatch(context.Background(), nil)
+	}
+}

@@ -131,9 +131,25 @@ func (f *runFeed) await(ctx context.Context) error {
 	}
 	f.watching = true
 	err := f.waitFor(ctx, f.changed)
+	return f.leaveWatch(ctx, err)
+}
+
+// leaveWatch ends the caller's watch of the commit signal, with f.mu held.
+// The waiters rely on the watcher, so leaving must hand its work on: on
+// failure the waiters are woken and one of them watches instead; after a
+// commit the caller reads the feed for everyone, unless a read is under
+// way (its reader wakes them) or another watcher already read it (they
+// are woken, and one of them watches the next commit).
+func (f *runFeed) leaveWatch(ctx context.Context, err error) error {
 	f.watching = false
-	if err != nil {
-		f.wake() // somebody else must watch now
+	switch {
+	case err != nil:
+		f.wake()
+	case f.reading:
+	case f.stale():
+		return f.read(ctx)
+	default:
+		f.wake()
 	}
 	return err
 }
@@ -183,9 +199,7 @@ func (f *runFeed) read(ctx context.Context) error {
 	f.ended = !ok || run.Tombstoned
 	f.count = run.Count
 	f.more = len(evs) == f.keep
-	for _, ev := range evs {
-		f.win = append(f.win, watchEvent{Event: ev, cursor: cursorString(ev.Seq)})
-	}
+	f.win = append(f.win, watchEvents(evs)...)
 	if n := len(evs); n > 0 {
 		f.head = evs[n-1].Seq
 	}
@@ -203,7 +217,7 @@ type watchFeeds struct {
 	m  map[string]*runFeed // tenant NUL runId -> feed
 }
 
-// join returns the feed of a run, counting one more watcher. A new feed
+// joinFeed returns the feed of a run, counting one more watcher. A new feed
 // starts from a watcher that has just caught up with the store: its
 // position after, the run's event count then, and the store's signal taken
 // before that read.

@@ -377,3 +377,42 @@ func TestWatcherBehindTheWindowByAnyAmountMissesNothing(t *testing.T) {
 		cancel()
 	})
 }
+
+// TestALeftWatchRoleIsTakenUp: a watcher woken by a commit while another
+// watcher already read the feed for everyone leaves the watch role with
+// no read of its own to do; it must wake the waiters so that one of them
+// watches the next commit, or a caught-up watcher would sleep through it.
+func TestALeftWatchRoleIsTakenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := running(t)
+		x, d, e := watchCurrent(t, b), watchCurrent(t, b), watchCurrent(t, b)
+		for _, s := range []*server.Subscription{x, d, e} {
+			wantCursor(t, "admission", nextN(t, s.Stream, 1)[0], 1)
+		}
+		// x opens the run's feed and leaves it.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _, _ = x.Stream.Next(ctx) }()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		release := b.HoldWatchRole() // woken by the next commit, not yet back
+		update(t, b, bg, "u2")
+		wantCursor(t, "d", nextN(t, d.Stream, 1)[0], 2) // d reads for everyone
+		wantCursor(t, "e", nextN(t, e.Stream, 1)[0], 2)
+		got := make(chan server.Notification, 1)
+		go func() { n, _ := e.Stream.Next(context.Background()); got <- n }()
+		synctest.Wait() // e waits for the watcher's read
+		release()
+		update(t, b, bg, "u3")
+		synctest.Wait()
+		select {
+		case n := <-got:
+			wantCursor(t, "e", n, 3)
+		default:
+			t.Fatal("a caught-up watcher slept through a commit: nobody watched it")
+		}
+		for _, s := range []*server.Subscription{x, d, e} {
+			s.Stream.Close()
+		}
+	})
+}

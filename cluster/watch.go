@@ -255,5 +255,6 @@ func (w *watchStream) readStore(ctx context.Context) error {
 func (w *watchStream) Close() {
 	if w.feed != nil {
 		w.b.leaveFeed(w.feed)
+		w.feed = nil
 	}
 }
