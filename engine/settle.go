@@ -64,7 +64,14 @@ type finishing struct {
 // settlement (which run inside the settlement's store transaction).
 type runMemo struct {
 	mu sync.Mutex
-	m  reduce.Memo
+	m  *reduce.Memo
+	// ended is the number of ended executions in the history m last
+	// reduced. A memo must only see histories that extend each other, and
+	// executions only ever end, so a history with fewer is older than one
+	// m has seen — a settlement's reduction runs before its write commits,
+	// the write may fail, and a reconcile pass may hold a snapshot read
+	// before it — and is reduced with a fresh memo.
+	ended int
 }
 
 // reduce folds the history h of a run of graph g and seed in the given
@@ -72,10 +79,26 @@ type runMemo struct {
 func (r *runMemo) reduce(g *graph.GraphSpec, seed json.RawMessage, h reduce.History, native bool) (reduce.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if native {
-		return reduce.ReduceNativeWith(g, seed, h, &r.m)
+	n := endedIn(h)
+	if r.m == nil || n < r.ended {
+		r.m = &reduce.Memo{}
 	}
-	return reduce.ReduceWith(g, seed, h, &r.m)
+	r.ended = n
+	if native {
+		return reduce.ReduceNativeWith(g, seed, h, r.m)
+	}
+	return reduce.ReduceWith(g, seed, h, r.m)
+}
+
+// endedIn counts the ended executions of h.
+func endedIn(h reduce.History) int {
+	n := len(h.Ended)
+	for _, x := range h.Executions {
+		if x.State != reduce.StateActive {
+			n++
+		}
+	}
+	return n
 }
 
 // terminal is the terminal a reconcile pass would finish a run with
