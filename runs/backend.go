@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -54,10 +53,6 @@ type Backend struct {
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
-	// writeMu is held by the leader of a group commit across its store
-	// transactions: it orders a run's log lines, taken under it, before
-	// the records that follow them.
-	writeMu sync.Mutex
 }
 
 // New builds a backend.

@@ -83,10 +83,9 @@ func (b *Backend) commit(ctx context.Context, key runKey, apply func(tx store.Tx
 
 // commitBatch applies a batch and sets each change's outcome. A change
 // whose context ended while it was queued is answered with its error and
-// not applied.
+// not applied. Only the leader calls it, so batches never overlap: a
+// run's log lines, taken here, precede the records committed after them.
 func (b *Backend) commitBatch(ctx context.Context, batch []*change) {
-	b.writeMu.Lock()
-	defer b.writeMu.Unlock()
 	lines := map[runKey][]logLine{}
 	live := make([]*change, 0, len(batch))
 	for _, c := range batch {

@@ -268,8 +268,12 @@ func (l *Ledger) SettleFinish(ctx context.Context, ref engine.RunRef, ss []engin
 		if t == nil {
 			return nil
 		}
+		tr, err := terminalResult(*t)
+		if err != nil {
+			return nil // the settlement commits; the reconcile pass reports it
+		}
 		finished = true
-		return finishWith(tx, ref, st, *t)
+		return finishRun(tx, ref.Tenant, ref.RunID, st, tr)
 	})
 	if err == nil && finished {
 		l.finished(ref)
@@ -349,15 +353,25 @@ func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Termina
 
 // finishWith records the reducer's terminal t as the run's result.
 func finishWith(tx store.Tx, ref engine.RunRef, st *runState, t reduce.Terminal) error {
+	tr, err := terminalResult(t)
+	if err != nil {
+		return err
+	}
+	return finishRun(tx, ref.Tenant, ref.RunID, st, tr)
+}
+
+// terminalResult is the wire form of the reducer's terminal t; it fails
+// when a succeeded run's output cannot be normalised.
+func terminalResult(t reduce.Terminal) (protocol.TerminalResult, error) {
 	tr := protocol.TerminalResult{Status: string(t.Status), Reason: t.Reason}
 	if t.Status == reduce.TerminalSucceeded {
 		out, err := protocol.NormalizeValue(orNull(t.Output))
 		if err != nil {
-			return err
+			return tr, err
 		}
 		tr.Output, tr.Reason = &out, ""
 	}
-	return finishRun(tx, ref.Tenant, ref.RunID, st, tr)
+	return tr, nil
 }
 
 // finished drops what this process keeps for a run it has finished.

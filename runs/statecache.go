@@ -16,11 +16,13 @@ import (
 // store) leaves other bytes, and equal bytes decode alike. The cache
 // hands out copies that share nothing a write changes in place (the
 // executions are copied; their pointers are replaced, never written
-// through), and keeps copies of what it is given. It is bounded by
+// through), and keeps copies of what it is given. It is bounded by the
+// record bytes it holds (a decoded state takes a few times as much),
 // dropping everything when full.
 type stateCache struct {
-	mu sync.Mutex
-	m  map[string]cachedState
+	mu   sync.Mutex
+	m    map[string]cachedState
+	size int
 }
 
 type cachedState struct {
@@ -28,8 +30,9 @@ type cachedState struct {
 	st   *runState
 }
 
-// maxCachedStates bounds the decoded run states kept in memory.
-const maxCachedStates = 4096
+// maxCachedStateBytes bounds the record bytes of the run states kept
+// decoded in memory.
+const maxCachedStateBytes = 32 << 20
 
 var states stateCache
 
@@ -63,10 +66,18 @@ func (c *stateCache) put(key string, data []byte, st *runState) {
 	st = st.clone()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedStates {
-		c.m = map[string]cachedState{}
+	if old, ok := c.m[key]; ok {
+		c.size -= len(old.data)
+		delete(c.m, key)
+	}
+	if len(data) > maxCachedStateBytes/64 {
+		return // a state this big would crowd out the others
+	}
+	if c.m == nil || c.size+len(data) > maxCachedStateBytes {
+		c.m, c.size = map[string]cachedState{}, 0
 	}
 	c.m[key] = cachedState{data: data, st: st}
+	c.size += len(data)
 }
 
 // clone copies the state and its executions. An execution with no map
