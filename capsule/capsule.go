@@ -28,6 +28,7 @@ import (
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/verifier"
 	"github.com/oecp/oecp/workspace"
+	"github.com/oecp/oecp/workspace/checkpoint"
 )
 
 // Options configure a capsule.
@@ -69,6 +70,12 @@ type Options struct {
 	// many.
 	Retain    time.Duration
 	Compacted RetentionObserver
+	// CheckpointMaxBytes bounds a workspace checkpoint kept in the store
+	// (0: checkpoint.DefaultMaxBytes; negative: no checkpoints, so a run
+	// whose server is lost ends runtime_lost); CheckpointPush pushes
+	// checkpoints to a hidden ref of the repository's remote instead.
+	CheckpointMaxBytes int64
+	CheckpointPush     bool
 }
 
 // Capsule is a running default backend.
@@ -192,6 +199,13 @@ func New(o Options) (*Capsule, error) {
 	}
 	if o.Repos != nil {
 		rc.Workspaces = workspaces{ws}
+		if o.CheckpointMaxBytes >= 0 {
+			k := &checkpoint.Keeper{M: ws, MaxBytes: o.CheckpointMaxBytes, Push: o.CheckpointPush, Log: o.Log}
+			if k.MaxBytes == 0 {
+				k.MaxBytes = checkpoint.DefaultMaxBytes
+			}
+			rc.Workspaces = checkpointed{workspaces{ws}, k}
+		}
 	}
 	rb := runs.New(rc)
 	owner := ownerID()

@@ -49,6 +49,7 @@ type Backend struct {
 	seeds  seedCache
 	wake   signals
 	prep   preparations
+	cps    checkpoints
 	graphs graphCache
 
 	// group queues the native-run writes for a group commit (group.go).

@@ -10,6 +10,7 @@ import (
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -21,11 +22,10 @@ import (
 // instance, finishes it under the engine's feet).
 //
 // Record mapping: a dispatch is node_started (the first one moves the run
-// from admitted to running); a settlement, and a crash settlement of an
-// execution orphaned by a previous process, is node_completed; a void is
-// execution_voided; an execution a graceful shutdown cancelled is
-// execution_interrupted, after a warn log line naming it; the result is
-// terminal. A process group an active execution's worker started is kept
+// from admitted to running); a settlement is node_completed; a void is
+// execution_voided; an execution a graceful shutdown cancelled, and one
+// orphaned by a previous process, is execution_interrupted, after a warn
+// log line naming it; the result is terminal. A process group an active execution's worker started is kept
 // in its state, without a record. The reducer runs in native mode, so the
 // engine never holds a native run.
 type Ledger struct {
@@ -92,7 +92,7 @@ func (l *Ledger) Version(ref engine.RunRef) uint64 {
 func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	name := store.RunLease(ref.Tenant, ref.RunID)
 	if !l.claims.InTx() {
-		return l.claims.Claim(ctx, name)
+		return claimedElsewhere(l.claims.Claim(ctx, name))
 	}
 	var epoch uint64
 	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
@@ -102,6 +102,16 @@ func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	})
 	if err == nil {
 		l.claims.Claimed(name, epoch)
+	}
+	return claimedElsewhere(err)
+}
+
+// claimedElsewhere reports a lease another live process holds as the
+// engine's sentinel, which the supervisor passes over without a word: the
+// run is that process's until its lease is released or expires.
+func claimedElsewhere(err error) error {
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return fmt.Errorf("%w: %w", engine.ErrClaimedElsewhere, err)
 	}
 	return err
 }
@@ -221,6 +231,9 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 // each one's end. A note, when given, is logged for each one first. then,
 // when set, runs after them in the same transaction.
 func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, end func(i int) ending, note string, then func(tx store.Tx, st *runState) error) error {
+	// A settlement keeps the checkpoint taken after its execution; once
+	// written or refused, it is not needed any more.
+	defer l.b.cps.drop(runKey{ref.Tenant, ref.RunID}, ids)
 	return l.write(ctx, ref, func(tx store.Tx, st *runState) error {
 		for i, id := range ids {
 			x := st.exec(id)
@@ -233,8 +246,14 @@ func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, en
 					return err
 				}
 			}
-			if err := endExecution(tx, ref.Tenant, ref.RunID, st, x, end(i)); err != nil {
+			e := end(i)
+			if err := endExecution(tx, ref.Tenant, ref.RunID, st, x, e); err != nil {
 				return err
+			}
+			if e.Outcome != nil {
+				if err := l.b.saveCheckpoint(tx, runKey{ref.Tenant, ref.RunID}, id); err != nil {
+					return err
+				}
 			}
 		}
 		if then != nil {
@@ -296,12 +315,14 @@ func (l *Ledger) settleThen(ctx context.Context, ref engine.RunRef, ss []engine.
 	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Outcome: outs[i]} }, "", then)
 }
 
-// Crash settles executions a previous process left active as crash; the
-// graph routes them like any error.
+// Crash records executions a previous process left active (it died, or
+// another replica lost them with its host) as interrupted, like a
+// graceful shutdown's: the execution did not fail, its host did, so the
+// same node runs again, in a new session, in a workspace rebuilt from the
+// run's latest checkpoint. A log line naming each says so.
 func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, ids []uint64) error {
-	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
-	return l.settle(ctx, ref, ids, func(int) ending { return ending{Outcome: crash} },
-		"this execution was running when its server stopped; it ends as crash", nil)
+	return l.settle(ctx, ref, ids, func(int) ending { return ending{Interrupted: true} },
+		"this execution was running on a server that was lost; the same node runs again, in a new session", nil)
 }
 
 // Interrupt records executions a graceful shutdown cancelled
@@ -421,10 +442,17 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 			return nil, false
 		}
 		node := executables(sub.Graph)[d.Occurrence.Node]
+		_, verifier := node.(*graph.Verifier)
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
-			return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
+			out := b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
 				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
 				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+			// A writer's work is checkpointed for its settlement, unless
+			// it was cancelled (a shutdown interrupts it: it runs again).
+			if (delivery || !verifier) && !errors.Is(ctx.Err(), context.Canceled) {
+				b.takeCheckpoint(context.WithoutCancel(ctx), runKey{ref.Tenant, ref.RunID}, d.Execution, sub.Source, ex.Ref)
+			}
+			return out
 		}), true
 	}
 }

@@ -35,6 +35,8 @@ type backendConfig struct {
 	// maxActive bounds running executions (0: unbounded).
 	maxActive int
 	pg        postgresConfig
+	// checkpoints move runs' workspaces between servers.
+	checkpoints checkpointConfig
 	// activeRunsPerTenant bounds a tenant's unfinished native runs (0:
 	// unbounded).
 	activeRunsPerTenant int
@@ -49,7 +51,7 @@ type backendConfig struct {
 func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.kind, "backend", "default", "`default|fixture`: the real cluster, or a deterministic in-memory cluster without an engine (reference-compatible, for conformance tests)")
 	fs.StringVar(&b.store, "store", "", "ledger store, `sqlite|memory|postgres` (default sqlite; postgres is shared by replicas; the fixture backend keeps memory)")
-	fs.StringVar(&b.dataDir, "data", "", "data directory `DIR` of the sqlite store (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")
+	fs.StringVar(&b.dataDir, "data", "", "data directory `DIR` of the sqlite store, and of the runs' workspaces on every store but memory (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")
 	fs.StringVar(&b.sync, "sync", "full", "sqlite durability, `full|normal`: fsync every commit, or at WAL checkpoints")
 	fs.StringVar(&b.tenancy, "tenancy", "isolated", "`isolated|shared`: one cluster per tenant, or one cluster for all")
 	fs.StringVar(&b.workers, "workers", "", "JSON `FILE` of host-configured command workers")
@@ -58,6 +60,7 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&b.keepWorkspaces, "keep-workspaces", workspace.DefaultKeep, "keep a finished native run's workspace for `DURATION` (0: remove it at once)")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
+	b.checkpoints.addFlags(fs)
 	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
 	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "`N` unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
 }
@@ -105,7 +108,7 @@ func (b *backendConfig) validate() error {
 	if b.maxActive < 0 {
 		return fmt.Errorf("--max-active %d: want 0 (unbounded) or more", b.maxActive)
 	}
-	return nil
+	return b.checkpoints.validate()
 }
 
 // newBackend builds the configured backend and a function that releases it.
@@ -172,7 +175,13 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 	}
 	if d, ok := st.(interface{ Dir() string }); ok {
 		opts.RunDir = filepath.Join(d.Dir(), "runs")
+	} else if cfg.store == "postgres" {
+		if opts.RunDir, err = runDir(cfg.dataDir); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
 	}
+	cfg.checkpoints.apply(&opts)
 	c, err := capsule.New(opts)
 	if err != nil {
 		_ = st.Close()

@@ -89,6 +89,9 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
+			if name, ok := strings.CutPrefix(n.Payload, releasedPrefix); ok {
+				s.held.drop(name)
+			}
 			if !strings.HasPrefix(n.Payload, self) {
 				s.signal.Wake()
 			}
