@@ -43,7 +43,6 @@ RETURNING epoch, coalesce((SELECT owner FROM prev), '')`
 // which never has this prefix (hex digits only).
 const releasedPrefix = "released "
 
-
 // heldLeases remembers, per lease name, until when (local monotonic
 // clock) another owner holds it, so that a supervisor scanning its runs
 // after every commit does not ask the database again before the lease can
