@@ -34,6 +34,7 @@ type Ledger struct {
 
 	mu       sync.Mutex
 	versions map[engine.RunRef]uint64 // as the last Running read them
+	leased   map[string]engine.RunRef // claimed runs by lease name (lease.go)
 }
 
 var (
@@ -91,6 +92,7 @@ func (l *Ledger) Version(ref engine.RunRef) uint64 {
 // many runs share one commit.
 func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	name := store.RunLease(ref.Tenant, ref.RunID)
+	l.claimed(ref)
 	if !l.claims.InTx() {
 		return claimedElsewhere(l.claims.Claim(ctx, name))
 	}
@@ -398,6 +400,9 @@ func terminalResult(t reduce.Terminal) (protocol.TerminalResult, error) {
 // finished drops what this process keeps for a run it has finished.
 func (l *Ledger) finished(ref engine.RunRef) {
 	l.claims.Forget(store.RunLease(ref.Tenant, ref.RunID))
+	l.mu.Lock()
+	delete(l.leased, store.RunLease(ref.Tenant, ref.RunID))
+	l.mu.Unlock()
 	l.b.closeRun(ref.Tenant, ref.RunID)
 }
 
