@@ -45,6 +45,7 @@ type Backend struct {
 
 	subSeq atomic.Uint64
 	live   *attachHub
+	relay  *relay
 	logs   logBuffer
 	seeds  seedCache
 	wake   signals
@@ -67,7 +68,7 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub()}
+	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub(), relay: newRelay(cfg.Store)}
 	b.logs.flush = b.flushLogs
 	return b
 }
@@ -77,6 +78,7 @@ func New(cfg Config) *Backend {
 // shares.
 func (b *Backend) Close() {
 	b.prep.stop()
+	b.relay.stop()
 	b.logs.wait()
 }
 

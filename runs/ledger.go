@@ -413,7 +413,9 @@ func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
 
 // Output publishes one chunk of an execution's live output.
 func (l *Ledger) Output(ref engine.RunRef, execution, text string) {
-	l.b.live.publish(attachKey(ref.Tenant, ref.RunID, execution), outputEvent(SafeText(text, protocol.RedactedAttachOutput)))
+	key, ev := attachKey(ref.Tenant, ref.RunID, execution), outputEvent(SafeText(text, protocol.RedactedAttachOutput))
+	l.b.live.publish(key, ev)
+	l.b.relay.send(key, ev, false)
 }
 
 // ExecutionStarted opens an execution's live attach stream.
@@ -423,7 +425,9 @@ func (l *Ledger) ExecutionStarted(ref engine.RunRef, execution string) {
 
 // ExecutionEnded closes an execution's live attach stream.
 func (l *Ledger) ExecutionEnded(ref engine.RunRef, execution string) {
-	l.b.live.end(attachKey(ref.Tenant, ref.RunID, execution))
+	key := attachKey(ref.Tenant, ref.RunID, execution)
+	l.b.live.end(key)
+	l.b.relay.send(key, nil, true)
 }
 
 func errorOutcome(code, reason string) json.RawMessage {

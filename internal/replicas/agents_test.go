@@ -267,7 +267,8 @@ func TestStoppedReplicaHandsOver(t *testing.T) {
 }
 
 // TestAttachOnAnotherReplica: run/attach and live run/logs on one replica
-// follow the live output of step two running on another.
+// follow the live output of step two running on another: each line
+// once, in order (the stderr line, then the answer), then settled.
 func TestAttachOnAnotherReplica(t *testing.T) {
 	cl := startAgentCluster(t, 2, leaseTTL)
 	a := dial(t, cl.replicas[0])
@@ -297,7 +298,7 @@ func TestAttachOnAnotherReplica(t *testing.T) {
 			got[len(got)-1] += " " + *ev.Event.Text
 		}
 	}
-	if strings.Join(got, "|") != "working|output two: released|settled" {
+	if strings.Join(got, "|") != "working|output two: released|output null|settled" {
 		t.Fatalf("attach on the other replica: %q (%v)", got, att.Err())
 	}
 	for ev := range logs.Events() {

@@ -128,6 +128,7 @@ type Store struct {
 	listenDone chan struct{}
 
 	held heldLeases
+	bc   broadcaster
 }
 
 var (
@@ -258,6 +259,7 @@ func (s *Store) Close() error {
 	if err := s.gate.Close(); err != nil {
 		return err
 	}
+	s.stopBroadcasts()
 	s.stopListen()
 	<-s.listenDone
 	s.pool.Close()
