@@ -108,6 +108,16 @@ var (
 	errExecGone = errors.New("runs: execution is no longer active")
 )
 
+// orNoRun is err, a failed read, or errNoRun when the read found no run:
+// a store that cannot serve (a connection the server killed) is never
+// reported as a missing run.
+func orNoRun(err error) error {
+	if err != nil {
+		return err
+	}
+	return errNoRun
+}
+
 // Submission conflicts, answered by Submit itself.
 var errConflict, errKeyReused = errors.New("runs: run id is taken by a different submission"),
 	errors.New("runs: submission key is taken by a different submission")
@@ -256,7 +266,7 @@ func (b *Backend) Status(ctx context.Context, runID string) (*StatusResult, erro
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
 		st, _, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {
-			return errors.Join(err, errNoRun)
+			return orNoRun(err)
 		}
 		res = project(runID, st)
 		return nil
@@ -280,7 +290,7 @@ func (b *Backend) List(ctx context.Context) (*ListResult, error) {
 		for i := len(ids) - 1; i >= 0; i-- {
 			st, _, ok, err := loadRun(tx, tk, ids[i])
 			if err != nil || !ok {
-				return errors.Join(err, errNoRun)
+				return orNoRun(err)
 			}
 			res.Runs = append(res.Runs, project(ids[i], st))
 		}
@@ -349,7 +359,7 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 	return b.commit(ctx, runKey{tk, runID}, func(tx store.Tx, lines []logLine) error {
 		st, version, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {
-			return errors.Join(err, errNoRun)
+			return orNoRun(err)
 		}
 		from := st.Cursor
 		if err := appendLogs(tx, tk, runID, st, lines); err != nil {

@@ -486,7 +486,7 @@ func (c *seedCache) get(tx store.ReadTx, tk, runID string) (*Submission, error) 
 	}
 	run, ok, err := tx.Run(tk, runID)
 	if err != nil || !ok {
-		return nil, errors.Join(err, errNoRun)
+		return nil, orNoRun(err)
 	}
 	if sub, err = DecodeSubmission(run.Seed); err != nil {
 		return nil, fmt.Errorf("runs: admitted submission of %q does not decode: %w", runID, err)
