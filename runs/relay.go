@@ -24,6 +24,9 @@ import (
 // the settlement) before it ends anyway.
 const remoteEndGrace = 2 * time.Second
 
+// relayTopic is the broadcast topic of native runs' attach events.
+const relayTopic = "runattach"
+
 // relayMsg is one broadcast attach event of an execution.
 type relayMsg struct {
 	Key   string          `json:"k"`
@@ -56,7 +59,7 @@ func newRelay(st store.Store) *relay {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if bc, ok := st.(store.Broadcaster); ok && store.IsShared(st) {
 		r.bc = bc
-		bc.OnBroadcast(r.received)
+		bc.OnBroadcast(relayTopic, r.received)
 	}
 	return r
 }
@@ -66,17 +69,19 @@ func (r *relay) send(key string, ev []byte, end bool) {
 	if r.bc == nil {
 		return
 	}
+	// Numbered and queued under the lock: the order of the numbers is the
+	// order of the queue (Broadcast does not wait).
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := r.sent[key] + 1
 	if end {
 		delete(r.sent, key)
 	} else {
 		r.sent[key] = n
 	}
-	r.mu.Unlock()
 	msg, err := json.Marshal(relayMsg{Key: key, Seq: n, Event: ev, End: end})
 	if err == nil {
-		r.bc.Broadcast(msg) // a dropped message is a gap its receivers see
+		r.bc.Broadcast(relayTopic, msg) // a dropped message is a gap its receivers see
 	}
 }
 

@@ -41,6 +41,7 @@ const (
 type preparations struct {
 	mu     sync.Mutex
 	state  map[runKey]int
+	epoch  map[runKey]uint64 // the claim each state was reached under
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -55,7 +56,11 @@ type preparations struct {
 // that this host does not hold it — the run is being ended runtime_lost
 // and must not be reduced meanwhile (its orphans would otherwise settle
 // and the graph go on without its workspace).
-func (b *Backend) workspaceReady(k runKey, src Source, started bool) (ready, lost bool) {
+//
+// epoch is the run's claim: a workspace made under an earlier claim of
+// this process (it lost the run to another replica and took it back) is
+// rebuilt, as the other replica may have moved the run on.
+func (b *Backend) workspaceReady(k runKey, src Source, started bool, epoch uint64) (ready, lost bool) {
 	if b.cfg.Workspaces == nil {
 		return true, false
 	}
@@ -63,7 +68,10 @@ func (b *Backend) workspaceReady(k runKey, src Source, started bool) (ready, los
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == nil {
-		p.state = map[runKey]int{}
+		p.state, p.epoch = map[runKey]int{}, map[runKey]uint64{}
+	}
+	if _, restores := b.cfg.Workspaces.(Checkpointer); restores && started && p.state[k] == wsReady && p.epoch[k] != epoch {
+		delete(p.state, k)
 	}
 	switch p.state[k] {
 	case wsReady:
@@ -80,7 +88,7 @@ func (b *Backend) workspaceReady(k runKey, src Source, started bool) (ready, los
 	cp, restores := b.cfg.Workspaces.(Checkpointer)
 	restore := started && restores
 	lost = started && !restores && keeps && !kp.Prepared(k.tk, k.runID, src)
-	p.state[k] = wsPreparing
+	p.state[k], p.epoch[k] = wsPreparing, epoch
 	if lost {
 		p.state[k] = wsLost
 	}
@@ -170,6 +178,7 @@ func (p *preparations) forget(k runKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.state, k)
+	delete(p.epoch, k)
 }
 
 // stop cancels the preparations in flight and waits for them.

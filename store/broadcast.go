@@ -10,12 +10,13 @@ package store
 // order it broadcast them; a process never receives its own.
 type Broadcaster interface {
 	// Broadcast queues payload (valid UTF-8, at most MaxBroadcastBytes)
-	// for the other processes without waiting; it reports false when the
-	// message was dropped (the queue is full, or the store is closed).
-	Broadcast(payload []byte) bool
-	// OnBroadcast sets the one function the other processes' messages are
-	// handed to, on one goroutine, in order; it must not block.
-	OnBroadcast(fn func(payload []byte))
+	// on topic (a word: letters and digits) for the other processes,
+	// without waiting; it reports false when the message was dropped (the
+	// queue is full, or the store is closed).
+	Broadcast(topic string, payload []byte) bool
+	// OnBroadcast sets the one function the other processes' messages on
+	// topic are handed to, on one goroutine, in order; it must not block.
+	OnBroadcast(topic string, fn func(payload []byte))
 }
 
 // MaxBroadcastBytes bounds one broadcast message.

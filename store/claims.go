@@ -137,3 +137,11 @@ func (c *Claims) Release(ctx context.Context, name string) error {
 	}
 	return el.ReleaseLease(ctx, name, c.owner, epoch)
 }
+
+// Epoch is the epoch this process claimed the named lease under (0: not
+// claimed).
+func (c *Claims) Epoch(name string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epochs[name]
+}

@@ -43,16 +43,18 @@ type broadcaster struct {
 	done  chan struct{}
 	next  uint64 // message number, on the sender goroutine
 
-	mu      sync.Mutex
-	handler func([]byte)
-	parts   map[string][]string // message key → parts received so far
+	mu       sync.Mutex
+	handlers map[string]func([]byte) // by topic
+	parts    map[string][]string     // message key → parts received so far
 }
 
-// Broadcast implements store.Broadcaster.
-func (s *Store) Broadcast(payload []byte) bool {
-	if len(payload) > store.MaxBroadcastBytes || !utf8.Valid(payload) {
+// Broadcast implements store.Broadcaster: the message is the topic, a
+// space and the payload.
+func (s *Store) Broadcast(topic string, payload []byte) bool {
+	if len(payload) > store.MaxBroadcastBytes || !utf8.Valid(payload) || !validTopic(topic) {
 		return false
 	}
+	payload = append([]byte(topic+" "), payload...)
 	s.bc.once.Do(func() {
 		s.bc.queue, s.bc.done = make(chan []byte, broadcastQueue), make(chan struct{})
 		go s.sendLoop()
@@ -70,10 +72,23 @@ func (s *Store) Broadcast(payload []byte) bool {
 }
 
 // OnBroadcast implements store.Broadcaster.
-func (s *Store) OnBroadcast(fn func([]byte)) {
+func (s *Store) OnBroadcast(topic string, fn func([]byte)) {
 	s.bc.mu.Lock()
 	defer s.bc.mu.Unlock()
-	s.bc.handler = fn
+	if s.bc.handlers == nil {
+		s.bc.handlers = map[string]func([]byte){}
+	}
+	s.bc.handlers[topic] = fn
+}
+
+// validTopic reports whether topic is a word of letters and digits.
+func validTopic(topic string) bool {
+	for _, r := range topic {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return topic != ""
 }
 
 // sendLoop sends the queued messages until the store closes.
@@ -155,23 +170,29 @@ func (s *Store) received(payload string) {
 		return
 	}
 	s.bc.mu.Lock()
-	defer s.bc.mu.Unlock()
 	if s.bc.parts == nil {
 		s.bc.parts = map[string][]string{}
 	}
 	got := s.bc.parts[key]
 	if len(got) != i-1 {
 		delete(s.bc.parts, key) // a part is missing: the message is lost
+		s.bc.mu.Unlock()
 		return
 	}
 	got = append(got, f[3])
 	if i < n {
 		s.bc.parts[key] = got
+		s.bc.mu.Unlock()
 		return
 	}
 	delete(s.bc.parts, key)
-	if s.bc.handler != nil {
-		s.bc.handler([]byte(strings.Join(got, "")))
+	topic, msg, _ := strings.Cut(strings.Join(got, ""), " ")
+	fn := s.bc.handlers[topic]
+	s.bc.mu.Unlock()
+	// Only the listener's goroutine calls received, so messages are
+	// handed on in order without the lock.
+	if fn != nil {
+		fn([]byte(msg))
 	}
 }
 

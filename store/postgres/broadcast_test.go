@@ -19,13 +19,14 @@ func TestBroadcastReachesOthersInOrder(t *testing.T) {
 	a := openOn(t, dsn, postgres.Options{})
 	b := openOn(t, dsn, postgres.Options{})
 	got := make(chan string, 16)
-	b.OnBroadcast(func(p []byte) { got <- string(p) })
+	b.OnBroadcast("t", func(p []byte) { got <- string(p) })
+	b.OnBroadcast("other", func(p []byte) { got <- "other topic: " + string(p) })
 	own := make(chan string, 16)
-	a.OnBroadcast(func(p []byte) { own <- string(p) })
+	a.OnBroadcast("t", func(p []byte) { own <- string(p) })
 	long := strings.Repeat("é", 9000) // 18,000 bytes: three notifications
 	want := []string{"first", long, "third"}
 	for _, m := range want {
-		if !a.Broadcast([]byte(m)) {
+		if !a.Broadcast("t", []byte(m)) {
 			t.Fatalf("broadcast of %d bytes dropped", len(m))
 		}
 	}
@@ -34,7 +35,7 @@ func TestBroadcastReachesOthersInOrder(t *testing.T) {
 			t.Fatalf("message %d: %d bytes, want %d", i, len(g), len(w))
 		}
 	}
-	if !b.Broadcast([]byte("to a")) || <-own != "to a" {
+	if !b.Broadcast("t", []byte("to a")) || <-own != "to a" {
 		t.Fatal("the other direction")
 	}
 	select {
@@ -42,7 +43,7 @@ func TestBroadcastReachesOthersInOrder(t *testing.T) {
 		t.Fatalf("a received its own message %q", m)
 	default:
 	}
-	if a.Broadcast([]byte(strings.Repeat("x", store.MaxBroadcastBytes+1))) || a.Broadcast([]byte{0xff}) {
+	if a.Broadcast("t", []byte(strings.Repeat("x", store.MaxBroadcastBytes+1))) || a.Broadcast("t", []byte{0xff}) || a.Broadcast("a b", nil) {
 		t.Fatal("an oversized or invalid message was queued")
 	}
 }
