@@ -25,6 +25,7 @@ var runCommands = []struct {
 	{"logs", command{"print a run's durable log records (--follow: until the run ends)", runRunLogs}},
 	{"attach", command{"stream the live output of one active execution", runRunAttach}},
 	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runRunForce}},
+	{"export", command{"export a run as JSONL: its trace, or the agents' output as semantic events", runRunExport}},
 }
 
 func runUsage(w io.Writer) {

@@ -229,6 +229,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
 	mux.Handle(webui.Prefix, webui.New())
+	exportRoutes(mux, disp.Backend, resolver, cfg, log)
 	op.routes(mux)
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
