@@ -45,4 +45,8 @@ func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
 	if res := textOf(t, tab, ".result"); !strings.Contains(res, "force_stopped") {
 		t.Fatalf("result %q, want force_stopped", res)
 	}
+	run(t, tab, "its exports are offered and read",
+		chromedp.WaitVisible(chromedp.CSS(`.exports a[data-export="trace"][href="/oecp/runs/`+id+`/export?format=trace"]`)),
+		chromedp.Click(chromedp.CSS(`.exports a[data-export="semantic"]`)),
+		until(`document.querySelector('.export-message').dataset.kind === 'ok'`))
 }
