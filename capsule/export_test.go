@@ -16,6 +16,9 @@ import (
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/store/postgres"
+	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/store/sqlite"
 )
 
@@ -130,6 +133,26 @@ func readFile(t *testing.T, path string) string {
 // declared key redacted); two exports are byte-identical; the semantic
 // view holds its text, tool call, tool result, usage and result.
 func TestExportCodexRun(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) (store.Store, error){
+		"sqlite": func(t *testing.T) (store.Store, error) {
+			return sqlite.Open(context.Background(), sqlite.Options{Dir: t.TempDir()})
+		},
+		"postgres": func(t *testing.T) (store.Store, error) {
+			dsn, _ := pgtest.Schema(t)
+			return postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, err := open(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testExportCodexRun(t, st)
+		})
+	}
+}
+
+func testExportCodexRun(t *testing.T, st store.Store) {
 	t.Setenv("OPENAI_API_KEY", "sk-test-secret")
 	turn0 := lines(
 		`{"type":"thread.started","thread_id":"th-1"}`,
@@ -146,10 +169,6 @@ func TestExportCodexRun(t *testing.T) {
 	cli, dir := fakeCLI(t, "codex",
 		fakeTurn{`printf 'improved\n' > NOTES.md; printf 'key %s \377\n' "$CODEX_API_KEY" >&2`, turn0},
 		fakeTurn{`printf 'second\n' >&2`, turn1})
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := startAgentHostWith(t, "codex", cli, capsule.Options{Store: st}, "OPENAI_API_KEY")
 	h.submit("cx", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
 	if got := h.finish("cx"); got != `{"status":"succeeded","output":null}` {
