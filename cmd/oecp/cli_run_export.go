@@ -7,13 +7,14 @@ import (
 	"os"
 
 	"github.com/oecp/oecp/client"
+	"github.com/spf13/cobra"
 )
 
 // maxFooterLine bounds the last line of an export the command keeps to
 // check that the export ended with its footer.
 const maxFooterLine = 1 << 20
 
-func runRunExport(args []string, stdout, stderr io.Writer) error {
+func runExportCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run export", "run export ID [--format trace|semantic] [--output FILE] [flags]",
 		`Exports a run as JSONL, streamed from the server (HTTP on its listener, with the same
 token as every command). trace: the run's ledger, the exact prompt of every agent
@@ -25,25 +26,31 @@ always exports to the same bytes; a run still going is exported as far as it got
 		stdout, stderr, false, false)
 	format := c.fs.String("format", "trace", "export `FORMAT`: trace or semantic")
 	output := c.fs.String("output", "", "write to `FILE`, which must not exist (default: stdout)")
-	if err := c.parse(args, 1, 1); err != nil {
-		return err
-	}
-	if *format != "trace" && *format != "semantic" {
-		return c.fs.usageErr("--format %q: want trace or semantic", *format)
+	return c.fs.run(func(args []string) error {
+		if err := c.parse(args, 1, 1); err != nil {
+			return err
+		}
+		return c.export(c.args[0], *format, *output)
+	})
+}
+
+// export streams run runID's export in format to stdout or a new file.
+func (c *cli) export(runID, format, output string) error {
+	if format != "trace" && format != "semantic" {
+		return c.fs.usageErr("--format %q: want trace or semantic", format)
 	}
 	opts, err := c.dialOptions()
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	runID := c.args[0]
-	w, finish, err := exportTarget(c, *output, stdout)
+	w, finish, err := exportTarget(c, output, c.stdout)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
 	tail := &lastLine{}
-	err = client.Export(ctx, c.server, opts, runID, *format, io.MultiWriter(w, tail))
+	err = client.Export(ctx, c.server, opts, runID, format, io.MultiWriter(w, tail))
 	if err == nil && !tail.isFooter() {
 		err = errors.New("export: the stream ended before its footer")
 	}
