@@ -21,25 +21,10 @@ type Evidence interface {
 	LastEvidence(ctx context.Context, tenant, runID string) (uint64, error)
 }
 
-// Kinds of evidence records.
-const (
-	// EvidencePrompt is what a process was given: Data is its standard
-	// input, or its last argument when its standard input was empty (Attr
-	// says which: "stdin" or "argv").
-	EvidencePrompt = "prompt"
-	// EvidenceStdout and EvidenceStderr are bytes a process wrote.
-	EvidenceStdout = "stdout"
-	EvidenceStderr = "stderr"
-	// EvidenceTruncated says a stream (Attr) of the process went past the
-	// bound of what is kept; the rest of it is not recorded.
-	EvidenceTruncated = "truncated"
-	// EvidenceEnd closes a process's evidence: everything it wrote up to
-	// the bound was recorded.
-	EvidenceEnd = "end"
-)
-
 // EvidenceRecord is one record of a run's evidence, of one process: the
-// Turn-th process (from 0) of an execution.
+// Turn-th process (from 0) of an execution. Kind and Attr are short
+// strings the writer defines (what the record is, and a detail of it);
+// Data is any bytes.
 type EvidenceRecord struct {
 	ID        uint64
 	Execution string

@@ -16,20 +16,20 @@ func testEvidence(t *testing.T, s store.Store) {
 	if !ok {
 		t.Fatalf("%T does not implement store.Evidence", s)
 	}
-	if err := ev.AppendEvidence(ctx, "a", "r1", []store.EvidenceRecord{{Kind: store.EvidencePrompt}}); !errors.Is(err, store.ErrNoRun) {
+	if err := ev.AppendEvidence(ctx, "a", "r1", []store.EvidenceRecord{{Kind: "prompt"}}); !errors.Is(err, store.ErrNoRun) {
 		t.Fatalf("append to an unknown run: %v, want ErrNoRun", err)
 	}
 	createRun(t, s, "a", "r1")
 	createRun(t, s, "b", "r1")
 	ch := s.Changed()
 	recs := []store.EvidenceRecord{
-		{Execution: "e1", Turn: 0, Kind: store.EvidencePrompt, Attr: "stdin", Data: []byte("hello\x00\xff")},
-		{Execution: "e1", Turn: 0, Kind: store.EvidenceStdout, Data: []byte("{}\n")},
-		{Execution: "e1", Turn: 0, Kind: store.EvidenceEnd},
+		{Execution: "e1", Turn: 0, Kind: "prompt", Attr: "stdin", Data: []byte("hello\x00\xff")},
+		{Execution: "e1", Turn: 0, Kind: "stdout", Data: []byte("{}\n")},
+		{Execution: "e1", Turn: 0, Kind: "end"},
 	}
 	must(t, ev.AppendEvidence(ctx, "a", "r1", recs[:2]))
 	must(t, ev.AppendEvidence(ctx, "a", "r1", recs[2:]))
-	must(t, ev.AppendEvidence(ctx, "b", "r1", []store.EvidenceRecord{{Execution: "x", Kind: store.EvidenceStderr, Data: []byte("other")}}))
+	must(t, ev.AppendEvidence(ctx, "b", "r1", []store.EvidenceRecord{{Execution: "x", Kind: "stderr", Data: []byte("other")}}))
 	select {
 	case <-ch:
 		t.Fatal("an evidence append woke watchers")
