@@ -39,6 +39,11 @@ const (
 	// evidenceWait bounds how long an ended execution waits for its
 	// evidence to be written before its outcome is recorded anyway.
 	evidenceWait = 30 * time.Second
+	// evidenceLinger is how long the flusher lets pieces gather before a
+	// write that is neither full (evidenceBatch) nor awaited by an ended
+	// execution, so that a chatty process costs a few transactions a
+	// second, not one per read.
+	evidenceLinger = 250 * time.Millisecond
 	// redactedEvidence replaces a declared variable's value.
 	redactedEvidence = "[REDACTED]"
 )
@@ -69,8 +74,11 @@ type evidenceRecorder struct {
 	mu       sync.Mutex
 	changed  *sync.Cond // signalled when an execution's count drops
 	pending  []pendingEvidence
+	size     int             // bytes pending
 	unsaved  map[execKey]int // queued or being written, per execution
+	runs     map[runKey]int  // the same, per run
 	flushing bool
+	kick     chan struct{} // ends the flusher's linger (capacity 1)
 	wg       sync.WaitGroup
 }
 
@@ -110,11 +118,17 @@ func (r *evidenceRecorder) add(b *Backend, key execKey, rec store.EvidenceRecord
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.unsaved == nil {
-		r.unsaved = map[execKey]int{}
+		r.unsaved, r.runs = map[execKey]int{}, map[runKey]int{}
 		r.changed = sync.NewCond(&r.mu)
+		r.kick = make(chan struct{}, 1)
 	}
 	r.pending = append(r.pending, pendingEvidence{key, rec})
+	r.size += len(rec.Data)
 	r.unsaved[key]++
+	r.runs[key.run]++
+	if r.size >= evidenceBatch {
+		r.hurry()
+	}
 	if !r.flushing {
 		r.flushing = true
 		r.wg.Add(1)
@@ -131,6 +145,7 @@ func (r *evidenceRecorder) add(b *Backend, key execKey, rec store.EvidenceRecord
 func (r *evidenceRecorder) flush(b *Backend) {
 	ev := b.store.(store.Evidence)
 	for {
+		r.linger()
 		batch, ok := r.next()
 		if !ok {
 			return
@@ -142,6 +157,31 @@ func (r *evidenceRecorder) flush(b *Backend) {
 			b.cfg.Log.Warn("runs: agent evidence dropped", "run", run.runID, "records", len(recs), "err", err)
 		}
 		r.done(batch)
+	}
+}
+
+// hurry ends the flusher's linger; the caller holds r.mu.
+func (r *evidenceRecorder) hurry() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// linger waits up to evidenceLinger unless a full batch is pending or an
+// ended execution waits.
+func (r *evidenceRecorder) linger() {
+	r.mu.Lock()
+	full, kick := r.size >= evidenceBatch, r.kick
+	r.mu.Unlock()
+	if full {
+		return
+	}
+	t := time.NewTimer(evidenceLinger)
+	defer t.Stop()
+	select {
+	case <-kick:
+	case <-t.C:
 	}
 }
 
@@ -168,6 +208,7 @@ func (r *evidenceRecorder) next() ([]pendingEvidence, bool) {
 		}
 	}
 	r.pending = rest
+	r.size -= size
 	return batch, true
 }
 
@@ -178,17 +219,31 @@ func (r *evidenceRecorder) done(batch []pendingEvidence) {
 		if r.unsaved[p.key]--; r.unsaved[p.key] <= 0 {
 			delete(r.unsaved, p.key)
 		}
+		if r.runs[p.key.run]--; r.runs[p.key.run] <= 0 {
+			delete(r.runs, p.key.run)
+		}
 	}
 	r.changed.Broadcast()
 }
 
 // waitSaved waits until nothing of an execution is pending, at most d.
 func (r *evidenceRecorder) waitSaved(key execKey, d time.Duration) {
+	r.waitUntil(func() bool { return r.unsaved[key] == 0 }, d)
+}
+
+// waitRun waits until nothing of a run is pending, at most d.
+func (r *evidenceRecorder) waitRun(run runKey, d time.Duration) {
+	r.waitUntil(func() bool { return r.runs[run] == 0 }, d)
+}
+
+// waitUntil waits until saved() (called with r.mu held), at most d.
+func (r *evidenceRecorder) waitUntil(saved func() bool, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.unsaved[key] == 0 {
+	if saved() {
 		return
 	}
+	r.hurry()
 	expired := false
 	t := time.AfterFunc(d, func() {
 		r.mu.Lock()
@@ -197,7 +252,7 @@ func (r *evidenceRecorder) waitSaved(key execKey, d time.Duration) {
 		r.mu.Unlock()
 	})
 	defer t.Stop()
-	for r.unsaved[key] > 0 && !expired {
+	for !saved() && !expired {
 		r.changed.Wait()
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // Exports. A run's export is read in pages up to a snapshot taken when it
-// starts (the run's cursor and its last evidence record), so it never
+// starts (the run's cursor and its last evidence record, once the evidence
+// this server still holds in memory for the run is written), so it never
 // holds the whole run in memory and the same finished run always gives
 // the same bytes; a run still going is exported as far as it got, with a
 // footer that says so.
@@ -44,7 +45,10 @@ func (b *Backend) Export(ctx context.Context, runID, format string, w io.Writer)
 	if !export.Valid(format) {
 		return protocol.SchemaReason(ErrBadFormat.Error())
 	}
-	plan, err := b.planExport(ctx, b.tenant(ctx), runID)
+	tk := b.tenant(ctx)
+	// What this server's agents wrote up to now is part of the export.
+	b.evidence.waitRun(runKey{tk, runID}, evidenceWait)
+	plan, err := b.planExport(ctx, tk, runID)
 	if err != nil {
 		return exportWire(err)
 	}
