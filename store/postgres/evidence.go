@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,7 @@ func (s *Store) AppendEvidence(ctx context.Context, tenant, runID string, recs [
 	err := pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(actx, `SELECT 1 FROM runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`, []byte(tenant), []byte(runID)).Scan(&one)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %q", store.ErrNoRun, runID)
 		}
 		if err != nil {
