@@ -1,8 +1,13 @@
 package runs
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/oecp/oecp/store"
 )
 
 // A declared value is redacted wherever the reads of a stream cut it,
@@ -49,4 +54,56 @@ func TestMergeEvidence(t *testing.T) {
 	if strings.Join(kinds, " ") != want {
 		t.Fatalf("merged %v, want %s", kinds, want)
 	}
+}
+
+// blockedEvidence is a store whose evidence writes wait for release.
+type blockedEvidence struct {
+	store.Store
+	release chan struct{}
+	mu      sync.Mutex
+	got     []store.EvidenceRecord
+}
+
+func (b *blockedEvidence) AppendEvidence(_ context.Context, _, _ string, recs []store.EvidenceRecord) error {
+	<-b.release
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.got = append(b.got, recs...)
+	return nil
+}
+
+func (b *blockedEvidence) EvidenceAfter(context.Context, string, string, uint64, uint64, int) ([]store.EvidenceRecord, error) {
+	return nil, nil
+}
+
+func (b *blockedEvidence) LastEvidence(context.Context, string, string) (uint64, error) { return 0, nil }
+
+// A process's tap never waits for the store: with every evidence write
+// stuck, a process reports its prompt, 1 MiB of output and its end; once
+// the store answers, all of it is written, in order, and the ended
+// execution's wait returns.
+func TestEvidenceTapNeverWaitsForTheStore(t *testing.T) {
+	st := &blockedEvidence{Store: store.NewMemory(), release: make(chan struct{})}
+	b := New(Config{Store: st})
+	tap := b.evidenceTap("tk", "run", "run/n/1", nil)
+	raw, end := tap.Started([]string{"cli", "the prompt"}, nil)
+	chunk := []byte(strings.Repeat("y", 4096))
+	for range 256 {
+		raw(evStdout, chunk)
+	}
+	end()
+	close(st.release)
+	b.evidence.waitSaved(execKey{runKey{"tk", "run"}, "run/n/1"}, time.Minute)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out int
+	for _, r := range st.got {
+		if r.Kind == evStdout {
+			out += len(r.Data)
+		}
+	}
+	if first, last := st.got[0], st.got[len(st.got)-1]; first.Kind != evPrompt || string(first.Data) != "the prompt" || first.Attr != "argv" || last.Kind != evEnd || out != 256*4096 {
+		t.Fatalf("written: first %+v, last %+v, %d output bytes", first, last, out)
+	}
+	b.Close()
 }
