@@ -76,7 +76,9 @@ func (b *blockedEvidence) EvidenceAfter(context.Context, string, string, uint64,
 	return nil, nil
 }
 
-func (b *blockedEvidence) LastEvidence(context.Context, string, string) (uint64, error) { return 0, nil }
+func (b *blockedEvidence) LastEvidence(context.Context, string, string) (uint64, error) {
+	return 0, nil
+}
 
 // A process's tap never waits for the store: with every evidence write
 // stuck, a process reports its prompt, 1 MiB of output and its end; once
