@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -323,6 +326,13 @@ func TestExportLiveRunOtherTenantAndRetention(t *testing.T) {
 	var out bytes.Buffer
 	if err := h.runs().Export(local(), "live", "trace", &out); !errors.As(err, &pe) || pe.DataCode != protocol.Gone || out.Len() != 0 {
 		t.Fatalf("export of a deleted run: %v (wrote %q), want GONE", err, out.String())
+	}
+	mux := http.NewServeMux()
+	mux.Handle(runs.ExportPath, h.runs().ExportHandler(nil, 0, quietLog()))
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/oecp/runs/live/export?format=trace", nil))
+	if rec.Code != http.StatusGone || rec.Body.String() != `{"error":{"code":"GONE","message":"`+protocol.MsgRunGone+`"}}`+"\n" {
+		t.Fatalf("GET a deleted run's export: %d %s", rec.Code, rec.Body.String())
 	}
 	if err := h.runs().Export(local(), "never", "trace", &out); !errors.As(err, &pe) || pe.DataCode != protocol.NotFound {
 		t.Fatalf("export of an unknown run: %v, want NOT_FOUND", err)
