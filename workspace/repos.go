@@ -1,6 +1,8 @@
 // Package workspace gives each native run a git working copy of its
-// source: the host's repository map (oecp serve --repos FILE), a clone of
-// the run's exact revision on a branch of its own, the gate that lets a
+// source: the host's repository map (oecp serve --repos FILE), one bare
+// mirror per repository whose objects every run's git directory borrows,
+// a checkout of the run's exact revision on a branch of its own, the gate
+// that lets a
 // writer hold the workspace alone while verifiers share it, the git
 // command runner delivery shares, and the removal of a finished run's
 // directory after a retention period.
