@@ -75,20 +75,28 @@ func (h *host) healthy(p workspace.Paths, revision string) {
 
 // Several runs of one repository, prepared at once, share one mirror:
 // each has its own git directory with its own branch only, borrowing the
-// mirror's objects and holding none of the history.
+// mirror's objects and holding none of the history. Two managers share
+// the root, as two processes would: only the mirror's file lock orders
+// them.
 func TestConcurrentRunsBorrowOneMirror(t *testing.T) {
 	remote := gittest.NewRemote(t)
 	older := remote.Head()
 	newer := remote.Commit("a.txt", "a\n", "second")
 	remote.Push("refs/heads/main")
 	h := newHost(t, remote, time.Hour)
+	other := workspace.NewManager(h.root, repos(t, map[string]workspace.Repo{"acme/app": {URL: remote.Dir}}), time.Hour, slog.New(slog.DiscardHandler))
+	t.Cleanup(other.Close)
 	runs := []string{"run-1", "run-2", "run-3", "run-4"}
 	revs := map[string]string{"run-1": older, "run-2": newer, "run-3": older, "run-4": newer}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(runs))
-	for _, run := range runs {
+	for i, run := range runs {
+		m := h.m
+		if i%2 == 1 {
+			m = other
+		}
 		wg.Go(func() {
-			errs <- h.m.Prepare(context.Background(), workspace.Key("t", run), workspace.Source{Repository: "acme/app", Branch: "main", Revision: revs[run]}, workspace.Branch("t", run))
+			errs <- m.Prepare(context.Background(), workspace.Key("t", run), workspace.Source{Repository: "acme/app", Branch: "main", Revision: revs[run]}, workspace.Branch("t", run))
 		})
 	}
 	wg.Wait()
