@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Files and refs of the mirrors, kept under Root/mirrors: one bare
@@ -35,6 +37,12 @@ const (
 	headsRefspec = "+refs/heads/*:refs/heads/*"
 )
 
+// notFoundCheckEvery bounds how often a revision a mirror lacks has the
+// mirror checked (a damaged mirror can look like one that lacks the
+// revision): submits of unknown revisions must not make the host check a
+// large mirror each time.
+const notFoundCheckEvery = time.Minute
+
 // mirrors is the host's set of per-repository bare mirrors. Every run's
 // git directory borrows the objects of its repository's mirror (through
 // objects/info/alternates) instead of holding a copy of the history. All
@@ -44,12 +52,30 @@ type mirrors struct {
 	dir string
 	log *slog.Logger
 
-	mu    sync.Mutex
-	locks map[string]chan struct{}
+	mu      sync.Mutex
+	locks   map[string]chan struct{}
+	checked map[string]time.Time // the last check after a revision was not found
 }
 
 func newMirrors(dir string, log *slog.Logger) *mirrors {
-	return &mirrors{dir: dir, log: log, locks: map[string]chan struct{}{}}
+	return &mirrors{dir: dir, log: log, locks: map[string]chan struct{}{}, checked: map[string]time.Time{}}
+}
+
+// mayCheck reports whether a failure err to make a workspace from the
+// mirror name should have the mirror checked: always, unless the
+// revision was not found and the mirror was checked for that reason less
+// than notFoundCheckEvery ago.
+func (ms *mirrors) mayCheck(name string, err error) bool {
+	if !errors.Is(err, ErrRevisionNotFound) {
+		return true
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if last, ok := ms.checked[name]; ok && time.Since(last) < notFoundCheckEvery {
+		return false
+	}
+	ms.checked[name] = time.Now()
+	return true
 }
 
 // mirrorName names the mirror of repository repo cloned from url: a new
@@ -228,6 +254,9 @@ func (ms *mirrors) repair(ctx context.Context, remote Git, name, url string) (bo
 	}
 	defer unlock()
 	dir := ms.path(name)
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return false, nil // never made: its first fetch failed and said why
+	}
 	if complete(dir) {
 		code, err := (Git{Dir: dir, Home: remote.Home}).Status(ctx, "fsck", "--connectivity-only", "--no-dangling", "--no-progress")
 		if err != nil || code == 0 {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -288,6 +289,13 @@ func TestPushFromABorrowedWorkspace(t *testing.T) {
 		}
 	}
 	head, _ := g.Run(ctx, "rev-parse", "HEAD")
+	// The new commit, tree and blob are the run's own, not the mirror's.
+	if count := remote.Git(p.Workspace, "count-objects", "-v"); !strings.Contains(count, "count: 3\n") {
+		t.Fatalf("the run's git directory:\n%s", count)
+	}
+	if remote.Git(h.mirror(), "cat-file", "-t", h.remote.Head()) != "commit" || exec.Command("git", "-C", h.mirror(), "cat-file", "-e", head).Run() == nil {
+		t.Fatal("the run's commit landed in the mirror")
+	}
 	empty := filepath.Join(t.TempDir(), "empty.git")
 	remote.Git(t.TempDir(), "init", "--quiet", "--bare", empty)
 	if _, err := g.Run(ctx, "push", "--quiet", empty, "HEAD:refs/heads/delivered"); err != nil {

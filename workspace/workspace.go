@@ -177,7 +177,7 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	remote := Git{Home: home, Token: token}
 	name := mirrorName(src.Repository, repo.URL)
 	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch)
-	if err != nil {
+	if err != nil && m.mirrors.mayCheck(name, err) {
 		if rebuilt, rerr := m.mirrors.repair(ctx, remote, name, repo.URL); rerr != nil {
 			m.log.Warn("workspace: cannot check a mirror", "repository", src.Repository, "err", rerr)
 		} else if rebuilt {
