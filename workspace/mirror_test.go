@@ -112,7 +112,7 @@ func TestConcurrentRunsBorrowOneMirror(t *testing.T) {
 		p, _ := h.m.Paths(workspace.Key("t", run))
 		h.healthy(p, revs[run])
 		alt, err := os.ReadFile(filepath.Join(p.Git, "objects", "info", "alternates"))
-		if err != nil || strings.TrimSpace(string(alt)) != objects {
+		if err != nil || filepath.Join(p.Git, "objects", strings.TrimSpace(string(alt))) != objects {
 			t.Fatalf("%s alternates %q (%v), want %s", run, alt, err, objects)
 		}
 		if count := remote.Git(p.Workspace, "count-objects", "-v"); !strings.Contains(count, "count: 0\n") || !strings.Contains(count, "in-pack: 0\n") {
@@ -305,4 +305,25 @@ func TestPushFromABorrowedWorkspace(t *testing.T) {
 	if got := remote.Git(empty, "rev-list", "--count", "refs/heads/delivered"); got != "3" || remote.Git(empty, "rev-parse", "refs/heads/delivered") != head {
 		t.Fatalf("delivered %s commits", got)
 	}
+}
+
+// A run's git directory names its mirror relative to itself: the data
+// directory may move, and its prepared workspaces stay whole.
+func TestMovedDataDirectoryKeepsWorkspaces(t *testing.T) {
+	remote := gittest.NewRemote(t)
+	h := newHost(t, remote, time.Hour)
+	h.prepare("run-1", remote.Head())
+	h.m.Close()
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(h.root, moved); err != nil {
+		t.Fatal(err)
+	}
+	h.root = moved
+	h.restart(repos(t, map[string]workspace.Repo{"acme/app": {URL: remote.Dir}}), time.Hour)
+	key := workspace.Key("t", "run-1")
+	if !h.m.Prepared(key, workspace.Source{Repository: "acme/app", Branch: "main", Revision: remote.Head()}) {
+		t.Fatal("the moved workspace is not prepared any more")
+	}
+	p, _ := h.m.Paths(key)
+	h.healthy(p, remote.Head())
 }

@@ -128,7 +128,11 @@ func prepared(p Paths, src Source) bool {
 		return true
 	}
 	for line := range strings.Lines(string(alt)) {
-		if _, err := os.Stat(strings.TrimSpace(line)); err != nil {
+		dir := filepath.FromSlash(strings.TrimSpace(line))
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(p.Git, "objects", dir)
+		}
+		if _, err := os.Stat(dir); err != nil {
 			return false
 		}
 	}
@@ -212,6 +216,11 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if _, err := g.Run(ctx, "init", "--quiet", "--template=", "--separate-git-dir="+p.Git, p.Workspace); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	// The workspace's .git file names the git directory relative to
+	// itself, so that the data directory may move.
+	if err := os.WriteFile(filepath.Join(p.Workspace, ".git"), []byte("gitdir: ../"+gitDir+"\n"), 0o644); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 	// No template: no sample hooks, and only the directories git's own
 	// layout has.
 	info := filepath.Join(p.Git, "objects", "info")
@@ -220,7 +229,13 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(info, alternatesFile), []byte(objects+"\n"), 0o600); err != nil {
+	// Relative to the run's objects directory, so that the data directory
+	// may move.
+	rel, err := filepath.Rel(filepath.Join(p.Git, "objects"), objects)
+	if err != nil {
+		rel = objects
+	}
+	if err := os.WriteFile(filepath.Join(info, alternatesFile), []byte(filepath.ToSlash(rel)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	g.Dir, g.GitDir = p.Workspace, p.Git
