@@ -174,8 +174,7 @@ func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, 
 		if _, err := g.Run(ctx, "update-ref", ref, revision); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
-		// Maintenance only ever runs here, under the lock, after the
-		// revision is pinned.
+		// Maintenance runs under the lock, once the revision is pinned.
 		if _, err := g.Run(ctx, "gc", "--auto", "--quiet"); err != nil {
 			ms.log.Warn("workspace: mirror maintenance failed", "mirror", name, "err", err)
 		}
