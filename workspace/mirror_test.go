@@ -255,6 +255,11 @@ func TestMirrorRetention(t *testing.T) {
 	p1, _ := h.m.Paths(workspace.Key("t", "run-1"))
 	h.m.Finish(workspace.Key("t", "run-1"))
 	h.restart(nil, 0)
+	// This start removes run-1's directory; its removal and the sweep may
+	// wait for each other on the mirror's lock until Close, so the next
+	// start's sweep, alone, is the one certain to drop the mirror.
+	h.m.Sweep()
+	h.restart(nil, 0)
 	h.m.Sweep()
 	h.m.Close()
 	for _, gone := range []string{p1.Dir, mirror} {
