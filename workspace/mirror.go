@@ -78,7 +78,7 @@ func (ms *mirrors) mayCheck(name string, err error) bool {
 	return true
 }
 
-// mirrorName names the mirror of repository repo cloned from url: a new
+// mirrorName names the mirror of repository repo fetched from url: a new
 // URL for the same repository gets a new mirror.
 func mirrorName(repo, url string) string {
 	sum := sha256.Sum256([]byte(repo + "\x00" + url))

@@ -40,11 +40,11 @@ var (
 
 // Repo is one repository of the host's repository file.
 type Repo struct {
-	// URL is where the repository is cloned from and delivered to: any
+	// URL is where the repository is fetched from and delivered to: any
 	// URL git accepts, or a local path.
 	URL string `json:"url"`
 	// TokenEnv names the server environment variable holding the token
-	// for clone, push and forge calls ("" for none). It never reaches an
+	// for fetches, push and forge calls ("" for none). It never reaches an
 	// agent.
 	TokenEnv string `json:"tokenEnv,omitempty"`
 	// Forge configures the forge CLI of pull requests (default: gh on the

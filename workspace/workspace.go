@@ -19,7 +19,7 @@ const (
 	workspaceDir = "workspace"
 	runtimeDir   = "runtime"
 	gitDir       = "git"
-	// preparedFile records the revision a workspace was cloned at.
+	// preparedFile records the revision a workspace was checked out at.
 	preparedFile = "prepared"
 	// finishedFile marks a finished run; its modification time starts
 	// the retention period.
@@ -40,12 +40,12 @@ type Source struct {
 type Paths struct {
 	// Dir is the run's directory, holding the other three.
 	Dir string
-	// Workspace is where agents work (the clone, or an empty directory
+	// Workspace is where agents work (the checkout, or an empty directory
 	// when the host serves no repositories).
 	Workspace string
 	// Runtime holds the private homes of agent sessions.
 	Runtime string
-	// Git is the clone's git directory, the host's alone: outside the
+	// Git is the checkout's git directory, the host's alone: outside the
 	// workspace and the runtime directory, so no agent works or lives in
 	// it (the workspace's .git is a file naming it, which the host never
 	// reads).
@@ -221,8 +221,8 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if err := os.WriteFile(filepath.Join(p.Workspace, ".git"), []byte("gitdir: ../"+gitDir+"\n"), 0o644); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	// No template: no sample hooks, and only the directories git's own
-	// layout has.
+	// Made without a template (no sample hooks): the info directories
+	// are made here.
 	info := filepath.Join(p.Git, "objects", "info")
 	for _, d := range []string{info, filepath.Join(p.Git, "info")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -267,7 +267,7 @@ func (m *Manager) Gate(key string) *Gate {
 }
 
 // Finish marks a run finished, making its directory when there is none
-// yet (a clone still to land there finds the mark): the directory is
+// yet (a checkout still to land there finds the mark): the directory is
 // removed once the retention period has passed (at once when it is 0), by
 // this manager or, after a restart, by Sweep, and never while an execution
 // or a Prepare holds the run's gate. Finishing again restarts the
