@@ -31,7 +31,9 @@ const (
 	// revision the run was prepared at, so that no maintenance of the
 	// mirror prunes what a run reads through its alternates.
 	runRefs = "refs/oecp/runs/"
-	// headsRefspec is what a mirror fetches: every branch, never a tag.
+	// headsRefspec is what a mirror fetches: every branch, never a tag
+	// (and no fetch runs git's maintenance: it runs once what was fetched
+	// is pinned).
 	// Branches deleted on the remote stay (no --prune): their objects may
 	// still be what a run's history names.
 	headsRefspec = "+refs/heads/*:refs/heads/*"
@@ -161,12 +163,12 @@ func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, 
 	if !hasCommit(ctx, g, revision) {
 		fetch := remote
 		fetch.Dir = dir
-		if _, err := fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--", url, headsRefspec); err != nil {
+		if _, err := fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-auto-gc", "--", url, headsRefspec); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		if !hasCommit(ctx, g, revision) {
 			// Not on a branch: ask for the commit itself.
-			_, _ = fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--", url, revision)
+			_, _ = fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-auto-gc", "--", url, revision)
 		}
 		if !hasCommit(ctx, g, revision) {
 			return "", fmt.Errorf("%w: %s is not a commit of the repository", ErrRevisionNotFound, revision)
@@ -206,12 +208,12 @@ func (ms *mirrors) create(ctx context.Context, remote Git, url, name string, pin
 	}
 	fetch := remote
 	fetch.Dir = tmp
-	if _, err := fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--", url, headsRefspec); err != nil {
+	if _, err := fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-auto-gc", "--", url, headsRefspec); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	for ref, rev := range pins {
 		if !hasCommit(ctx, local, rev) {
-			_, _ = fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--", url, rev)
+			_, _ = fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-auto-gc", "--", url, rev)
 		}
 		if !hasCommit(ctx, local, rev) {
 			ms.log.Warn("workspace: a run's revision is gone from the repository and its mirror", "mirror", name, "revision", rev)
