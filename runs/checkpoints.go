@@ -42,8 +42,8 @@ func (e *RestoreError) Unwrap() error { return e.Err }
 // checkpoint; retention deletes it with the run.
 func checkpointKey(tk, runID string) string { return stateKey(tk, runID) + "#checkpoint" }
 
-// execKey names one execution of a run.
-type execKey struct {
+// checkpointExec names one execution of a run.
+type checkpointExec struct {
 	run runKey
 	id  uint64
 }
@@ -52,19 +52,19 @@ type execKey struct {
 // been settled yet: each is written with its execution's settlement.
 type checkpoints struct {
 	mu sync.Mutex
-	m  map[execKey][]byte
+	m  map[checkpointExec][]byte
 }
 
-func (c *checkpoints) put(k execKey, rec []byte) {
+func (c *checkpoints) put(k checkpointExec, rec []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[execKey][]byte{}
+		c.m = map[checkpointExec][]byte{}
 	}
 	c.m[k] = rec
 }
 
-func (c *checkpoints) get(k execKey) []byte {
+func (c *checkpoints) get(k checkpointExec) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[k]
@@ -76,7 +76,7 @@ func (c *checkpoints) drop(run runKey, ids []uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {
-		delete(c.m, execKey{run, id})
+		delete(c.m, checkpointExec{run, id})
 	}
 }
 
@@ -87,13 +87,13 @@ func (b *Backend) takeCheckpoint(ctx context.Context, k runKey, id uint64, src S
 	if !ok {
 		return
 	}
-	b.cps.put(execKey{k, id}, cp.Checkpoint(ctx, k.tk, k.runID, src, execution))
+	b.cps.put(checkpointExec{k, id}, cp.Checkpoint(ctx, k.tk, k.runID, src, execution))
 }
 
 // saveCheckpoint writes the checkpoint taken after execution id, if any,
 // as the run's latest, inside its settlement's transaction.
 func (b *Backend) saveCheckpoint(tx store.Tx, k runKey, id uint64) error {
-	rec := b.cps.get(execKey{k, id})
+	rec := b.cps.get(checkpointExec{k, id})
 	if rec == nil {
 		return nil
 	}

@@ -453,9 +453,17 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 		node := executables(sub.Graph)[d.Occurrence.Node]
 		_, verifier := node.(*graph.Verifier)
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
-			out := b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
-				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
-				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+			run := func(ctx context.Context) worker.Outcome {
+				return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
+					Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
+					NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+			}
+			var out worker.Outcome
+			if bind.Kind != KindAgent {
+				out = run(ctx)
+			} else {
+				out = b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, bind.Env, run)
+			}
 			// A writer's work is checkpointed for its settlement, unless
 			// it was cancelled (a shutdown interrupts it: it runs again).
 			if (delivery || !verifier) && !errors.Is(ctx.Err(), context.Canceled) {

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/pflag"
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/store/sqlite"
@@ -19,7 +20,7 @@ type checkpointConfig struct {
 	push     bool
 }
 
-func (c *checkpointConfig) addFlags(fs *flag.FlagSet) {
+func (c *checkpointConfig) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.maxBytes, "checkpoint-max-bytes", checkpoint.DefaultMaxBytes, "after each agent step, keep the run's workspace in the store as a git bundle of at most `N` bytes (a larger one is skipped and logged; 0: no checkpoints, a run whose server is lost ends runtime_lost)")
 	fs.BoolVar(&c.push, "checkpoint-push", false, "push checkpoints to a hidden ref (refs/oecp/checkpoints/BRANCH) of the repository's remote instead of keeping them in the store")
 }
