@@ -42,6 +42,10 @@ type broadcaster struct {
 	queue chan []byte
 	done  chan struct{}
 	next  uint64 // message number, on the sender goroutine
+	// ctx ends when the store closes: what is still queued is dropped
+	// rather than sent to a database that may be gone.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	handlers map[string]func([]byte) // by topic
@@ -57,6 +61,7 @@ func (s *Store) Broadcast(topic string, payload []byte) bool {
 	payload = append([]byte(topic+" "), payload...)
 	s.bc.once.Do(func() {
 		s.bc.queue, s.bc.done = make(chan []byte, broadcastQueue), make(chan struct{})
+		s.bc.ctx, s.bc.cancel = context.WithCancel(context.Background())
 		go s.sendLoop()
 	})
 	if s.gate.Enter() != nil {
@@ -99,6 +104,9 @@ func (s *Store) sendLoop() {
 		for len(batch) < maxBatch && len(s.bc.queue) > 0 {
 			batch = append(batch, <-s.bc.queue)
 		}
+		if s.bc.ctx.Err() != nil {
+			continue // closing: dropped
+		}
 		var payloads []string
 		for _, m := range batch {
 			s.bc.next++
@@ -112,7 +120,7 @@ func (s *Store) sendLoop() {
 
 // notifyAll sends the payloads in one transaction.
 func (s *Store) notifyAll(payloads []string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.txTimeout)
+	ctx, cancel := context.WithTimeout(s.bc.ctx, s.txTimeout)
 	defer cancel()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -127,10 +135,11 @@ func (s *Store) notifyAll(payloads []string) error {
 	return tx.Commit(ctx)
 }
 
-// stopBroadcasts stops the sender once the queued messages are sent.
+// stopBroadcasts stops the sender, dropping what is still queued.
 func (s *Store) stopBroadcasts() {
 	s.bc.once.Do(func() {}) // no sender starts after this
 	if s.bc.queue != nil {
+		s.bc.cancel()
 		close(s.bc.queue)
 		<-s.bc.done
 	}
