@@ -2,9 +2,10 @@
 # A fake agent CLI for the command driver (JSON turn on stdin, one
 # {"session","text"} object on stdout), run with an empty environment in
 # the run's workspace. $1 is the test's control directory. Each step writes
-# its file; step one commits it itself; step two reports its pid on the
-# FIFO $1/started, prints a live line, and waits for a line on the FIFO
-# $1/go before it ends.
+# its file; step one commits it itself; step two makes the FIFO
+# $1/go.<its pid>, reports its pid on the FIFO $1/started, prints a live
+# line, and waits for a line on its own FIFO before it ends (an agent
+# left running by a killed server never takes another's line).
 ctl=$1
 turn=$(/bin/cat)
 case "$turn" in
@@ -15,9 +16,10 @@ case "$turn" in
 	;;
 *'"node":"two"'*)
 	echo two > two.txt
+	/usr/bin/mkfifo "$ctl/go.$$"
 	echo $$ > "$ctl/started"
 	echo "two: waiting for the test" >&2
-	read -r line < "$ctl/go"
+	read -r line < "$ctl/go.$$"
 	echo "two: released" >&2
 	;;
 *'"node":"three"'*)
