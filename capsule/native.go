@@ -166,11 +166,10 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 	if r, ok := a.runners[name]; ok {
 		return r, nil
 	}
-	d, err := a.cfg.Driver(name)
+	r, err := a.cfg.Runner(name)
 	if err != nil {
 		return nil, err
 	}
-	r := harness.NewRunner(d, 0)
 	a.runners[name] = r
 	return r, nil
 }
