@@ -64,7 +64,7 @@ type realCLI struct {
 	maxUSD  float64
 	// provider is the plan's provider ("": the harness's own).
 	provider string
-	runner  *harness.Runner
+	runner   *harness.Runner
 }
 
 // newRealCodex is Codex version at baseURL, allowed CODEX_API_KEY.
