@@ -14,7 +14,7 @@ import (
 const (
 	// maxClaudePromptBytes bounds the prompt, which travels in argv. A
 	// line of the stream is bounded only by the process's stdout cap
-	// (MaxStdoutBytes): Claude Code repeats a tool's whole output in one
+	// (MaxStreamBytes): Claude Code repeats a tool's whole output in one
 	// event, and a long session emits thousands of events.
 	maxClaudePromptBytes = 64 << 10
 	// openRouterAnthropicURL is the Anthropic-compatible OpenRouter API.

@@ -13,8 +13,14 @@ import (
 
 // Limits of the command driver.
 const (
-	// MaxStdoutBytes bounds one turn's stdout; more is a driver error.
+	// MaxStdoutBytes bounds one turn's stdout under the command driver,
+	// which holds it whole; more is a driver error.
 	MaxStdoutBytes = 8 << 20
+	// MaxStreamBytes bounds the event stream of one CLI process (Codex,
+	// Claude Code), which is read a line at a time and never held whole:
+	// a long honest session with large tool outputs streams tens of MiB.
+	// One line may be as long as the whole cap; more is a driver error.
+	MaxStreamBytes = 64 << 20
 	// maxSessionBytes bounds a session id.
 	maxSessionBytes = 512
 )

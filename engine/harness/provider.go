@@ -150,7 +150,7 @@ func driverErr(name, format string, args ...any) error {
 // launch runs one CLI process of turn t: the entry's argv followed by
 // args, in t.Dir, in its own process group (passed to t.Started once it
 // runs), with exactly env and stdin;
-// stdout goes to onLine as it arrives, bounded by MaxStdoutBytes, and each
+// stdout goes to onLine as it arrives, bounded by MaxStreamBytes, and each
 // stderr line becomes a system line. argv over maxArgvItems items or
 // maxArgvBytes bytes, and an environment over maxEnvNames entries or
 // maxArgvBytes bytes, are refused before anything starts.
@@ -166,7 +166,7 @@ func (c cli) launch(ctx context.Context, t Turn, args, env []string, stdin []byt
 	if sinks.Log != nil {
 		stderr.Log = func(_, msg string) { sinks.Log(string(streamSystem), msg) }
 	}
-	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStdoutBytes, Sinks: stderr, Lines: onLine, Started: t.Started}.Run(ctx), nil
+	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: onLine, Started: t.Started}.Run(ctx), nil
 }
 
 func totalBytes(ss []string) int {
@@ -206,7 +206,7 @@ func processProblem(res worker.ProcessResult) string {
 	case res.StartErr != nil:
 		return fmt.Sprintf("the process could not start: %v", res.StartErr)
 	case res.Overflow:
-		return fmt.Sprintf("stdout is over %d bytes", MaxStdoutBytes)
+		return fmt.Sprintf("the event stream is over %d bytes", MaxStreamBytes)
 	case res.Exit != nil:
 		return "the process exited non-zero: " + res.Exit.Error()
 	}

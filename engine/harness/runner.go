@@ -123,6 +123,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	}
 	if spent, over := r.budget.over(job.RunID); over {
 		log.Warn("agent budget exceeded: the run's agents reported more cost than --max-agent-usd-per-run", "spentUsd", spent, "maxUsd", r.budget.maxUSD)
+		publish(ex.Sinks, string(streamError), fmt.Sprintf("%v: the run's agents reported %.6f USD, over the --max-agent-usd-per-run budget of %.6f USD", errBudget, spent, r.budget.maxUSD))
 		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
 	}
 	values, missing := envValues(job.Binding.Env)
@@ -161,6 +162,9 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		log.Warn("agent execution failed", "err", err)
 		if errors.Is(err, ErrProviderAuth) {
 			log.Warn("the provider refused the agent's credential", "status", authStatus(err.Error()))
+		}
+		if errors.Is(err, errBudget) {
+			publish(ex.Sinks, string(streamError), err.Error())
 		}
 		return r.failure(ctx, dctx, err)
 	}
