@@ -11,45 +11,22 @@ import (
 
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/modelapi"
 )
 
-// The real coding-agent CLIs these tests run, as .ci/agent-clis pins them
-// and .ci/install-agent-clis installs them: <dir>/<name>-<version>/ holds
-// the npm package, <dir> being $OECP_AGENT_CLIS_DIR or
-// <user cache dir>/oecp/agent-clis.
 const (
-	codexOld     = "0.148.0"
-	codexNew     = "0.171.0"
-	claudeCLIVer = "2.1.197"
+	codexOld     = modelapi.CodexOld
+	codexNew     = modelapi.CodexNew
+	claudeCLIVer = modelapi.ClaudeVersion
 )
 
 // codexVersions are the Codex versions every Codex test runs against.
-var codexVersions = []string{codexOld, codexNew}
+var codexVersions = modelapi.CodexVersions
 
-// agentCLI is the path of an installed CLI; without it the test skips,
-// or fails when OECP_REQUIRE_AGENT_CLIS=1.
+// agentCLI is the path of an installed CLI, or the test skips.
 func agentCLI(t *testing.T, name, version string) string {
 	t.Helper()
-	dir := os.Getenv("OECP_AGENT_CLIS_DIR")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			t.Skipf("no cache directory for the agent CLIs: %v", err)
-		}
-		dir = filepath.Join(cache, "oecp", "agent-clis")
-	}
-	bin := name
-	if name == "claude-code" {
-		bin = "claude"
-	}
-	path := filepath.Join(dir, name+"-"+version, "node_modules", ".bin", bin)
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("OECP_REQUIRE_AGENT_CLIS") == "1" {
-			t.Fatalf("%s %s is not installed at %s (run .ci/install-agent-clis)", name, version, path)
-		}
-		t.Skipf("%s %s not installed (.ci/install-agent-clis; OECP_REQUIRE_AGENT_CLIS=1 makes this fail)", name, version)
-	}
-	return path
+	return modelapi.CLI(t, name, version)
 }
 
 // realCLI is one real CLI behind a harness entry, run in a fresh git
