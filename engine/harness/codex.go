@@ -105,10 +105,11 @@ func codexEnv(t Turn) ([]string, error) {
 }
 
 // codexArgs is the argv after the entry's: exec, the sandbox policy,
-// resume when session is set, then every --config override (after
-// resume: Codex 0.148 ignores the ones placed before it on a resumed
-// turn), the JSON stream, the model, the thread and "-" (the prompt comes
-// on stdin). baseURL, when set, is where the provider's Responses API is.
+// resume when session is set, then every --config override (all after
+// resume: on a resumed turn Codex 0.148 drops the overrides before
+// `resume` once any follows it, and the provider, its base URL and network
+// access fall back to the defaults), the JSON stream, the model, the
+// thread and "-" (the prompt comes on stdin). baseURL, when set, is where the provider's Responses API is.
 func codexArgs(t Turn, session, baseURL string) []string {
 	conf := func(kv string) []string { return []string{"--config", kv} }
 	a := []string{"exec"}

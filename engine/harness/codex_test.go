@@ -86,6 +86,14 @@ func TestCodexCorrectionResumesThread(t *testing.T) {
 	if i := indexOf(argv, "resume"); i < 0 || argv[len(argv)-2] != "th-1" || argv[len(argv)-1] != "-" || indexOf(argv, "--json") < i {
 		t.Fatalf("correction argv %q", argv)
 	}
+	// Codex 0.148 drops the --config overrides before `resume` once any
+	// follows it; --sandbox belongs to exec, before it.
+	r := indexOf(argv, "resume")
+	for i, a := range argv {
+		if (a == "--config" && i < r) || (a == "--sandbox" && i > r) {
+			t.Fatalf("%s at %d, resume at %d: %q", a, i, r, argv)
+		}
+	}
 	if p := f.stdin(1); !strings.Contains(p, "Validation error:") || strings.Contains(p, "draft") {
 		t.Fatalf("correction prompt:\n%s", p)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
@@ -28,6 +29,11 @@ func agentCLI(t *testing.T, name, version string) string {
 	t.Helper()
 	return modelapi.CLI(t, name, version)
 }
+
+// realCLIBound bounds one execution of a real CLI, so that a CLI that
+// went elsewhere (and retries there for minutes) fails its test as a
+// timeout instead of hanging it; no assertion depends on it.
+const realCLIBound = 2 * time.Minute
 
 // realCLI is one real CLI behind a harness entry, run in a fresh git
 // workspace with a runtime directory.
@@ -140,7 +146,9 @@ func (c *realCLI) exec(model string) (string, *recorder) {
 	}
 	job := harness.Job{RunID: "run-1", Instance: "1", Execution: "1", Node: textStep(c.t),
 		Binding: harness.Binding{Model: model, Env: env}, Provider: provider, Dir: c.work, Runtime: c.run}
-	out := c.get().Run(context.Background(), job, worker.Execution{Ref: "ex-1", Node: "write", Attempt: 1, Input: json.RawMessage(`{"text":"draft"}`), Sinks: rec.sinks()})
+	ctx, cancel := context.WithTimeout(context.Background(), realCLIBound)
+	defer cancel()
+	out := c.get().Run(ctx, job, worker.Execution{Ref: "ex-1", Node: "write", Attempt: 1, Input: json.RawMessage(`{"text":"draft"}`), Sinks: rec.sinks()})
 	return outcome(out), rec
 }
 
