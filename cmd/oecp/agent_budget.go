@@ -1,9 +1,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"math"
+
+	"github.com/spf13/pflag"
 
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/metrics"
@@ -17,7 +18,7 @@ type agentAccounting struct {
 	maxUSDPerRun float64
 }
 
-func (a *agentAccounting) addFlags(fs *flag.FlagSet) {
+func (a *agentAccounting) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&a.maxUSDPerRun, "max-agent-usd-per-run", 0, "end a native run's agent executions as refusal once its agents reported more than `USD` of cost; it counts only reported cost (Claude Code reports it, Codex does not) (0: no budget)")
 }
 

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestAgentBudgetFlag(t *testing.T) {
@@ -12,7 +13,7 @@ func TestAgentBudgetFlag(t *testing.T) {
 		ok  bool
 	}{{"0", true}, {"2.5", true}, {"-1", false}, {"NaN", false}, {"+Inf", false}} {
 		var a agentAccounting
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		a.addFlags(fs)
 		if err := fs.Parse([]string{"--max-agent-usd-per-run", tc.arg}); err != nil {

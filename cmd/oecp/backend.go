@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/sqlite"
 	"github.com/oecp/oecp/workspace"
+	"github.com/spf13/pflag"
 )
 
 // backendConfig selects and configures the cluster backend of `oecp serve`.
@@ -48,7 +48,7 @@ type backendConfig struct {
 	agents agentAccounting
 }
 
-func (b *backendConfig) addFlags(fs *flag.FlagSet) {
+func (b *backendConfig) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&b.kind, "backend", "default", "`default|fixture`: the real cluster, or a deterministic in-memory cluster without an engine (reference-compatible, for conformance tests)")
 	fs.StringVar(&b.store, "store", "", "ledger store, `sqlite|memory|postgres` (default sqlite; postgres is shared by replicas; the fixture backend keeps memory)")
 	fs.StringVar(&b.dataDir, "data", "", "data directory `DIR` of the sqlite store (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")

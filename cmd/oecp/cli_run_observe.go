@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/spf13/cobra"
 )
 
 // logsQuiet is how long `oecp run logs` without --follow waits for more
@@ -16,7 +17,7 @@ import (
 // marks no end of history.
 const logsQuiet = time.Second
 
-func runRunWatch(args []string, stdout, stderr io.Writer) error {
+func runWatchCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run watch", "run watch ID [--from CURSOR] [-o json|yaml|wide] [flags]",
 		`Prints a run's status as it changes (executions starting and ending, its phase),
 replaying its history after --from, and ends with the run's result: exit 0 if it
@@ -28,12 +29,14 @@ the last event it printed. Each line starts with the local time the event arrive
 	c.addOutput()
 	c.addTimestamps()
 	from := c.fs.String("from", "", "print only what follows this `CURSOR`")
-	s, err := c.startRun(args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	return c.watchRun(s, c.args[0], *from)
+	return c.fs.run(func(args []string) error {
+		s, err := c.startRun(args, 1)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		return c.watchRun(s, c.args[0], *from)
+	})
 }
 
 // watchRun prints a run's watch events until the run finishes and returns
@@ -146,7 +149,7 @@ func without(a, b []client.RunExecution) []client.RunExecution {
 	return out
 }
 
-func runRunLogs(args []string, stdout, stderr io.Writer) error {
+func runLogsCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run logs", "run logs ID [--execution EXECUTION] [--from CURSOR] [--follow] [-o json|yaml|wide] [flags]",
 		`Prints a run's durable log records (one execution's with --execution), after --from,
 then exits. The history of a finished run is all of its records; that of an
@@ -161,53 +164,55 @@ with the local time it arrived. -o json (--json) prints one log notification per
 	from := c.fs.String("from", "", "print only records after this `CURSOR`")
 	c.addOutput()
 	c.addTimestamps()
-	s, err := c.startRun(args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	runID := c.args[0]
-	var end uint64 // the last cursor of the history; 0: up to the stream's end
-	if !*follow {
-		st, err := s.conn.RunStatus(s.ctx, runID)
+	return c.fs.run(func(args []string) error {
+		s, err := c.startRun(args, 1)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		runID := c.args[0]
+		var end uint64 // the last cursor of the history; 0: up to the stream's end
+		if !*follow {
+			st, err := s.conn.RunStatus(s.ctx, runID)
+			if err != nil {
+				return c.fail(err)
+			}
+			if st.Status.Phase != "finished" {
+				if end, _ = cursorSeq(st.AtCursor); end == 0 {
+					end = ^uint64(0)
+				}
+			}
+		}
+		ctx, cancel := context.WithCancel(s.ctx)
+		defer cancel()
+		var quiet *time.Timer // set once the stream is established
+		show := func(ev client.RunLogEvent) bool {
+			c.printRunLog(runID, ev)
+			return false
+		}
+		if end != 0 {
+			// The history ends at the cursor end, or when the quiet timer ends
+			// the stream's context.
+			show = func(ev client.RunLogEvent) bool {
+				quiet.Reset(logsQuiet)
+				seq, ok := cursorSeq(ev.Cursor)
+				if ok && seq > end {
+					return true
+				}
+				c.printRunLog(runID, ev)
+				return ok && seq == end
+			}
+		}
+		f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
 		if err != nil {
 			return c.fail(err)
 		}
-		if st.Status.Phase != "finished" {
-			if end, _ = cursorSeq(st.AtCursor); end == 0 {
-				end = ^uint64(0)
-			}
+		if end != 0 {
+			quiet = time.AfterFunc(logsQuiet, cancel)
+			defer quiet.Stop()
 		}
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	var quiet *time.Timer // set once the stream is established
-	show := func(ev client.RunLogEvent) bool {
-		c.printRunLog(runID, ev)
-		return false
-	}
-	if end != 0 {
-		// The history ends at the cursor end, or when the quiet timer ends
-		// the stream's context.
-		show = func(ev client.RunLogEvent) bool {
-			quiet.Reset(logsQuiet)
-			seq, ok := cursorSeq(ev.Cursor)
-			if ok && seq > end {
-				return true
-			}
-			c.printRunLog(runID, ev)
-			return ok && seq == end
-		}
-	}
-	f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
-	if err != nil {
-		return c.fail(err)
-	}
-	if end != 0 {
-		quiet = time.AfterFunc(logsQuiet, cancel)
-		defer quiet.Stop()
-	}
-	return followStream(c, f, show)
+		return followStream(c, f, show)
+	})
 }
 
 // printRunLog prints one log record: level, the execution without the
@@ -228,31 +233,33 @@ func (c *cli) printRunLog(runID string, ev client.RunLogEvent) {
 	c.streamLine(c.stdout, line)
 }
 
-func runRunAttach(args []string, stdout, stderr io.Writer) error {
+func runAttachCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run attach", "run attach ID EXECUTION [flags]",
 		`Streams the live output of one active execution of a run until it settles.
 EXECUTION is an execution ref from 'oecp run status' or 'oecp run watch', or the
 name of a node with one active execution. There is no history: 'oecp run logs
 --execution' prints what an execution has written.`,
 		stdout, stderr, false, false)
-	s, err := c.startRun(args, 2)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	runID, execution := c.args[0], c.args[1]
-	st, err := s.conn.RunStatus(s.ctx, runID)
-	if err != nil {
-		return c.fail(err)
-	}
-	execution = activeExecution(st.Status, execution)
-	sub, _, err := s.conn.RunAttach(s.ctx, runID, execution)
-	if err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintf(stderr, "oecp run attach: attached to execution %s (Ctrl-C to detach)\n", execution)
-	return pump(s, sub, "oecp run attach "+runID+" "+execution, func(ev client.RunAttachEvent) bool {
-		return c.showAttach(ev.Event, ev.Raw)
+	return c.fs.run(func(args []string) error {
+		s, err := c.startRun(args, 2)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		runID, execution := c.args[0], c.args[1]
+		st, err := s.conn.RunStatus(s.ctx, runID)
+		if err != nil {
+			return c.fail(err)
+		}
+		execution = activeExecution(st.Status, execution)
+		sub, _, err := s.conn.RunAttach(s.ctx, runID, execution)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(stderr, "oecp run attach: attached to execution %s (Ctrl-C to detach)\n", execution)
+		return pump(s, sub, "oecp run attach "+runID+" "+execution, func(ev client.RunAttachEvent) bool {
+			return c.showAttach(ev.Event, ev.Raw)
+		})
 	})
 }
 

@@ -10,9 +10,10 @@ import (
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/protocol"
+	"github.com/spf13/cobra"
 )
 
-func runWatch(args []string, stdout, stderr io.Writer) error {
+func watchCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("watch", "watch [--run ID] [--from CURSOR] [--follow] [-o json|yaml|wide] [flags]",
 		`Prints a run's events as they arrive (the current run by default, or the next one
 to start if there is none), replaying its history after --from, and ends with the
@@ -29,12 +30,14 @@ event arrived; "finished" lines show how long a step ran when the watch saw it s
 	run := c.fs.String("run", "", "run `ID` to watch (default: the current run)")
 	from := c.fs.String("from", "", "print only events after this `CURSOR` (unknown to the server: NOT_FOUND)")
 	forever := c.fs.Bool("follow", false, "keep watching after the run finishes or holds (until interrupted)")
-	s, err := c.start(args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	return c.followRun(s.ctx, s.conn, s.dial, *run, *from, *forever)
+	return c.fs.run(func(args []string) error {
+		s, err := c.start(args)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		return c.followRun(s.ctx, s.conn, s.dial, *run, *from, *forever)
+	})
 }
 
 // exitHeld is the exit status of watch (and apply --watch) when the run
@@ -139,26 +142,28 @@ func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dial
 	return nil
 }
 
-func runLogs(args []string, stdout, stderr io.Writer) error {
+func logsCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("logs", "logs [--timestamps=false] [flags]", "Streams the cluster's log records as they are written (no history), until\ninterrupted, each after the local time it arrived. --json prints one notification\nobject per line.", stdout, stderr, false, false)
 	c.addTimestamps()
-	s, err := c.start(args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	sub, err := s.conn.Logs(s.ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintln(stderr, "oecp logs: following the cluster's log records (Ctrl-C to stop)")
-	return pump(s, sub, "oecp logs", func(ev client.LogEvent) bool {
-		if c.machine() {
-			c.printRaw(ev.Raw)
-		} else {
-			c.streamLine(stdout, fmt.Sprintf("%-5s %s: %s", ev.Record.Level, ev.Record.Target, ev.Record.Message))
+	return c.fs.run(func(args []string) error {
+		s, err := c.start(args)
+		if err != nil {
+			return err
 		}
-		return false
+		defer s.close()
+		sub, err := s.conn.Logs(s.ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintln(stderr, "oecp logs: following the cluster's log records (Ctrl-C to stop)")
+		return pump(s, sub, "oecp logs", func(ev client.LogEvent) bool {
+			if c.machine() {
+				c.printRaw(ev.Raw)
+			} else {
+				c.streamLine(stdout, fmt.Sprintf("%-5s %s: %s", ev.Record.Level, ev.Record.Target, ev.Record.Message))
+			}
+			return false
+		})
 	})
 }
 
@@ -196,7 +201,7 @@ func (c *cli) streamEnded(err error, again string) error {
 	return c.fail(err)
 }
 
-func runAttach(args []string, stdout, stderr io.Writer) error {
+func attachCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("attach", "attach (EXECUTION | --node NAME [--attempt N]) [flags]",
 		`Streams the live output of one execution of the current run until it settles.
 --node finds the execution of that node (its latest attempt unless --attempt)
@@ -204,42 +209,44 @@ in the current run's events.`,
 		stdout, stderr, false, false)
 	node := c.fs.String("node", "", "`NAME` of the node whose execution to attach to")
 	attempt := c.fs.Int64("attempt", 0, "attempt `N` of --node (default: the latest)")
-	if err := c.parse(args, 0, 1); err != nil {
-		return err
-	}
-	if (len(c.args) == 1) == (*node != "") {
-		return c.fs.usageErr("give either an EXECUTION ref or --node NAME")
-	}
-	if *attempt != 0 && *node == "" {
-		return c.fs.usageErr("--attempt goes with --node")
-	}
-	if *attempt < 0 {
-		return c.fs.usageErr("--attempt must be 1 or more")
-	}
-	s, err := c.open()
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	execution := ""
-	if len(c.args) == 1 {
-		execution = c.args[0]
-	} else {
-		var err error
-		if execution, err = resolveExecution(s.ctx, s.conn, *node, *attempt); err != nil {
-			if client.ErrorCode(err) != "" {
-				return c.fail(err)
-			}
-			return c.failf(exitError, "%v", err).hint("Pass the execution ref directly: oecp attach EXECUTION")
+	return c.fs.run(func(args []string) error {
+		if err := c.parse(args, 0, 1); err != nil {
+			return err
 		}
-	}
-	sub, err := s.conn.AgentAttach(s.ctx, execution)
-	if err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintf(stderr, "oecp attach: attached to execution %s (Ctrl-C to detach)\n", execution)
-	return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
-		return c.showAttach(ev.Event, ev.Raw)
+		if (len(c.args) == 1) == (*node != "") {
+			return c.fs.usageErr("give either an EXECUTION ref or --node NAME")
+		}
+		if *attempt != 0 && *node == "" {
+			return c.fs.usageErr("--attempt goes with --node")
+		}
+		if *attempt < 0 {
+			return c.fs.usageErr("--attempt must be 1 or more")
+		}
+		s, err := c.open()
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		execution := ""
+		if len(c.args) == 1 {
+			execution = c.args[0]
+		} else {
+			var err error
+			if execution, err = resolveExecution(s.ctx, s.conn, *node, *attempt); err != nil {
+				if client.ErrorCode(err) != "" {
+					return c.fail(err)
+				}
+				return c.failf(exitError, "%v", err).hint("Pass the execution ref directly: oecp attach EXECUTION")
+			}
+		}
+		sub, err := s.conn.AgentAttach(s.ctx, execution)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(stderr, "oecp attach: attached to execution %s (Ctrl-C to detach)\n", execution)
+		return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
+			return c.showAttach(ev.Event, ev.Raw)
+		})
 	})
 }
 

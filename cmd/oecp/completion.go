@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 	"regexp"
 	"strings"
@@ -20,7 +21,7 @@ func commandFlags() map[string][]string {
 			continue
 		}
 		var b bytes.Buffer
-		_ = commands[n].run([]string{"--help"}, &b, io.Discard)
+		_ = run([]string{n, "--help"}, &b, io.Discard)
 		for _, m := range flagLine.FindAllStringSubmatch(b.String(), -1) {
 			out[n] = append(out[n], m[1])
 		}
@@ -28,29 +29,28 @@ func commandFlags() map[string][]string {
 	return out
 }
 
-func runCompletion(args []string, stdout, stderr io.Writer) error {
+func completionCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("completion", "completion bash|zsh",
 		`Prints a completion script for the shell: command names, then each command's flags,
 then file names. Load it with
   source <(oecp completion bash)      # in ~/.bashrc
   source <(oecp completion zsh)       # in ~/.zshrc, after compinit`, stdout, stderr)
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fs.usageErr("give the shell: bash or zsh")
-	}
-	var script func(io.Writer)
-	switch fs.Arg(0) {
-	case "bash":
-		script = bashCompletion
-	case "zsh":
-		script = zshCompletion
-	default:
-		return fs.usageErr("unsupported shell %q: want bash or zsh", fs.Arg(0))
-	}
-	script(stdout)
-	return nil
+	return fs.run(func(args []string) error {
+		if len(args) != 1 {
+			return fs.usageErr("give the shell: bash or zsh")
+		}
+		var script func(io.Writer)
+		switch args[0] {
+		case "bash":
+			script = bashCompletion
+		case "zsh":
+			script = zshCompletion
+		default:
+			return fs.usageErr("unsupported shell %q: want bash or zsh", args[0])
+		}
+		script(stdout)
+		return nil
+	})
 }
 
 // bashCompletion writes the bash script: at the first word the commands,

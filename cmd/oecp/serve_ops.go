@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
+	"github.com/spf13/pflag"
 )
 
 // opsConfig is the operating side of `oecp serve`: metrics, readiness,
@@ -43,6 +43,8 @@ func (r *rateFlag) String() string {
 	return strconv.FormatFloat(r.perSecond, 'g', -1, 64) + "/s"
 }
 
+func (r *rateFlag) Type() string { return "value" }
+
 func (r *rateFlag) Set(v string) error {
 	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "/s"), 64)
 	if err != nil || n < 0 {
@@ -52,7 +54,7 @@ func (r *rateFlag) Set(v string) error {
 	return nil
 }
 
-func (o *opsConfig) addFlags(fs *flag.FlagSet) {
+func (o *opsConfig) addFlags(fs *pflag.FlagSet) {
 	o.http = ops.DefaultHTTPConfig
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics (and /healthz, /readyz) on `ADDR` (host:port) instead of the main listener, to keep metrics private")
 	fs.Var(&o.allowHosts, "allow-host", "extra Host name `PATTERN` (path.Match, no port) a server without authentication answers (repeatable; loopback names always pass)")
