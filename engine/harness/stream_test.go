@@ -133,3 +133,50 @@ func TestBudgetEndsRunOverCost(t *testing.T) {
 		t.Fatalf("after the run closed: %s", s)
 	}
 }
+
+// baseUrl reaches each CLI the way it honours it: Codex as a --config
+// override after resume (openai_base_url, or the OpenRouter provider's
+// base_url), Claude Code as ANTHROPIC_BASE_URL.
+func TestBaseURLPassed(t *testing.T) {
+	t.Setenv("CODEX_API_KEY", "sk-codex-test-key")
+	t.Setenv("OPENROUTER_API_KEY", "sk-or-test-key")
+	for _, tc := range []struct{ cli, provider, env, want string }{
+		{"codex", "openai", "CODEX_API_KEY", `--config openai_base_url="http://127.0.0.1:4000/v1"`},
+		{"codex", "openrouter", "OPENROUTER_API_KEY", `--config model_providers.openrouter.base_url="http://127.0.0.1:4000/v1"`},
+		{"claude", "anthropic", "", "ANTHROPIC_BASE_URL=http://127.0.0.1:4000/v1"},
+	} {
+		t.Run(tc.cli+"/"+tc.provider, func(t *testing.T) {
+			f := newFakeCLI(t, tc.cli)
+			if tc.cli == "codex" {
+				f.events(0, codexTurn("th-1", `{"text":"better"}`)...)
+			} else {
+				f.events(0, claudeTurn("s-1", `{"text":"better"}`)...)
+			}
+			var env []string
+			if tc.env != "" {
+				env = []string{tc.env}
+			}
+			b, _ := json.Marshal(map[string]any{tc.cli: map[string]any{"argv": []string{filepath.Join(f.dir, "bin", tc.cli)}, "env": env, "baseUrl": "http://127.0.0.1:4000/v1"}})
+			cfg, err := harness.Parse("harness.json", b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := cfg.Runner(tc.cli)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			if s := outcome(run(r, context.Background(), f.job(textStep(t), harness.Binding{Model: "m", Env: env}, tc.provider), `{"text":"draft"}`, rec)); s != wantVerified {
+				t.Fatalf("outcome %s\n%s", s, rec.text())
+			}
+			got := strings.Join(f.argv(0), " ")
+			if tc.cli == "claude" {
+				e := f.env(0)
+				got = "ANTHROPIC_BASE_URL=" + e["ANTHROPIC_BASE_URL"]
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("%s lacks %s", got, tc.want)
+			}
+		})
+	}
+}
