@@ -57,7 +57,8 @@ func (c *cli) watchRun(s *session, runID, from string) error {
 	case err != nil:
 		return err
 	case s.ctx.Err() != nil:
-		return nil // interrupted
+		c.detached(runID, "oecp run watch "+runID)
+		return nil // interrupted: run exits 130
 	case last == nil || last.Status.Phase != "finished" || last.Status.TerminalResult == nil:
 		return c.failf(exitError, "the watch ended before run %s finished", runID)
 	}
@@ -211,8 +212,18 @@ with the local time it arrived. -o json (--json) prints one log notification per
 			quiet = time.AfterFunc(logsQuiet, cancel)
 			defer quiet.Stop()
 		}
-		return followStream(c, f, show)
+		err = followStream(c, f, show)
+		if err == nil && *follow && s.ctx.Err() != nil {
+			c.detached(runID, "oecp run logs "+runID+" --follow")
+		}
+		return err
 	})
+}
+
+// detached says, after Ctrl-C ended a command that follows a run, that the
+// run goes on without it, and how to follow it again or stop it.
+func (c *cli) detached(runID, again string) {
+	fmt.Fprintf(c.stderr, "oecp %s: interrupted; run %s goes on without this command: `%s` follows it again, `oecp run force %s` stops it\n", c.name, runID, again, runID)
 }
 
 // printRunLog prints one log record: level, the execution without the
