@@ -44,7 +44,8 @@ func runUsage(w io.Writer) {
 // command it prints its usage on stderr (exit 2); --help, -h and help print
 // it on stdout; an unknown command is a usage error.
 func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:                "run",
 		DisableFlagParsing: true,
 		SilenceErrors:      true,
@@ -59,7 +60,7 @@ func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
 				runUsage(stdout)
 				return nil
 			}
-			return runGroupUnknown(args[0])
+			return runGroupUnknown(cmd, args[0])
 		},
 	}
 	cmd.SetHelpFunc(func(*cobra.Command, []string) { runUsage(stdout) })
@@ -72,8 +73,8 @@ func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // runGroupUnknown is the error of `oecp run NAME` for an unknown NAME.
-func runGroupUnknown(name string) error {
-	return failf("run", exitUsage, "unknown command %q", name).hint("Run 'oecp run --help' for the list of commands.")
+func runGroupUnknown(run *cobra.Command, name string) error {
+	return didYouMean(failf("run", exitUsage, "unknown command %q", name), run, name).hint("Run 'oecp run --help' for the list of commands.")
 }
 
 func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -308,6 +309,7 @@ func shorten(s string, n int) string {
 func runStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run status", "run status ID [-o json|yaml] [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take) and, once finished, its result.", stdout, stderr, false, false)
 	c.addOutput()
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
 	return c.fs.run(func(args []string) error {
 		return c.showRun(args, protocol.MethodRunStatus)
 	})
@@ -319,6 +321,7 @@ func runForceCmd(stdout, stderr io.Writer) *cobra.Command {
 failed (force_stopped). The status shown is the run's where the force was recorded.
 Forcing a finished run changes nothing.`,
 		stdout, stderr, false, false)
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
 	return c.fs.run(func(args []string) error {
 		return c.showRun(args, protocol.MethodRunForce)
 	})

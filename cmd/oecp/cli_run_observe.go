@@ -29,6 +29,7 @@ the last event it printed. Each line starts with the local time the event arrive
 	c.addOutput()
 	c.addTimestamps()
 	from := c.fs.String("from", "", "print only what follows this `CURSOR`")
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
 	return c.fs.run(func(args []string) error {
 		s, err := c.startRun(args, 1)
 		if err != nil {
@@ -165,6 +166,8 @@ with the local time it arrived. -o json (--json) prints one log notification per
 	from := c.fs.String("from", "", "print only records after this `CURSOR`")
 	c.addOutput()
 	c.addTimestamps()
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("execution", c.completeExecution)
 	return c.fs.run(func(args []string) error {
 		s, err := c.startRun(args, 1)
 		if err != nil {
@@ -251,6 +254,7 @@ EXECUTION is an execution ref from 'oecp run status' or 'oecp run watch', or the
 name of a node with one active execution. There is no history: 'oecp run logs
 --execution' prints what an execution has written.`,
 		stdout, stderr, false, false)
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(2)
 	return c.fs.run(func(args []string) error {
 		s, err := c.startRun(args, 2)
 		if err != nil {

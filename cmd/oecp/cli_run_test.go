@@ -93,7 +93,7 @@ func TestCLIRunExample(t *testing.T) {
 	expect(t, oecp(t, srv, "run", "watch", id), 0, []string{"review started", "run " + id + " succeeded"}, nil)
 	expect(t, oecp(t, srv, "run", "watch", id, "--timestamps=false", "-o", "wide"), 0, []string{"\nv2:1 phase admitted\n", " draft ended (execution " + id + "/draft/1)\n"}, nil)
 	expect(t, oecp(t, srv, "run", "list", "-o", "wide"), 0, []string{"SOURCE", "  " + testSource + "  small  v2:"}, nil)
-	expect(t, oecp(t, srv, "run", "status", id, "-o", "yaml"), 0, []string{`runId: "` + id + `"`, "  repository: acme/widgets"}, nil)
+	expect(t, oecp(t, srv, "run", "status", id, "-o", "yaml"), 0, []string{"runId: " + id + "\n", "  repository: acme/widgets"}, nil)
 	expect(t, oecp(t, nil, "help", "run", "logs"), 0, []string{"usage: oecp run logs ID", "--follow"}, nil)
 
 	// --json: the results and events as the server sent them.

@@ -125,6 +125,7 @@ func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, ru
 // something besides JSON.
 func (c *cli) addOutput() {
 	c.fs.StringVar(&c.output, "o", "", "output `FORMAT`: json, yaml or wide (default: text)")
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("o", completeOutput)
 }
 
 // addTimestamps adds --timestamps to a command that streams lines.

@@ -59,15 +59,3 @@ func TestCLIVersion(t *testing.T) {
 		t.Fatalf("version --json: %+v", r)
 	}
 }
-
-// TestCLICompletion: the bash and zsh scripts name every command and
-// each command's flags.
-func TestCLICompletion(t *testing.T) {
-	for _, sh := range []string{"bash", "zsh"} {
-		r := oecp(t, nil, "completion", sh)
-		expect(t, r, 0, []string{"_oecp", "resubmit", "--if-run", "--idempotency-key", "--dry-run", "--stdio"}, nil)
-	}
-	expect(t, oecp(t, nil, "completion", "bash"), 0, []string{"complete -o default -F _oecp oecp", `watch) flags="`}, nil)
-	expect(t, oecp(t, nil, "completion", "zsh"), 0, []string{"compdef _oecp oecp", "watch) flags=("}, nil)
-	expect(t, oecp(t, nil, "completion", "fish"), 2, nil, []string{"want bash or zsh"})
-}
