@@ -162,7 +162,7 @@ with the local time it arrived. -o json (--json) prints one log notification per
 -o yaml one document each, -o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
 	follow := c.fs.Bool("follow", false, "keep printing new records until the run finishes")
-	execution := c.fs.String("execution", "", "only the records of this `EXECUTION` (a ref from 'oecp run status')")
+	execution := c.fs.String("execution", "", "only the records of this `EXECUTION` (a ref from 'oecp run status', or a node name: its latest execution)")
 	from := c.fs.String("from", "", "print only records after this `CURSOR`")
 	c.addOutput()
 	c.addTimestamps()
@@ -205,6 +205,11 @@ with the local time it arrived. -o json (--json) prints one log notification per
 				}
 				c.printRunLog(runID, ev)
 				return ok && seq == end
+			}
+		}
+		if *execution != "" {
+			if _, *execution, err = c.resolveRunExecution(s, runID, *execution); err != nil {
+				return err
 			}
 		}
 		f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
@@ -251,7 +256,7 @@ func runAttachCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run attach", "run attach ID EXECUTION [flags]",
 		`Streams the live output of one active execution of a run until it settles.
 EXECUTION is an execution ref from 'oecp run status' or 'oecp run watch', or the
-name of a node with one active execution. There is no history: 'oecp run logs
+name of a node: its latest execution. There is no history: 'oecp run logs
 --execution' prints what an execution has written.`,
 		stdout, stderr, false, false)
 	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(2)
@@ -261,12 +266,10 @@ name of a node with one active execution. There is no history: 'oecp run logs
 			return err
 		}
 		defer s.close()
-		runID, execution := c.args[0], c.args[1]
-		st, err := s.conn.RunStatus(s.ctx, runID)
+		runID, execution, err := c.resolveRunExecution(s, c.args[0], c.args[1])
 		if err != nil {
-			return c.fail(err)
+			return err
 		}
-		execution = activeExecution(st.Status, execution)
 		sub, _, err := s.conn.RunAttach(s.ctx, runID, execution)
 		if err != nil {
 			return c.fail(err)
@@ -278,19 +281,18 @@ name of a node with one active execution. There is no history: 'oecp run logs
 	})
 }
 
-// activeExecution is the execution ref arg names: itself when it is one of
-// the run's active executions, else the active execution of the node it
-// names, else arg unchanged (for the server to judge).
-func activeExecution(st client.RunStatus, arg string) string {
-	for _, x := range st.ActiveExecutions {
-		if x.Execution == arg {
-			return arg
-		}
+// resolveRunExecution is the execution ref arg names in run runID: an
+// execution ref of the run, or a node name standing for the node's latest
+// execution (active or ended). Nothing matching is an error (exit 1).
+func (c *cli) resolveRunExecution(s *session, runID, arg string) (string, string, error) {
+	execs, err := runExecutions(s.ctx, s.conn, runID)
+	if err != nil {
+		return "", "", c.fail(err)
 	}
-	for _, x := range st.ActiveExecutions {
-		if x.Node == arg {
-			return x.Execution
-		}
+	ref, ok := latestExecution(execs, arg)
+	if !ok {
+		return "", "", c.failf(exitError, "run %s has no execution %q, nor a node of that name that has run", runID, arg).
+			hint(fmt.Sprintf("`oecp run watch %s` shows its executions as they start and end.", runID))
 	}
-	return arg
+	return runID, ref, nil
 }
