@@ -70,12 +70,7 @@ func (c *cli) watchRun(s *session, runID, from string) error {
 // resuming on a new one (saying so on stderr) when it drops.
 func (c *cli) followOptions(s *session, runID, from string) client.FollowOptions {
 	return client.FollowOptions{RunID: runID, FromCursor: from, Conn: s.conn, Dial: s.dial,
-		OnReconnect: func(cause error, after string) {
-			if after == "" {
-				after = "the start"
-			}
-			fmt.Fprintf(c.stderr, "oecp %s: the stream was interrupted (%v); resuming after %s…\n", c.name, cause, after)
-		}}
+		OnReconnect: c.resumeNotice("the stream")}
 }
 
 // followStream hands each event of a followed run stream to show until show

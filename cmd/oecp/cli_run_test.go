@@ -164,12 +164,20 @@ func TestCLIRunWatchSurvivesRestart(t *testing.T) {
 	}
 	_ = srv.cmd.Wait()
 	w.waitStderr("the stream was interrupted")
+	// Three resumption attempts find no server behind the relay: the
+	// watch says it is resuming once, not once per attempt.
+	for range 3 {
+		<-r.failed
+	}
 	if err := os.WriteFile(filepath.Join(filepath.Dir(harness), "tick.sh.answer"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.point(startServer(t, args...))
 	if code := w.wait(); code != 0 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-r succeeded") {
 		t.Fatalf("watch exit %d: %q", code, w.seen)
+	}
+	if n := strings.Count(strings.Join(w.seen, "\n"), "resuming after"); n != 1 {
+		t.Errorf("the watch said it was resuming %d times, want once: %q", n, w.seen)
 	}
 }
 
@@ -179,6 +187,9 @@ type relay struct {
 	ln     net.Listener
 	mu     sync.Mutex
 	target string // host:port
+	// failed gets a value for each connection whose target did not
+	// answer (dropped when nobody waits for it).
+	failed chan struct{}
 }
 
 func startRelay(t *testing.T, srv *testServer) *relay {
@@ -187,7 +198,7 @@ func startRelay(t *testing.T, srv *testServer) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{ln: ln}
+	r := &relay{ln: ln, failed: make(chan struct{}, 64)}
 	r.point(srv)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
@@ -224,6 +235,10 @@ func (r *relay) pipe(c net.Conn) {
 	r.mu.Unlock()
 	s, err := net.Dial("tcp", target)
 	if err != nil {
+		select {
+		case r.failed <- struct{}{}:
+		default:
+		}
 		return
 	}
 	defer s.Close()

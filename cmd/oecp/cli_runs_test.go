@@ -140,7 +140,7 @@ func TestCLIDryRunPredictsApply(t *testing.T) {
 		}
 		expect(t, oecp(t, srv, "apply", "-f", sleepy, "--dry-run"), 0, []string{"outcome: a no-op"}, nil)
 		real := oecp(t, srv, "apply", "-f", sleepy)
-		if real.code != 0 || !(strings.Contains(real.stdout, "unchanged: the cluster already has this graph") || strings.Contains(real.stdout, "applied: run run-1")) {
+		if real.code != 0 || !strings.Contains(real.stdout, "unchanged: the cluster already has this graph") || strings.Contains(real.stdout, "applied:") {
 			t.Errorf("after %v, apply of the unchanged graph: %+v", step, real)
 		}
 	}

@@ -50,14 +50,13 @@ const exitHeld = 3
 func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dialer, runID, from string, forever bool) error {
 	w, err := client.FollowWatch(ctx, client.FollowOptions{
 		RunID: runID, FromCursor: from, Forever: forever, Conn: conn, Dial: dial,
-		OnReconnect: func(cause error, after string) {
-			if after == "" {
-				after = "the start"
-			}
-			fmt.Fprintf(c.stderr, "oecp %s: the watch was interrupted (%v); resuming after %s…\n", c.name, cause, after)
-		},
+		OnReconnect: c.resumeNotice("the watch"),
 	})
 	if err != nil {
+		if from != "" && client.ErrorCode(err) == protocol.NotFound && runExists(ctx, conn, runID) {
+			return c.failf(exitError, "the run has no cursor %q", from).
+				hint("Give a cursor of this run's events (`oecp watch -o wide` shows them), or leave --from out.")
+		}
 		return c.fail(err)
 	}
 	defer w.Close()
@@ -91,6 +90,33 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 		return nil // interrupted while following
 	}
 	return end
+}
+
+// runExists reports whether the cluster's current run is runID ("": any
+// current run), as get tells.
+func runExists(ctx context.Context, conn *client.Conn, runID string) bool {
+	g, err := conn.Get(ctx, client.GetParams{})
+	if err != nil || g.Status.CurrentRunID == nil {
+		return false
+	}
+	return runID == "" || runID == *g.Status.CurrentRunID
+}
+
+// resumeNotice is a follower's OnReconnect: it says on stderr that what
+// (the watch, the stream) was interrupted and resumes after a cursor, once
+// per cursor however many dials the resumption takes.
+func (c *cli) resumeNotice(what string) func(cause error, after string) {
+	said, saidOnce := "", false
+	return func(cause error, after string) {
+		if saidOnce && after == said {
+			return
+		}
+		said, saidOnce = after, true
+		if after == "" {
+			after = "the start"
+		}
+		fmt.Fprintf(c.stderr, "oecp %s: %s was interrupted (%v); resuming after %s…\n", c.name, what, cause, after)
+	}
 }
 
 // reportEnd prints how the run of a finished event ended and returns nil
