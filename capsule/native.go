@@ -153,7 +153,11 @@ func (a *agents) CheckPlan(name string, nodes map[string]runs.Binding) error {
 			bs[n] = harnessBinding(b)
 		}
 	}
-	return a.cfg.Check(name, bs)
+	err := a.cfg.Check(name, bs)
+	if err != nil {
+		a.log.Info("run/submit refused by the harness file", "file", a.cfg.File(), "harness", name, "err", err)
+	}
+	return err
 }
 
 func harnessBinding(b runs.Binding) harness.Binding {

@@ -391,6 +391,18 @@ func (c *cli) reportRunEnd(runID string, tr *protocol.TerminalResult) error {
 	return exitWith(exitError)
 }
 
+// hostRefusal reports whether a submit refusal's reason is about the
+// server's harness configuration, which its operator owns, rather than the
+// submission.
+func hostRefusal(reason string) bool {
+	for _, p := range []string{"harness not configured", "environment variable not allowed by the harness", "the plan uses harness"} {
+		if strings.HasPrefix(reason, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // explainRun is explain for the run commands: why the server refused one
 // and what to do; ok is false where explain's common answer applies.
 func explainRun(e *client.Error) (why, todo string, ok bool) {
@@ -398,6 +410,9 @@ func explainRun(e *client.Error) (why, todo string, ok bool) {
 	case protocol.GraphInvalid:
 		why = "the graph does not verify"
 		e.Detail("reason", &why)
+		if hostRefusal(why) {
+			return why, "use a harness (and env) this server offers in the --runtime plan, or ask the server's operator to configure it", true
+		}
 		return why, "fix the submission (the graph, the --runtime plan or the --input) and submit it again", true
 	case protocol.RunConflict:
 		return "that run id is taken by a different submission", "choose another --id, or leave --id out for a fresh one", true
