@@ -240,7 +240,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	op.routes(mux)
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		return failf("serve", exitUsage, "listen on %s: %v", cfg.listen, err)
+		return listenError(cfg.listen, err)
 	}
 	scheme := "ws"
 	if tlsConfig != nil {

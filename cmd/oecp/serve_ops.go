@@ -140,6 +140,7 @@ func (o *operated) routes(mux *http.ServeMux) {
 func (o *operated) probes(mux *http.ServeMux, metrics bool) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set(healthHeader, healthVersion)
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("/readyz", o.ready)
