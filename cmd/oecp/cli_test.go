@@ -78,7 +78,7 @@ func startServer(t *testing.T, extra ...string) *testServer {
 	logs := make(chan string, serverLogBuffer)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`url=(wss?://\S+)`)
+		re := regexp.MustCompile(`url"?[=:]"?(wss?://[^\s"]+)`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]

@@ -68,6 +68,10 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 		if err != nil {
 			return failf("serve", exitUsage, "%v", err)
 		}
+		// Packages that log without being handed a logger (the agent
+		// harness runner, the log package) go through the same handler:
+		// one format and one level for every line the server writes.
+		slog.SetDefault(log)
 		delays, err := parseFaultDelays(cfg.faultDelays)
 		if err != nil {
 			return failf("serve", exitUsage, "%v", err)
