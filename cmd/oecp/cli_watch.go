@@ -54,7 +54,7 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 	})
 	if err != nil {
 		if from != "" && client.ErrorCode(err) == protocol.NotFound && runExists(ctx, conn, runID) {
-			return c.failf(exitError, "the run has no cursor %q", from).
+			return c.failf(exitError, "the run has no cursor %q (NOT_FOUND)", from).
 				hint("Give a cursor of this run's events (`oecp watch -o wide` shows them), or leave --from out.")
 		}
 		return c.fail(err)
