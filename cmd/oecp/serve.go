@@ -241,6 +241,8 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
 	mux.Handle(webui.Prefix, webui.New())
+	// The server's root is the web view.
+	mux.Handle("GET /{$}", http.RedirectHandler(webui.Prefix, http.StatusFound))
 	op.routes(mux)
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
