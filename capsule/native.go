@@ -182,7 +182,8 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 // RunAgent runs one agent or delivery execution in the run's workspace,
 // holding its gate. Sessions are keyed by the run's tenant and id, so two
 // tenants' runs of one id never share a session or a directory.
-func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) worker.Outcome {
+func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) (out worker.Outcome) {
+	defer func() { recordEnd(x.Worker.Sinks, out) }()
 	key := workspace.Key(x.Tenant, x.RunID)
 	paths, err := a.ws.Paths(key)
 	if err != nil {

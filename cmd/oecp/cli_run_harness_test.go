@@ -26,3 +26,20 @@ func TestCLIRunSubmitHarnessRefusal(t *testing.T) {
 	}
 	srv.waitLog(t, file)
 }
+
+// TestCLIRunWatchSaysHowExecutionsEnded: the line of an ending execution
+// says its outcome, and for a failure the last line the agent wrote (why
+// it failed), also when the run succeeds because its graph does not route
+// the failure; run logs ends the execution's records with the same.
+func TestCLIRunWatchSaysHowExecutionsEnded(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "harness.json")
+	if err := os.WriteFile(file, []byte(`{"codex":{"driver":"command","argv":["/bin/sh","/nonexistent/agent.sh"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--harness", file)
+	submit := []string{"run", "submit", "-f", stepGraph, "--runtime", stepRuntime, "--source", testSource, "--id", "ends-1"}
+	want := "work ended (execution ends-1/work/1): failed (crash: declared_failure); last line: /bin/sh: "
+	expect(t, oecp(t, srv, append(submit, "--watch")...), 0, []string{want, "cannot open /nonexistent/agent.sh", "run ends-1 succeeded"}, nil)
+	expect(t, oecp(t, srv, "run", "watch", "ends-1"), 0, []string{want}, nil)
+	expect(t, oecp(t, srv, "run", "logs", "ends-1"), 0, []string{"warn  work/1: execution ended: failed (crash: declared_failure)\n"}, nil)
+}

@@ -47,7 +47,7 @@ func (c *cli) watchRun(s *session, runID, from string) error {
 	if err != nil {
 		return c.fail(err)
 	}
-	p := &runPrinter{c: c}
+	p := &runPrinter{c: c, ended: func(execution string) string { return executionEnd(s.ctx, s.conn, runID, execution) }}
 	var last *client.RunWatchEvent
 	err = followStream(c, f, func(ev client.RunWatchEvent) bool {
 		p.print(ev)
@@ -97,6 +97,8 @@ type runPrinter struct {
 	header bool
 	phase  string
 	active []client.RunExecution
+	// ended says how an execution ended ("" when that is not known).
+	ended func(execution string) string
 }
 
 // line writes one line of text output: with -o wide the cursor, then s
@@ -119,7 +121,13 @@ func (p *runPrinter) print(ev client.RunWatchEvent) {
 	}
 	now := ev.Status.ActiveExecutions
 	for _, x := range without(p.active, now) {
-		p.line(ev, x.Node+" ended (execution "+x.Execution+")")
+		how := ""
+		if p.ended != nil {
+			if h := p.ended(x.Execution); h != "" {
+				how = ": " + h
+			}
+		}
+		p.line(ev, x.Node+" ended (execution "+x.Execution+")"+how)
 	}
 	if ev.Status.Phase != p.phase {
 		note := ""

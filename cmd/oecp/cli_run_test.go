@@ -91,7 +91,7 @@ func TestCLIRunExample(t *testing.T) {
 	expect(t, oecp(t, srv, "run", "status", id), 0, []string{"source:   " + testSource, `result:   succeeded, output {"text":"A haiku about Go's goroutines"}`}, nil)
 	expect(t, oecp(t, srv, "run", "logs", id), 0, []string{"info  draft/1: echo-agent: worker node draft (model claude-sonnet-5)", "review/1: echo-agent: verifier node review"}, nil)
 	expect(t, oecp(t, srv, "run", "watch", id), 0, []string{"review started", "run " + id + " succeeded"}, nil)
-	expect(t, oecp(t, srv, "run", "watch", id, "--timestamps=false", "-o", "wide"), 0, []string{"\nv2:1 phase admitted\n", " draft ended (execution " + id + "/draft/1)\n"}, nil)
+	expect(t, oecp(t, srv, "run", "watch", id, "--timestamps=false", "-o", "wide"), 0, []string{"\nv2:1 phase admitted\n", " draft ended (execution " + id + "/draft/1): succeeded\n"}, nil)
 	expect(t, oecp(t, srv, "run", "list", "-o", "wide"), 0, []string{"SOURCE", "  " + testSource + "  small  v2:"}, nil)
 	expect(t, oecp(t, srv, "run", "status", id, "-o", "yaml"), 0, []string{"runId: " + id + "\n", "  repository: acme/widgets"}, nil)
 	expect(t, oecp(t, nil, "help", "run", "logs"), 0, []string{"usage: oecp run logs ID", "--follow"}, nil)
