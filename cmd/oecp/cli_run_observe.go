@@ -22,7 +22,8 @@ func runWatchCmd(stdout, stderr io.Writer) *cobra.Command {
 		`Prints a run's status as it changes (executions starting and ending, its phase),
 replaying its history after --from, and ends with the run's result: exit 0 if it
 succeeded, 1 if it failed. The watch survives dropped connections, resuming after
-the last event it printed. Each line starts with the local time the event arrived.
+the last event it printed. Each line starts with the local time the event arrived,
+or --:--:-- for one replayed from the run's history (the protocol records no times).
 -o json (--json) prints one event notification per line, -o yaml one document each,
 -o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
@@ -43,6 +44,9 @@ the last event it printed. Each line starts with the local time the event arrive
 // watchRun prints a run's watch events until the run finishes and returns
 // nil when it succeeded, exit 1 when it failed.
 func (c *cli) watchRun(s *session, runID, from string) error {
+	if st, err := s.conn.RunStatus(s.ctx, runID); err == nil {
+		c.historyEnd, _ = cursorSeq(st.AtCursor)
+	}
 	f, err := client.FollowRunWatch(s.ctx, c.followOptions(s, runID, from))
 	if err != nil {
 		return c.fail(err)
@@ -107,7 +111,14 @@ func (p *runPrinter) line(ev client.RunWatchEvent, s string) {
 	if p.c.output == "wide" {
 		s = ev.Cursor + " " + s
 	}
-	p.c.streamLine(p.c.stdout, s)
+	p.c.stampedLine(p.c.stdout, s, p.c.replayed(ev.Cursor))
+}
+
+// replayed reports whether cursor is in the run's history as it was when
+// the command started (its line is replayed, not live).
+func (c *cli) replayed(cursor string) bool {
+	seq, ok := cursorSeq(cursor)
+	return ok && seq <= c.historyEnd
 }
 
 func (p *runPrinter) print(ev client.RunWatchEvent) {
@@ -161,7 +172,8 @@ then exits. The history of a finished run is all of its records; that of an
 unfinished run ends at the run's cursor when the command started (or after a second
 without records, since the stream marks no end of history). --follow keeps printing
 records as they are written until the run finishes (or Ctrl-C). Each line starts
-with the local time it arrived. -o json (--json) prints one log notification per line,
+with the local time it arrived, or --:--:-- for one replayed from the run's history
+(the protocol records no times). -o json (--json) prints one log notification per line,
 -o yaml one document each, -o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
 	follow := c.fs.Bool("follow", false, "keep printing new records until the run finishes")
@@ -179,11 +191,12 @@ with the local time it arrived. -o json (--json) prints one log notification per
 		defer s.close()
 		runID := c.args[0]
 		var end uint64 // the last cursor of the history; 0: up to the stream's end
+		st, err := s.conn.RunStatus(s.ctx, runID)
+		if err != nil {
+			return c.fail(err)
+		}
+		c.historyEnd, _ = cursorSeq(st.AtCursor)
 		if !*follow {
-			st, err := s.conn.RunStatus(s.ctx, runID)
-			if err != nil {
-				return c.fail(err)
-			}
 			if st.Status.Phase != "finished" {
 				if end, _ = cursorSeq(st.AtCursor); end == 0 {
 					end = ^uint64(0)
@@ -252,7 +265,7 @@ func (c *cli) printRunLog(runID string, ev client.RunLogEvent) {
 	if c.output == "wide" {
 		line = ev.Cursor + " " + line
 	}
-	c.streamLine(c.stdout, line)
+	c.stampedLine(c.stdout, line, c.replayed(ev.Cursor))
 }
 
 func runAttachCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -21,7 +21,10 @@ run's result: exit 0 if it succeeded, 1 if it failed or was stopped. A step whos
 attempt failed holds the run until `+"`oecp retry` or `oecp stop`"+`: watch prints the hold
 and exits 3 (--follow keeps watching). The watch survives dropped connections,
 resuming after the last event it printed. Each line starts with the local time the
-event arrived; "finished" lines show how long a step ran when the watch saw it start.
+event arrived, or --:--:-- for one replayed from the run's history (the protocol records
+no times); "finished" lines show how long a step ran (at least since the watch started,
+for one that began before). A map item's end is numbered when it is known which item
+ended, else counted: echoItem[?] (end 2 of 3).
 -o json (--json) prints one event notification per line, -o yaml one document each,
 -o wide adds the run and cursor to each line.`,
 		stdout, stderr, false, false)

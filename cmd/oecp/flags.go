@@ -30,6 +30,7 @@ type cli struct {
 	jsonOut        bool
 	output         string // "" (text), json, yaml or wide; --json is -o json
 	timestamps     bool   // prefix streamed lines with the local time
+	historyEnd     uint64 // a run's last cursor when the command started: lines up to it are replayed
 
 	// Mutating commands only.
 	idemKey      string
