@@ -27,7 +27,7 @@ const (
 	oneStep   = "../../examples/one-step.json"
 	oneInput  = `{"text":"hello"}`
 	failGraph = "testdata/fail.json"
-	crash     = "testdata/crash.json"
+	crash     = "../../examples/held/crash.json"
 	sleepy    = "testdata/sleep.json"
 	ticker    = "testdata/ticker.json"
 	// tickerWorkers declares test.ticker@1: "tick N" lines until stopped.

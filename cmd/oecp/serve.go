@@ -53,11 +53,13 @@ type serveConfig struct {
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	var cfg serveConfig
-	fs := newFlags("serve", "serve [--listen ADDR | --stdio] [--store sqlite|memory] [--data DIR] [flags]",
+	fs := newFlags("serve", "serve [--listen ADDR | --stdio] [--store sqlite|memory|postgres] [--data DIR | --dsn URL] [--auth-tokens FILE | --auth-jwt FILE] [flags]",
 		`Runs a capsule: one cluster served over WebSocket (default 127.0.0.1:7300, upgrade at
-/oecp, health at /healthz) or over NDJSON on stdin/stdout (--stdio), with the engine and
-a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens and TLS
-(or --insecure-plaintext). SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
+/oecp, health at /healthz, the web view at /ui/) or over NDJSON on stdin/stdout (--stdio),
+with the engine and a durable ledger behind it: SQLite in --data (the default), or
+PostgreSQL at --dsn (or $OECP_DSN), which several replicas share. A non-loopback --listen
+needs authentication (--auth-tokens, --auth-jwt, or both) and TLS (or --insecure-plaintext).
+SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 	fs.note("Exit status: 0 stopped by a signal (or EOF on --stdio); 1 the server failed while serving;\n2 a flag, a file it names or the listen address is unusable.")
 	cfg.addFlags(fs.FlagSet)
 	return fs.run(func(args []string) error {

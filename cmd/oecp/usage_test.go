@@ -20,7 +20,8 @@ func TestCLIHelpOnStdout(t *testing.T) {
 		}
 	}
 	expect(t, oecp(t, nil, "help", "stop"), 0, []string{"convenient, not atomic", "--if-generation N"}, nil)
-	expect(t, oecp(t, nil, "help", "serve"), 0, []string{"usage: oecp serve [--listen ADDR | --stdio]", "  --listen ADDR", "Exit status:"}, nil)
+	expect(t, oecp(t, nil, "help", "serve"), 0, []string{"usage: oecp serve [--listen ADDR | --stdio] [--store sqlite|memory|postgres] [--data DIR | --dsn URL] [--auth-tokens FILE | --auth-jwt FILE]",
+		"PostgreSQL at --dsn", "  --listen ADDR", "Exit status:"}, nil)
 	expect(t, oecp(t, nil, "help", "plan"), 0, []string{"  -f GRAPH"}, nil)
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
 		expect(t, oecp(t, nil, args...), 0, []string{"usage: oecp <command>", "  completion ", "oecp help <command>"}, nil)
