@@ -29,6 +29,12 @@ type agentHost struct {
 
 func startAgentHost(t *testing.T, harnessName string, cli string, env ...string) *agentHost {
 	t.Helper()
+	return startAgentHostWith(t, harnessName, cli, capsule.Options{}, env...)
+}
+
+// startAgentHostWith is startAgentHost with more options (a store).
+func startAgentHostWith(t *testing.T, harnessName string, cli string, o capsule.Options, env ...string) *agentHost {
+	t.Helper()
 	remote := gittest.NewRemote(t)
 	gh, err := filepath.Abs("../examples/agents/bin/gh")
 	if err != nil {
@@ -44,7 +50,8 @@ func startAgentHost(t *testing.T, harnessName string, cli string, env ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, capsule.Options{Harness: h, Repos: repos, RunDir: t.TempDir()})
+	o.Harness, o.Repos, o.RunDir = h, repos, t.TempDir()
+	e := start(t, o)
 	return &agentHost{t: t, e: e, remote: remote}
 }
 

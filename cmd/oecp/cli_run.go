@@ -26,6 +26,7 @@ var runCommands = []struct {
 	{"logs", command{"print a run's durable log records (--follow: until the run ends)", runLogsCmd}},
 	{"attach", command{"stream the live output of one active execution", runAttachCmd}},
 	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runForceCmd}},
+	{"export", command{"export a run as JSONL: its trace, or the agents' output as semantic events", runExportCmd}},
 }
 
 func runUsage(w io.Writer) {

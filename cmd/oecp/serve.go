@@ -245,6 +245,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	mux.Handle(webui.Prefix, webui.New())
 	// The server's root is the web view.
 	mux.Handle("GET /{$}", http.RedirectHandler(webui.Prefix, http.StatusFound))
+	exportRoutes(mux, disp.Backend, resolver, cfg, log)
 	op.routes(mux)
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {

@@ -6,6 +6,7 @@ import {explain} from './errors.js';
 import {followNative, resumable} from './follow.js';
 import {runHeader, timelinePanel, logsPanel, attachPanel, resultPanel} from './panels.js';
 import {actionBar, nativeActions} from './actions.js';
+import {exportLinks} from './exports.js';
 
 // END_RECORD begins an execution's last log record; its outcome follows
 // ("succeeded", "failed (CODE: REASON)").
@@ -20,7 +21,8 @@ export function nativePage(conn, main, runId, status) {
   const logs = logsPanel('Log lines of this run, from its start.');
   const attach = attachPanel();
   const result = resultPanel();
-  replace(main, head.el, bar.el, h('div', {class: 'run-grid'},
+  const exports = exportLinks(runId);
+  replace(main, head.el, bar.el, exports.el, h('div', {class: 'run-grid'},
     h('section', {class: 'panel graph-panel', 'aria-label': 'Executions'}, h('h2', {}, 'Executions'),
       h('p', {class: 'hint'}, 'The protocol does not carry a native run\'s graph: these are the executions it has run.'), execs),
     h('div', {class: 'side'}, result.el, attach.el), timeline.el, logs.el));
