@@ -183,7 +183,7 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 // holding its gate. Sessions are keyed by the run's tenant and id, so two
 // tenants' runs of one id never share a session or a directory.
 func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) (out worker.Outcome) {
-	defer func() { recordEnd(x.Worker.Sinks, out) }()
+	defer func() { recordEnd(ctx, x.Worker.Sinks, out) }()
 	key := workspace.Key(x.Tenant, x.RunID)
 	paths, err := a.ws.Paths(key)
 	if err != nil {

@@ -138,6 +138,11 @@ func (p *runPrinter) print(ev client.RunWatchEvent) {
 				how = ": " + h
 			}
 		}
+		if how == "" && (p.phase == "stopping" || ev.Status.Phase == "stopping") {
+			// A forced run's executions end as refusals, with no end
+			// record of their own.
+			how = ": cancelled (a force stop)"
+		}
 		p.line(ev, x.Node+" ended (execution "+x.Execution+")"+how)
 	}
 	if ev.Status.Phase != p.phase {

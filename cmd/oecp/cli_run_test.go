@@ -133,6 +133,9 @@ func TestCLIRunForceAttachLogs(t *testing.T) {
 	if code := w.wait(); code != 1 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-1 failed: force_stopped") {
 		t.Errorf("watch exit %d: %q", code, w.seen)
 	}
+	if !strings.Contains(strings.Join(w.seen, "\n"), "work ended (execution tick-1/work/1): cancelled (a force stop") {
+		t.Errorf("watch does not say the forced execution was cancelled: %q", w.seen)
+	}
 	if code := a.wait(); code != 0 || !strings.Contains(strings.Join(a.seen, "\n"), "[settled]") {
 		t.Errorf("attach exit %d: %q", code, a.seen)
 	}

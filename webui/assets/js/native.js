@@ -9,7 +9,7 @@ import {actionBar, nativeActions} from './actions.js';
 import {exportLinks} from './exports.js';
 
 // END_RECORD begins an execution's last log record; its outcome follows
-// ("succeeded", "failed (CODE: REASON)").
+// ("succeeded", "failed (CODE: REASON)", "cancelled (…)").
 const END_RECORD = 'execution ended: ';
 
 export function nativePage(conn, main, runId, status) {
@@ -38,7 +38,7 @@ export function nativePage(conn, main, runId, status) {
     if (e.state === 'running' || !o) return {state: e.state === 'running' ? 'running' : 'ended', text: e.state};
     const failed = o.startsWith('failed');
     const why = failed && lastLines.has(execution) ? `; last line: ${lastLines.get(execution)}` : '';
-    return {state: failed ? 'failed' : 'succeeded', text: o + why};
+    return {state: failed ? 'failed' : o.startsWith('succeeded') ? 'succeeded' : 'ended', text: o + why};
   };
   const update = (run) => {
     const st = run.status;
