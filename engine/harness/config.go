@@ -211,7 +211,7 @@ func (c *Config) Check(harness string, agents map[string]Binding) error {
 	for _, node := range sortedKeys(agents) {
 		for _, n := range agents[node].Env {
 			if !allowed[n] {
-				return fmt.Errorf("%w: node %q declares env %q, which the server's --harness entry %q does not list", ErrEnvNotAllowed, node, n, harness)
+				return fmt.Errorf("%w: node %q declares env %q, which the server's --harness entry %q does not list (its operator must add it)", ErrEnvNotAllowed, node, n, harness)
 			}
 		}
 	}
@@ -228,9 +228,18 @@ func (c *Config) entry(harness string) (Entry, bool) {
 
 func (c *Config) notConfigured(harness string) error {
 	if c == nil {
-		return fmt.Errorf("%w: the plan uses harness %q but this server has none (start oecp serve with --harness FILE declaring %q)", ErrNotConfigured, harness, harness)
+		return fmt.Errorf("%w: the plan uses harness %q but this server has none (its operator must start oecp serve with --harness FILE declaring %q)", ErrNotConfigured, harness, harness)
 	}
-	return fmt.Errorf("%w: the plan uses harness %q but the server's --harness file %s does not declare it", ErrNotConfigured, harness, c.file)
+	return fmt.Errorf("%w: the plan uses harness %q, which this server does not offer (its operator declares harnesses in the server's --harness file)", ErrNotConfigured, harness)
+}
+
+// File is the harness file's name, for the server's own log: refusals sent
+// to clients never name it.
+func (c *Config) File() string {
+	if c == nil {
+		return ""
+	}
+	return c.file
 }
 
 // Driver returns the driver of a configured harness; the error is Check's
