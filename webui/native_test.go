@@ -23,8 +23,8 @@ func agentSubmission(runID string) json.RawMessage {
 }
 
 // A native run is listed from run/list, its page shows its running
-// execution and that execution's live output, and Force stop (confirmed)
-// ends it.
+// execution, that execution's live output and the usage its agent turns
+// reported, and Force stop (confirmed) ends it.
 func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
 	s := serve(t, "--harness", newGates(t).harness(t))
 	tab := browse(t)
@@ -38,7 +38,9 @@ func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-run=%q] a`, id))),
 		chromedp.WaitVisible(chromedp.CSS(`.executions [data-node="draft"][data-state="running"]`)),
 		chromedp.Click(chromedp.CSS(`.executions [data-node="draft"]`)),
-		until(`[...document.querySelectorAll('.output li')].some((li) => li.textContent.startsWith('agent line'))`))
+		until(`[...document.querySelectorAll('.output li')].some((li) => li.textContent.startsWith('agent line'))`),
+		// The usage an agent turn reported shows on its execution.
+		until(`(document.querySelector('.executions [data-node="draft"] .node-usage')?.textContent || '') === '120 in (20 cached) · 30 out · $0.0125'`))
 	run(t, tab, "force stop, confirmed, ends it",
 		chromedp.Click(chromedp.CSS(`button[data-action="force"]`)),
 		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),

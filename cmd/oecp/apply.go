@@ -98,9 +98,16 @@ func (a *applyRun) commit(s *session) error {
 	if err != nil {
 		return a.failGraph(err, a.file, a.graph)
 	}
-	if a.machine() {
+	switch {
+	case a.machine():
 		a.printRaw(raw)
-	} else {
+	case a.input == nil:
+		// Only an unchanged graph is admitted without --input (a changed
+		// one must carry its run's input): the server answered the current
+		// run's receipt.
+		fmt.Fprintf(a.stdout, "unchanged: the cluster already has this graph (run %s, generation %s, phase %s); nothing applied%s\n",
+			strOr(r.RunID, "none"), intOr(r.Generation, "none"), r.Phase, dedupNote(r.Deduped))
+	default:
 		fmt.Fprintf(a.stdout, "applied: run %s, generation %s, phase %s%s\n", strOr(r.RunID, "none"), intOr(r.Generation, "none"), r.Phase, dedupNote(r.Deduped))
 	}
 	if !a.watch {

@@ -46,6 +46,8 @@ type backendConfig struct {
 	// set, is given the opened store (readiness).
 	metrics *metrics.Metrics
 	onStore func(store.Store)
+	// agents is the agent usage accounting (--max-agent-usd-per-run).
+	agents agentAccounting
 }
 
 func (b *backendConfig) addFlags(fs *pflag.FlagSet) {
@@ -63,6 +65,7 @@ func (b *backendConfig) addFlags(fs *pflag.FlagSet) {
 	b.checkpoints.addFlags(fs)
 	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
 	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "`N` unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
+	b.agents.addFlags(fs)
 }
 
 func (b *backendConfig) validate() error {
@@ -95,6 +98,9 @@ func (b *backendConfig) validate() error {
 	case "isolated", "shared":
 	default:
 		return fmt.Errorf("--tenancy %q: want isolated or shared", b.tenancy)
+	}
+	if err := b.agents.validate(); err != nil {
+		return err
 	}
 	if b.keepWorkspaces < 0 {
 		return fmt.Errorf("--keep-workspaces %v: want 0 or more", b.keepWorkspaces)
@@ -162,6 +168,7 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			_ = st.Close()
 			return nil, nil, err
 		}
+		cfg.agents.apply(opts.Harness, cfg.metrics)
 	}
 	if cfg.repos != "" {
 		if opts.Repos, err = workspace.LoadRepos(cfg.repos); err != nil {

@@ -45,7 +45,8 @@ func runUsage(w io.Writer) {
 // command it prints its usage on stderr (exit 2); --help, -h and help print
 // it on stdout; an unknown command is a usage error.
 func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:                "run",
 		DisableFlagParsing: true,
 		SilenceErrors:      true,
@@ -60,7 +61,7 @@ func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
 				runUsage(stdout)
 				return nil
 			}
-			return runGroupUnknown(args[0])
+			return runGroupUnknown(cmd, args[0])
 		},
 	}
 	cmd.SetHelpFunc(func(*cobra.Command, []string) { runUsage(stdout) })
@@ -73,8 +74,8 @@ func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // runGroupUnknown is the error of `oecp run NAME` for an unknown NAME.
-func runGroupUnknown(name string) error {
-	return failf("run", exitUsage, "unknown command %q", name).hint("Run 'oecp run --help' for the list of commands.")
+func runGroupUnknown(run *cobra.Command, name string) error {
+	return didYouMean(failf("run", exitUsage, "unknown command %q", name), run, name).hint("Run 'oecp run --help' for the list of commands.")
 }
 
 func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -309,6 +310,7 @@ func shorten(s string, n int) string {
 func runStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run status", "run status ID [-o json|yaml] [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take) and, once finished, its result.", stdout, stderr, false, false)
 	c.addOutput()
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
 	return c.fs.run(func(args []string) error {
 		return c.showRun(args, protocol.MethodRunStatus)
 	})
@@ -320,6 +322,7 @@ func runForceCmd(stdout, stderr io.Writer) *cobra.Command {
 failed (force_stopped). The status shown is the run's where the force was recorded.
 Forcing a finished run changes nothing.`,
 		stdout, stderr, false, false)
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
 	return c.fs.run(func(args []string) error {
 		return c.showRun(args, protocol.MethodRunForce)
 	})
@@ -389,6 +392,18 @@ func (c *cli) reportRunEnd(runID string, tr *protocol.TerminalResult) error {
 	return exitWith(exitError)
 }
 
+// hostRefusal reports whether a submit refusal's reason is about the
+// server's harness configuration, which its operator owns, rather than the
+// submission.
+func hostRefusal(reason string) bool {
+	for _, p := range []string{"harness not configured", "environment variable not allowed by the harness", "the plan uses harness"} {
+		if strings.HasPrefix(reason, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // explainRun is explain for the run commands: why the server refused one
 // and what to do; ok is false where explain's common answer applies.
 func explainRun(e *client.Error) (why, todo string, ok bool) {
@@ -396,6 +411,9 @@ func explainRun(e *client.Error) (why, todo string, ok bool) {
 	case protocol.GraphInvalid:
 		why = "the graph does not verify"
 		e.Detail("reason", &why)
+		if hostRefusal(why) {
+			return why, "use a harness (and env) this server offers in the --runtime plan, or ask the server's operator to configure it", true
+		}
 		return why, "fix the submission (the graph, the --runtime plan or the --input) and submit it again", true
 	case protocol.RunConflict:
 		return "that run id is taken by a different submission", "choose another --id, or leave --id out for a fresh one", true

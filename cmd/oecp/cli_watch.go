@@ -21,7 +21,10 @@ run's result: exit 0 if it succeeded, 1 if it failed or was stopped. A step whos
 attempt failed holds the run until `+"`oecp retry` or `oecp stop`"+`: watch prints the hold
 and exits 3 (--follow keeps watching). The watch survives dropped connections,
 resuming after the last event it printed. Each line starts with the local time the
-event arrived; "finished" lines show how long a step ran when the watch saw it start.
+event arrived, or --:--:-- for one replayed from the run's history (the protocol records
+no times); "finished" lines show how long a step ran (at least since the watch started,
+for one that began before). A map item's end is numbered when it is known which item
+ended, else counted: echoItem[?] (end 2 of 3).
 -o json (--json) prints one event notification per line, -o yaml one document each,
 -o wide adds the run and cursor to each line.`,
 		stdout, stderr, false, false)
@@ -50,14 +53,13 @@ const exitHeld = 3
 func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dialer, runID, from string, forever bool) error {
 	w, err := client.FollowWatch(ctx, client.FollowOptions{
 		RunID: runID, FromCursor: from, Forever: forever, Conn: conn, Dial: dial,
-		OnReconnect: func(cause error, after string) {
-			if after == "" {
-				after = "the start"
-			}
-			fmt.Fprintf(c.stderr, "oecp %s: the watch was interrupted (%v); resuming after %s…\n", c.name, cause, after)
-		},
+		OnReconnect: c.resumeNotice("the watch"),
 	})
 	if err != nil {
+		if from != "" && client.ErrorCode(err) == protocol.NotFound && runExists(ctx, conn, runID) {
+			return c.failf(exitError, "the run has no cursor %q (NOT_FOUND)", from).
+				hint("Give a cursor of this run's events (`oecp watch -o wide` shows them), or leave --from out.")
+		}
 		return c.fail(err)
 	}
 	defer w.Close()
@@ -91,6 +93,33 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 		return nil // interrupted while following
 	}
 	return end
+}
+
+// runExists reports whether the cluster's current run is runID ("": any
+// current run), as get tells.
+func runExists(ctx context.Context, conn *client.Conn, runID string) bool {
+	g, err := conn.Get(ctx, client.GetParams{})
+	if err != nil || g.Status.CurrentRunID == nil {
+		return false
+	}
+	return runID == "" || runID == *g.Status.CurrentRunID
+}
+
+// resumeNotice is a follower's OnReconnect: it says on stderr that what
+// (the watch, the stream) was interrupted and resumes after a cursor, once
+// per cursor however many dials the resumption takes.
+func (c *cli) resumeNotice(what string) func(cause error, after string) {
+	said, saidOnce := "", false
+	return func(cause error, after string) {
+		if saidOnce && after == said {
+			return
+		}
+		said, saidOnce = after, true
+		if after == "" {
+			after = "the start"
+		}
+		fmt.Fprintf(c.stderr, "oecp %s: %s was interrupted (%v); resuming after %s…\n", c.name, what, cause, after)
+	}
 }
 
 // reportEnd prints how the run of a finished event ended and returns nil

@@ -30,6 +30,7 @@ type cli struct {
 	jsonOut        bool
 	output         string // "" (text), json, yaml or wide; --json is -o json
 	timestamps     bool   // prefix streamed lines with the local time
+	historyEnd     uint64 // a run's last cursor when the command started: lines up to it are replayed
 
 	// Mutating commands only.
 	idemKey      string
@@ -125,6 +126,7 @@ func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, ru
 // something besides JSON.
 func (c *cli) addOutput() {
 	c.fs.StringVar(&c.output, "o", "", "output `FORMAT`: json, yaml or wide (default: text)")
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("o", completeOutput)
 }
 
 // addTimestamps adds --timestamps to a command that streams lines.

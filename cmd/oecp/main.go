@@ -115,8 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	root := newRoot(stdout, stderr)
 	if _, ok := commands[args[0]]; !ok && !isCobraInternal(args[0]) {
-		fmt.Fprintf(stderr, "oecp: unknown command %q\n  Run 'oecp help' for the list of commands.\n", args[0])
-		return exitUsage
+		return exitCode(unknownCommand(root, args[0]), stderr)
 	}
 	root.SetArgs(args)
 	err := root.Execute()
@@ -124,6 +123,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 128 + int(n) // interrupted: whatever the command was doing is moot
 	}
 	return exitCode(err, stderr)
+}
+
+// unknownCommand is the usage error of `oecp NAME` for an unknown NAME,
+// with the commands it may be a typo of.
+func unknownCommand(root *cobra.Command, name string) error {
+	return didYouMean(&exitErr{code: exitUsage, text: fmt.Sprintf("oecp: unknown command %q\n", name)}, root, name).
+		hint("Run 'oecp help' for the list of commands.")
+}
+
+// suggestionDistance is the largest edit distance at which a mistyped
+// command name is suggested a command.
+const suggestionDistance = 2
+
+// didYouMean adds to e the subcommands of parent that name may be a typo
+// of (cobra's suggestions: a small edit distance, or a prefix).
+func didYouMean(e *exitErr, parent *cobra.Command, name string) *exitErr {
+	parent.SuggestionsMinimumDistance = suggestionDistance
+	for _, s := range parent.SuggestionsFor(name) {
+		e = e.hint(fmt.Sprintf("Did you mean '%s %s'?", parent.CommandPath(), s))
+	}
+	return e
 }
 
 // isCobraInternal reports whether name is one of cobra's hidden commands:
@@ -136,7 +156,13 @@ func isCobraInternal(name string) bool {
 // command, on stdout.
 func helpCmd(root *cobra.Command, stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:                "help",
+		Use: "help",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return commandNames(), cobra.ShellCompDirectiveNoFileComp
+		},
 		Short:              commands["help"].summary,
 		DisableFlagParsing: true,
 		SilenceErrors:      true,
@@ -154,12 +180,12 @@ func helpCmd(root *cobra.Command, stdout, stderr io.Writer) *cobra.Command {
 					usage(stdout)
 					return nil
 				}
-				return failf("help", exitUsage, "unknown command %q", args[0]).hint("Run 'oecp help' for the list of commands.")
+				return didYouMean(failf("help", exitUsage, "unknown command %q", args[0]), root, args[0]).hint("Run 'oecp help' for the list of commands.")
 			}
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 {
 				// `help run nope`: run's own answer to an unknown command.
-				return runGroupUnknown(args[1])
+				return runGroupUnknown(target, args[1])
 			}
 			target.HelpFunc()(target, nil)
 			return nil

@@ -53,11 +53,13 @@ type serveConfig struct {
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	var cfg serveConfig
-	fs := newFlags("serve", "serve [--listen ADDR | --stdio] [--store sqlite|memory] [--data DIR] [flags]",
+	fs := newFlags("serve", "serve [--listen ADDR | --stdio] [--store sqlite|memory|postgres] [--data DIR | --dsn URL] [--auth-tokens FILE | --auth-jwt FILE] [flags]",
 		`Runs a capsule: one cluster served over WebSocket (default 127.0.0.1:7300, upgrade at
-/oecp, health at /healthz) or over NDJSON on stdin/stdout (--stdio), with the engine and
-a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens and TLS
-(or --insecure-plaintext). SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
+/oecp, health at /healthz, the web view at /ui/) or over NDJSON on stdin/stdout (--stdio),
+with the engine and a durable ledger behind it: SQLite in --data (the default), or
+PostgreSQL at --dsn (or $OECP_DSN), which several replicas share. A non-loopback --listen
+needs authentication (--auth-tokens, --auth-jwt, or both) and TLS (or --insecure-plaintext).
+SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 	fs.note("Exit status: 0 stopped by a signal (or EOF on --stdio); 1 the server failed while serving;\n2 a flag, a file it names or the listen address is unusable.")
 	cfg.addFlags(fs.FlagSet)
 	return fs.run(func(args []string) error {
@@ -68,6 +70,10 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 		if err != nil {
 			return failf("serve", exitUsage, "%v", err)
 		}
+		// Packages that log without being handed a logger (the agent
+		// harness runner, the log package) go through the same handler:
+		// one format and one level for every line the server writes.
+		slog.SetDefault(log)
 		delays, err := parseFaultDelays(cfg.faultDelays)
 		if err != nil {
 			return failf("serve", exitUsage, "%v", err)
@@ -237,11 +243,13 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
 	mux.Handle(webui.Prefix, webui.New())
+	// The server's root is the web view.
+	mux.Handle("GET /{$}", http.RedirectHandler(webui.Prefix, http.StatusFound))
 	exportRoutes(mux, disp.Backend, resolver, cfg, log)
 	op.routes(mux)
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		return failf("serve", exitUsage, "listen on %s: %v", cfg.listen, err)
+		return listenError(cfg.listen, err)
 	}
 	scheme := "ws"
 	if tlsConfig != nil {

@@ -140,6 +140,7 @@ func (o *operated) routes(mux *http.ServeMux) {
 func (o *operated) probes(mux *http.ServeMux, metrics bool) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set(healthHeader, healthVersion)
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("/readyz", o.ready)
@@ -209,7 +210,19 @@ func authResolver(cfg serveConfig, log *slog.Logger) (identity.Resolver, error) 
 	case 0:
 		return identity.Static(identity.Local()), nil
 	case 1:
-		return identity.Bearer(vs[0]), nil
+		return logRefusals(identity.Bearer(vs[0]), log), nil
 	}
-	return identity.Bearer(identity.AnyOf(vs...)), nil
+	return logRefusals(identity.Bearer(identity.AnyOf(vs...)), log), nil
+}
+
+// logRefusals logs at debug why r refused a connection's token (the peer
+// is told only that it was refused); never the token.
+func logRefusals(r identity.Resolver, log *slog.Logger) identity.Resolver {
+	return identity.ResolverFunc(func(req *http.Request) (identity.ConnectionIdentity, error) {
+		id, err := r.Resolve(req)
+		if err != nil {
+			log.Debug("bearer token refused", "reason", identity.RefusalReason(err), "remote", req.RemoteAddr)
+		}
+		return id, err
+	})
 }

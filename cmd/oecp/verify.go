@@ -87,6 +87,9 @@ func readDecoded[T any](file, what, valid string, decode func([]byte) (T, error)
 	if err != nil {
 		return zero, failf("verify", exitUsage, "cannot read %s %s: %v", what, file, err)
 	}
+	if err := jsonSyntax(data); err != nil {
+		return zero, failf("verify", exitUsage, "%s is not valid JSON: %v", file, err)
+	}
 	v, err := decode(data)
 	if err != nil {
 		return zero, failf("verify", exitUsage, "%s is not %s: %v", file, valid, err)

@@ -83,6 +83,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	if err != nil {
 		return ProcessResult{StartErr: err}
 	}
+	growPipe(outW)
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
