@@ -35,12 +35,19 @@ func startAgentHost(t *testing.T, harnessName string, cli string, env ...string)
 // startAgentHostWith is startAgentHost with more options (a store).
 func startAgentHostWith(t *testing.T, harnessName string, cli string, o capsule.Options, env ...string) *agentHost {
 	t.Helper()
+	return startAgentHostEntry(t, harnessName, map[string]any{"argv": []string{cli}, "env": env}, o)
+}
+
+// startAgentHostEntry is startAgentHostWith with the whole harness entry
+// (a baseUrl, say).
+func startAgentHostEntry(t *testing.T, harnessName string, entry map[string]any, o capsule.Options) *agentHost {
+	t.Helper()
 	remote := gittest.NewRemote(t)
 	gh, err := filepath.Abs("../examples/agents/bin/gh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb, _ := json.Marshal(map[string]any{harnessName: map[string]any{"argv": []string{cli}, "env": env}})
+	hb, _ := json.Marshal(map[string]any{harnessName: entry})
 	h, err := harness.Parse("harness.json", hb)
 	if err != nil {
 		t.Fatal(err)

@@ -50,29 +50,14 @@ func seedPlanted(t *testing.T, r *gittest.Remote, files map[string]string) strin
 // planted CLI settings reach no request and are delivered unchanged; the
 // run's tokens are counted in the metrics.
 func TestRealAgentRunDelivers(t *testing.T) {
-	for _, tc := range []struct {
-		harness, model, key string
-		cli                 func(t *testing.T) string
-		api                 func(steps ...modelapi.Step) (base string, calls func() int, closer func())
-		env                 []string
-	}{
-		{"codex", "gpt-5.6", "OPENAI_API_KEY", func(t *testing.T) string { return modelapi.CLI(t, "codex", modelapi.CodexNew) },
-			func(steps ...modelapi.Step) (string, func() int, func()) {
-				o := modelapi.NewOpenAI(modelapi.WSFail, steps...)
-				return o.BaseURL(), o.Calls, o.Close
-			}, []string{"OPENAI_API_KEY"}},
-		{"claude", "claude-sonnet-5", "ANTHROPIC_API_KEY", func(t *testing.T) string { return modelapi.CLI(t, "claude-code", modelapi.ClaudeVersion) },
-			func(steps ...modelapi.Step) (string, func() int, func()) {
-				a := modelapi.NewAnthropic(steps...)
-				return a.URL, a.Calls, a.Close
-			}, []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_MAX_RETRIES"}},
-	} {
+	for _, tc := range realAgents(modelapi.CodexNew) {
 		t.Run(tc.harness, func(t *testing.T) {
 			cli := tc.cli(t)
 			t.Setenv(tc.key, "sk-test-"+tc.harness)
 			t.Setenv("CLAUDE_CODE_MAX_RETRIES", "1")
-			base, calls, closeAPI := tc.api(modelapi.Step{Command: "printf 'improved\\n' > NOTES.md"}, modelapi.Step{Text: `{"summary":"edited"}`})
-			defer closeAPI()
+			api := tc.api(modelapi.Step{Command: "printf 'improved\\n' > NOTES.md"}, modelapi.Step{Text: `{"summary":"edited"}`})
+			defer api.close()
+			base, calls := api.base, api.calls
 			other := modelapi.NewAnthropic()
 			defer other.Close()
 			remote := gittest.NewRemote(t)
@@ -93,10 +78,7 @@ func TestRealAgentRunDelivers(t *testing.T) {
 				t.Fatal(err)
 			}
 			host := &agentHost{t: t, e: start(t, capsule.Options{Harness: h, Repos: repos, RunDir: t.TempDir()}), remote: remote}
-			env, _ := json.Marshal(tc.env)
-			plan := `{"harness":"` + tc.harness + `","provider":"` + map[string]string{"codex": "openai", "claude": "anthropic"}[tc.harness] +
-				`","size":"small","nodes":{"write":{"kind":"agent","model":"` + tc.model + `","env":` + string(env) + `},"deliver":{"kind":"git_delivery"}}}`
-			host.submit("real", twoNodes(t), "null", plan, head)
+			host.submit("real", twoNodes(t), "null", tc.plan(tc.env), head)
 			if got := host.finish("real"); got != `{"status":"succeeded","output":null}` {
 				t.Fatalf("terminal %s after %d model calls\n%s", got, calls(), host.logs("real"))
 			}
@@ -120,6 +102,55 @@ func TestRealAgentRunDelivers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// realAgent is a real CLI run against a stand-in of its provider's model
+// API.
+type realAgent struct {
+	name, harness, provider, model, key string
+	// env are the variables the harness entry allows.
+	env []string
+	cli func(t *testing.T) string
+	api func(steps ...modelapi.Step) standIn
+}
+
+// standIn is a started model API stand-in.
+type standIn struct {
+	base     string
+	calls    func() int
+	requests func() []modelapi.Request
+	close    func()
+}
+
+// realAgents are real Codex at each of codexVersions (its Responses
+// WebSocket failing, so that it retries and falls back to HTTP) and real
+// Claude Code.
+func realAgents(codexVersions ...string) []realAgent {
+	var out []realAgent
+	for _, v := range codexVersions {
+		out = append(out, realAgent{name: "codex-" + v, harness: "codex", provider: "openai", model: "gpt-5.6", key: "OPENAI_API_KEY",
+			env: []string{"OPENAI_API_KEY"},
+			cli: func(t *testing.T) string { return modelapi.CLI(t, "codex", v) },
+			api: func(steps ...modelapi.Step) standIn {
+				o := modelapi.NewOpenAI(modelapi.WSFail, steps...)
+				return standIn{o.BaseURL(), o.Calls, o.Requests, o.Close}
+			}})
+	}
+	return append(out, realAgent{name: "claude-" + modelapi.ClaudeVersion, harness: "claude", provider: "anthropic", model: "claude-sonnet-5",
+		key: "ANTHROPIC_API_KEY", env: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_MAX_RETRIES"},
+		cli: func(t *testing.T) string { return modelapi.CLI(t, "claude-code", modelapi.ClaudeVersion) },
+		api: func(steps ...modelapi.Step) standIn {
+			a := modelapi.NewAnthropic(steps...)
+			return standIn{a.URL, a.Calls, a.Requests, a.Close}
+		}})
+}
+
+// plan is the runtime plan of twoNodes on the agent, its writer
+// declaring env.
+func (ra realAgent) plan(env []string) string {
+	e, _ := json.Marshal(env)
+	return `{"harness":"` + ra.harness + `","provider":"` + ra.provider + `","size":"small","nodes":{"write":{"kind":"agent","model":"` +
+		ra.model + `","env":` + string(e) + `},"deliver":{"kind":"git_delivery"}}}`
 }
 
 // agentTokens reads oecp_agent_tokens_total for the labels.
