@@ -10,6 +10,8 @@ import (
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/protocol"
@@ -44,7 +46,9 @@ func startAgentHost(t *testing.T, harnessName string, cli string, env ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, capsule.Options{Harness: h, Repos: repos, RunDir: t.TempDir()})
+	runDir := t.TempDir()
+	sb := sandboxtest.Host(t, sandbox.Config{Hide: []string{runDir}, Programs: h.Programs()})
+	e := start(t, capsule.Options{Harness: h, Repos: repos, RunDir: runDir, Sandbox: sb})
 	return &agentHost{t: t, e: e, remote: remote}
 }
 

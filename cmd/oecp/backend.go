@@ -44,6 +44,8 @@ type backendConfig struct {
 	// set, is given the opened store (readiness).
 	metrics *metrics.Metrics
 	onStore func(store.Store)
+	// agents confines agent executions.
+	agents agentConfig
 }
 
 func (b *backendConfig) addFlags(fs *flag.FlagSet) {
@@ -58,6 +60,7 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&b.keepWorkspaces, "keep-workspaces", workspace.DefaultKeep, "keep a finished native run's workspace for `DURATION` (0: remove it at once)")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
+	b.agents.addFlags(fs)
 	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
 	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "`N` unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
 }
@@ -105,7 +108,7 @@ func (b *backendConfig) validate() error {
 	if b.maxActive < 0 {
 		return fmt.Errorf("--max-active %d: want 0 (unbounded) or more", b.maxActive)
 	}
-	return nil
+	return b.agents.validate()
 }
 
 // newBackend builds the configured backend and a function that releases it.
@@ -156,6 +159,10 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 	}
 	if cfg.harness != "" {
 		if opts.Harness, err = harness.Load(cfg.harness); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
+		if opts.Sandbox, err = cfg.agents.sandbox(cfg, opts.Harness, log); err != nil {
 			_ = st.Close()
 			return nil, nil, err
 		}

@@ -97,6 +97,7 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 		}
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
+	cfg.backend.agents.hide = []string{cfg.authTokens, cfg.authJWT, cfg.tlsCert, cfg.tlsKey}
 	op := newOperated(cfg.ops, log, &cfg.backend)
 	backend, closeBackend, err := newBackend(cfg.backend, log)
 	if err != nil {

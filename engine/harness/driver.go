@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"unicode"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -60,6 +61,9 @@ type Turn struct {
 	// Started, when set, is called with the process group id of the
 	// turn's process once it runs.
 	Started func(pgid int)
+	// Confine, when set, confines the turn's process (worker.Process's
+	// Confine).
+	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // Reply is a successful turn's answer.
@@ -150,7 +154,7 @@ func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (R
 	}
 	res := worker.Process{
 		Argv: d.argv, Dir: t.Dir, Env: worker.EnvFrom(t.Env),
-		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started,
+		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started, Confine: t.Confine,
 	}.Run(ctx)
 	if ctx.Err() != nil {
 		return Reply{}, fmt.Errorf("harness %s turn ended: %w", d.name, ctx.Err())

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
@@ -39,6 +41,7 @@ type Runner struct {
 	driver   Driver
 	deadline time.Duration
 	sessions sessionTable
+	sandbox  *sandbox.Host
 }
 
 // NewRunner returns a runner over d with the DefaultDeadline; a deadline
@@ -73,6 +76,9 @@ type Job struct {
 	// node_instance session, "{writer,verifier}-execution-<Execution>"
 	// otherwise, removed when the execution ends. "" gives no home.
 	Runtime string
+	// GitDir is the run's git directory outside Dir ("" none); a sandbox
+	// shows it to the execution as git needs it.
+	GitDir string
 }
 
 // Worker adapts one job to engine/worker's Worker.
@@ -82,7 +88,10 @@ func (r *Runner) Worker(job Job) worker.Worker {
 
 // CloseRun forgets a finished run's sessions; a session still in use is
 // marked lost.
-func (r *Runner) CloseRun(runID string) { r.sessions.closeRun(runID) }
+func (r *Runner) CloseRun(runID string) {
+	r.sessions.closeRun(runID)
+	r.sandbox.CloseRun(runID)
+}
 
 // Run executes one job with ex.Input and returns its outcome:
 //   - a valid answer: "verified" (step) or "verifier";
@@ -134,11 +143,25 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	if job.Binding.SessionScope != ScopeNodeInstance && conv.home != "" {
 		defer os.RemoveAll(conv.home)
 	}
+	exe, err := r.confine(job, conv.home, c.Verifier)
+	if err != nil {
+		log.Error("agent sandbox unavailable", "err", err)
+		if entry != nil {
+			r.sessions.release(entry, "", false)
+		}
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	defer exe.Close()
+	conv.confine = exe.Confine
 	dctx, cancel := context.WithTimeoutCause(ctx, r.deadline, errDeadline)
 	defer cancel()
 	out, err := conv.run(dctx, prompt)
 	if entry != nil {
 		r.sessions.release(entry, conv.session, err == nil)
+	}
+	if limit := exe.Limit(); limit != "" && ctx.Err() == nil {
+		log.Error("agent execution ended: it hit its limit", "limit", limit)
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	if err != nil {
 		log.Warn("agent execution failed", "err", err)
@@ -196,6 +219,7 @@ type conversation struct {
 	resume  bool
 	home    string
 	log     *slog.Logger
+	confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // run sends the prompt, then up to MaxCorrections corrections in the same
@@ -207,6 +231,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
 			Session: v.session, Resume: v.resume, Prompt: prompt, Env: v.job.Binding.Env,
 			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home, Started: v.ex.Started,
+			Confine: v.confine,
 		}, v.ex.Sinks)
 		if err != nil {
 			return worker.Outcome{}, err
