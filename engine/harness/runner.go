@@ -161,6 +161,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	}
 	if limit := exe.Limit(); limit != "" && ctx.Err() == nil {
 		log.Error("agent execution ended: it hit its limit", "limit", limit)
+		system(ex.Sinks, "the execution was stopped: it hit its --"+limit+" limit")
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,10 @@ const (
 
 // cgroupRoot is where the cgroup v1 controller hierarchies are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
+
+// limitPollInterval is how often an execution's process count is checked
+// against its bound.
+const limitPollInterval = 100 * time.Millisecond
 
 // removeRounds bounds the attempts to empty and remove an execution's
 // group after its processes were killed.
@@ -106,6 +111,7 @@ type group struct {
 
 	mu      sync.Mutex
 	closers []*os.File
+	stops   []chan struct{}
 }
 
 func (c *cgroups) create() (*group, error) {
@@ -171,29 +177,29 @@ func (g *group) watch(hit func(limit string)) error {
 	return nil
 }
 
-// watchPids waits for modifications of pids.events, which the kernel
-// makes each time a fork is refused at pids.max.
+// watchPids checks pids.events every limitPollInterval: cgroup v1 counts
+// each fork refused at pids.max there but does not notify it.
 func (g *group) watchPids(hit func(string)) error {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("inotify: %w", err)
-	}
 	events := filepath.Join(g.pids, "pids.events")
-	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("inotify %s: %w", events, err)
+	if _, err := os.Stat(events); err != nil {
+		return fmt.Errorf("pids events: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), "inotify")
-	g.keep(f)
+	stop := make(chan struct{})
+	g.mu.Lock()
+	g.stops = append(g.stops, stop)
+	g.mu.Unlock()
 	go func() {
-		buf := make([]byte, 4096)
+		t := time.NewTicker(limitPollInterval)
+		defer t.Stop()
 		for {
-			if _, err := f.Read(buf); err != nil {
+			select {
+			case <-stop:
 				return
-			}
-			if counter(events, "max") > 0 {
-				hit(LimitProcs)
-				return
+			case <-t.C:
+				if counter(events, "max") > 0 {
+					hit(LimitProcs)
+					return
+				}
 			}
 		}
 	}()
@@ -266,7 +272,10 @@ func (g *group) remove() {
 	for _, f := range g.closers {
 		f.Close()
 	}
-	g.closers = nil
+	for _, c := range g.stops {
+		close(c)
+	}
+	g.closers, g.stops = nil, nil
 	g.mu.Unlock()
 	for _, d := range g.dirs {
 		for range removeRounds {

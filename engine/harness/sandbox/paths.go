@@ -15,7 +15,8 @@ var privateDirs = []string{"/tmp", "/var/tmp", "/run", "/dev/shm"}
 
 // hiddenPaths splits the paths to hide into directories (the outermost
 // ones only, with privateDirs) and files; missing paths are ignored.
-func hiddenPaths(paths []string) (dirs, files []string) {
+// explicit is every directory of paths.
+func hiddenPaths(paths []string) (dirs, files, explicit []string) {
 	var all []string
 	for _, p := range append(slices.Clone(privateDirs), paths...) {
 		if p == "" {
@@ -33,6 +34,9 @@ func hiddenPaths(paths []string) (dirs, files []string) {
 		case err != nil || abs == "/":
 		case st.IsDir():
 			all = append(all, abs)
+			if !slices.Contains(privateDirs, abs) {
+				explicit = append(explicit, abs)
+			}
 		case !slices.Contains(files, abs):
 			files = append(files, abs)
 		}
@@ -44,7 +48,7 @@ func hiddenPaths(paths []string) (dirs, files []string) {
 		}
 	}
 	slices.Sort(files)
-	return dirs, files
+	return dirs, files, explicit
 }
 
 // exposedPaths returns the installations of the harness programs that
@@ -53,8 +57,10 @@ func hiddenPaths(paths []string) (dirs, files []string) {
 // program and, say, the script an interpreter runs) and argv[0] found on
 // the server's PATH; for the path as given and the file it links to, the
 // installation is the directory holding its node_modules, else the parent
-// of its bin directory, else its own directory.
-func exposedPaths(hidden, programs []string) []string {
+// of its bin directory, else its own directory. An installation holding
+// a directory of explicit (the data directory, say) is never shown; a
+// hidden file inside one is hidden again on top of it.
+func exposedPaths(hidden, explicit, programs []string) []string {
 	var out []string
 	for _, prog := range programs {
 		path, err := execPath(prog)
@@ -69,9 +75,11 @@ func exposedPaths(hidden, programs []string) []string {
 			if !under(c, hidden) {
 				continue
 			}
-			if d := installation(c); !slices.Contains(out, d) && !slices.Contains(hidden, d) {
-				out = append(out, d)
+			d := installation(c)
+			if slices.Contains(out, d) || slices.Contains(hidden, d) || holdsAny(d, explicit) {
+				continue
 			}
+			out = append(out, d)
 		}
 	}
 	slices.Sort(out)
@@ -95,6 +103,16 @@ func installation(path string) string {
 func under(path string, dirs []string) bool {
 	for _, d := range dirs {
 		if path == d || strings.HasPrefix(path, d+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsAny reports whether one of paths is dir or inside it.
+func holdsAny(dir string, paths []string) bool {
+	for _, p := range paths {
+		if under(p, []string{dir}) {
 			return true
 		}
 	}

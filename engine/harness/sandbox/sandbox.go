@@ -36,6 +36,12 @@ const (
 	programSetpriv = "setpriv" // util-linux
 )
 
+// tunDevice is the device pasta makes the sandbox's interface with.
+const tunDevice = "/dev/net/tun"
+
+// accessReadWrite is access(2)'s R_OK|W_OK.
+const accessReadWrite = 0o6
+
 // Config is the host's agent sandbox configuration (oecp serve flags).
 type Config struct {
 	// Unconfined runs agents without a sandbox (--agent-unconfined): only
@@ -110,8 +116,15 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("%w: missing %s; install them (.ci/install-deps does) or pass --agent-unconfined", ErrUnavailable, strings.Join(missing, ", "))
 	}
 	h.root = os.Geteuid() == 0
-	h.hide, h.files = hiddenPaths(cfg.Hide)
-	h.expose = exposedPaths(h.hide, cfg.Programs)
+	if !h.root {
+		// pasta opens the tap device as the server's user.
+		if err := syscall.Access(tunDevice, accessReadWrite); err != nil {
+			return nil, fmt.Errorf("%w: %s is not readable and writable by the server's user (%v); Debian's mode is 0666 (.ci/install-deps restores it), or pass --agent-unconfined", ErrUnavailable, tunDevice, err)
+		}
+	}
+	var explicit []string
+	h.hide, h.files, explicit = hiddenPaths(cfg.Hide)
+	h.expose = exposedPaths(h.hide, explicit, cfg.Programs)
 	if h.root {
 		r := cfg.UIDs
 		if r == (UIDRange{}) {
