@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"golang.org/x/sys/unix"
 )
 
 // nobodyUID is the unprivileged user the server runs as in the tests of
@@ -317,4 +319,90 @@ func TestAgentSandboxLimits(t *testing.T) {
 	if _, w := probes(t, srv, s, "quiet", "quiet"); w.code != 0 {
 		t.Fatalf("a quiet run after them: exit %d\n%s\n%s", w.code, w.stdout, w.stderr)
 	}
+}
+
+// agentDeathBound bounds the wait for an agent to die with its server.
+const agentDeathBound = 60 * time.Second
+
+// TestAgentDiesWithServer: an agent whose server is SIGKILLed dies with
+// it, in its sandbox (the sandbox's init too) and unconfined.
+func TestAgentDiesWithServer(t *testing.T) {
+	requireSandbox(t)
+	for _, mode := range []string{"sandboxed", "unconfined"} {
+		t.Run(mode, func(t *testing.T) {
+			s := newHostileSetup(t, os.Geteuid())
+			var extra []string
+			if mode == "unconfined" {
+				extra = append(extra, "--agent-unconfined")
+			}
+			srv := s.start(t, os.Geteuid(), extra...)
+			graph := hostileGraph(t, s.install, "sleeper")
+			expect(t, oecp(t, srv, "run", "submit", "-f", graph, "--runtime", filepath.Join(s.install, "runtime.json"), "--source", testSource, "--id", "sleeper"), 0, nil, nil)
+			logs := startCLI(t, srv, "run", "logs", "sleeper", "--follow")
+			logs.waitStdout("sleeper started")
+			sleeper := findProcess(t, "oecp-sleeper-"+s.secret)
+			t.Cleanup(func() { _ = syscall.Kill(sleeper, syscall.SIGKILL) }) // should it outlive the test
+			pids := []int{sleeper}
+			if mode == "sandboxed" {
+				pids = append(pids, parentOf(t, sleeper)) // the sandbox's init
+			}
+			var fds []unix.PollFd
+			for _, pid := range pids {
+				fd, err := unix.PidfdOpen(pid, 0)
+				if err != nil {
+					t.Fatalf("pidfd of %d: %v", pid, err)
+				}
+				defer unix.Close(fd)
+				fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+			}
+			if err := srv.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(agentDeathBound)
+			for _, fd := range fds {
+				// A pidfd becomes readable when its process has exited.
+				n, err := unix.Poll([]unix.PollFd{fd}, int(time.Until(deadline)/time.Millisecond))
+				for err == unix.EINTR {
+					n, err = unix.Poll([]unix.PollFd{fd}, int(time.Until(deadline)/time.Millisecond))
+				}
+				if err != nil || n != 1 {
+					t.Fatalf("an agent process outlived its SIGKILLed server (%d, %v)", n, err)
+				}
+			}
+		})
+	}
+}
+
+// findProcess returns the PID of the one process whose argv[0] is name.
+func findProcess(t *testing.T, name string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if arg0, _, _ := strings.Cut(string(b), "\x00"); arg0 == name {
+			return pid
+		}
+	}
+	t.Fatalf("no process %s", name)
+	return 0
+}
+
+// parentOf is the parent PID of pid.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ppid ...; comm may hold spaces, not ')'.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ppid
 }

@@ -5,7 +5,8 @@
 # the server's data directory, its harness file, a file in its home, and
 # the value of a variable only the server's environment holds.
 # The instructions pick a mode: "MODE storm" forks until stopped, "MODE
-# hog" eats memory, "MODE quiet" only answers.
+# hog" eats memory, "MODE quiet" only answers, "MODE sleeper" sleeps as
+# oecp-sleeper-<secret>.
 probe_dir=$1 data=$2 harness=$3 home_file=$4 secret=$5
 req=$(cat)
 node=$(printf '%s' "$req" | grep -o '"node":"[a-z]*"' | cut -d'"' -f4)
@@ -22,6 +23,7 @@ case "$req" in
 *"MODE storm"*) for i in $(seq 1000); do sleep 600 & done; wait; answer ;;
 *"MODE hog"*) head -c 2000000000 /dev/zero | tail >/dev/null; answer ;;
 *"MODE quiet"*) answer ;;
+*"MODE sleeper"*) echo "sleeper started" >&2; exec -a "oecp-sleeper-$secret" sleep 3600 ;;
 esac
 read -r server_port allowed_port < "$probe_dir/ports"
 
