@@ -422,9 +422,11 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 		}
 		node := executables(sub.Graph)[d.Occurrence.Node]
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
-			return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
+			red := newRedactor(sub)
+			ex.Sinks = red.sinks(ex.Sinks)
+			return red.outcome(b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
 				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
-				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex}))
 		}), true
 	}
 }
