@@ -406,3 +406,37 @@ func parentOf(t *testing.T, pid int) int {
 	}
 	return ppid
 }
+
+// TestServeAgentSandboxRefusals: a host without the sandbox's programs
+// refuses --harness and says what is missing, unless --agent-unconfined
+// (a WARN at start); bad agent flags are usage errors.
+func TestServeAgentSandboxRefusals(t *testing.T) {
+	s := newHostileSetup(t, os.Geteuid())
+	run := func(env []string, args ...string) (int, string) {
+		cmd := exec.Command(s.bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--data", s.data, "--harness", s.harness}, args...)...)
+		cmd.Env = env
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return code, stderr.String()
+	}
+	code, stderr := run([]string{"PATH=/nonexistent", "HOME=" + s.home})
+	if code != 2 || !strings.Contains(stderr, "bwrap (Debian package bubblewrap)") || !strings.Contains(stderr, "--agent-unconfined") {
+		t.Errorf("without bwrap: exit %d\n%s", code, stderr)
+	}
+	for _, bad := range [][]string{{"--agent-allow-port", "0"}, {"--agent-max-memory", "12X"}, {"--agent-uid-range", "9-1"}, {"--agent-max-procs", "-1"}} {
+		if code, stderr := run(nil, bad...); code != 2 || !strings.Contains(stderr, bad[0]) {
+			t.Errorf("%v: exit %d\n%s", bad, code, stderr)
+		}
+	}
+	cmd := exec.Command(s.bin, "serve", "--listen", "127.0.0.1:0", "--data", s.data, "--harness", s.harness, "--agent-unconfined")
+	cmd.Env = []string{"PATH=/nonexistent", "HOME=" + s.home}
+	runServer(t, cmd, &s.log)
+	if !regexp.MustCompile(`WARN.*agents run unconfined`).MatchString(s.log.String()) {
+		t.Errorf("no WARN about unconfined agents:\n%s", s.log.String())
+	}
+}
