@@ -345,6 +345,7 @@ func TestAgentDiesWithServer(t *testing.T) {
 			pids := []int{sleeper}
 			if mode == "sandboxed" {
 				pids = append(pids, parentOf(t, sleeper)) // the sandbox's init
+				pids = append(pids, childrenNamed(t, srv.cmd.Process.Pid, "pasta", "passt")...) // its network
 			}
 			var fds []unix.PollFd
 			for _, pid := range pids {
@@ -391,20 +392,57 @@ func findProcess(t *testing.T, name string) int {
 	return 0
 }
 
+// childrenNamed lists the children of pid whose command name starts with
+// one of names.
+func childrenNamed(t *testing.T, pid int, names ...string) []int {
+	t.Helper()
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if ppid, ok := ppidOf(child); ok && ppid == pid && strings.HasPrefix(string(comm), n) {
+				out = append(out, child)
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no child %v of %d", names, pid)
+	}
+	return out
+}
+
 // parentOf is the parent PID of pid.
 func parentOf(t *testing.T, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// pid (comm) state ppid ...; comm may hold spaces, not ')'.
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil {
-		t.Fatal(err)
+	ppid, ok := ppidOf(pid)
+	if !ok {
+		t.Fatalf("no process %d", pid)
 	}
 	return ppid
+}
+
+// ppidOf reads the parent PID of pid; false when pid is gone.
+func ppidOf(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := strings.LastIndexByte(string(b), ')')
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces, not ')'.
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	return ppid, err == nil
 }
 
 // TestServeAgentSandboxRefusals: a host without the sandbox's programs
