@@ -261,7 +261,7 @@ func TestAgentSandboxHostileAgent(t *testing.T) {
 			want := map[string]string{}
 			for _, node := range []string{"work", "check"} {
 				for k, v := range map[string]string{"environ": "hidden", "server": "hidden", "datafiles": "0", "harness": "0",
-					"homefile": "0", "otherruns": "0", "serverport": "closed", "allowedport": "open"} {
+					"homefile": "0", "nested": "0", "otherruns": "0", "serverport": "closed", "allowedport": "open"} {
 					want[node+" "+k] = v
 				}
 			}

@@ -39,6 +39,8 @@ done < <(find "$data" -type f 2>/dev/null)
 p datafiles "$n"
 p harness "$(cat "$harness" 2>/dev/null | wc -c)"
 p homefile "$(cat "$home_file" 2>/dev/null | wc -c)"
+# A user namespace of its own does not uncover what the sandbox hides.
+p nested "$(unshare -Urm sh -c "umount -l '$(dirname "$harness")' 2>/dev/null; umount -l /tmp 2>/dev/null; cat '$harness'" 2>/dev/null | wc -c)"
 others=0
 for d in "$PWD"/../../*/workspace; do
 	[ -d "$d" ] && ! [ "$d" -ef "$PWD" ] || continue

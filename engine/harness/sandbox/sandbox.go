@@ -175,7 +175,9 @@ func (h *Host) probe() error {
 func (h *Host) namespaceArgs() []string {
 	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"}
 	if !h.root {
-		args = append(args, "--unshare-user", "--disable-userns")
+		// Nested user namespaces stay allowed: a CLI may sandbox itself
+		// with them, and the kernel locks the mounts that hide the host.
+		args = append(args, "--unshare-user")
 	}
 	return args
 }
