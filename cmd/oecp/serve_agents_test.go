@@ -344,8 +344,9 @@ func TestAgentDiesWithServer(t *testing.T) {
 			t.Cleanup(func() { _ = syscall.Kill(sleeper, syscall.SIGKILL) }) // should it outlive the test
 			pids := []int{sleeper}
 			if mode == "sandboxed" {
-				pids = append(pids, parentOf(t, sleeper)) // the sandbox's init
-				pids = append(pids, childrenNamed(t, srv.cmd.Process.Pid, "pasta", "passt")...) // its network
+				// The sandbox's init, and its network.
+				pids = append(pids, parentOf(t, sleeper))
+				pids = append(pids, childrenNamed(t, srv.cmd.Process.Pid, "pasta", "passt")...)
 			}
 			var fds []unix.PollFd
 			for _, pid := range pids {
