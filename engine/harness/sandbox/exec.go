@@ -91,30 +91,31 @@ func (h *Host) Start(spec Spec) (*Execution, error) {
 	return e, nil
 }
 
-// identity leases the execution's UID and gives it what it owns.
+// identity leases the execution's UID and gives it what it owns: the
+// workspace and git directory always belong to the run's writer (even
+// when a verifier runs first), a verifier gets a UID of its own.
 func (e *Execution) identity() error {
+	w, err := e.h.writer(e.spec.Run)
+	if err != nil {
+		return err
+	}
+	e.uid = int(w.uid)
+	for _, d := range []string{e.spec.Workspace, e.spec.GitDir} {
+		if err := chownTree(d, e.uid); err != nil {
+			return fmt.Errorf("giving the run's writer its workspace: %w", err)
+		}
+	}
+	if e.spec.Workspace != "" {
+		if err := os.Chmod(e.spec.Workspace, 0o755); err != nil {
+			return err
+		}
+	}
 	if e.spec.Verifier {
 		l, err := e.h.leases.acquire()
 		if err != nil {
 			return err
 		}
 		e.lease, e.uid = l, int(l.uid)
-	} else {
-		l, err := e.h.writer(e.spec.Run)
-		if err != nil {
-			return err
-		}
-		e.uid = int(l.uid)
-		for _, d := range []string{e.spec.Workspace, e.spec.GitDir} {
-			if err := chownTree(d, e.uid); err != nil {
-				return fmt.Errorf("giving the run's writer its workspace: %w", err)
-			}
-		}
-		if e.spec.Workspace != "" {
-			if err := os.Chmod(e.spec.Workspace, 0o755); err != nil {
-				return err
-			}
-		}
 	}
 	if e.spec.Home != "" {
 		if err := chownTree(e.spec.Home, e.uid); err != nil {

@@ -132,12 +132,12 @@ func TestExposedPaths(t *testing.T) {
 }
 
 // In a sandbox a writer writes its workspace and sees only its own
-// processes; a verifier cannot write the workspace; the hidden directory
-// is empty.
+// processes; a verifier, even one that runs first, reads the workspace
+// but cannot write it; the hidden directory is empty.
 func TestConfinedWriterAndVerifier(t *testing.T) {
 	data := t.TempDir()
 	ws := filepath.Join(data, "runs", "r", "workspace")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(data, "ledger"), []byte("tenants"), 0o644); err != nil {
@@ -151,12 +151,12 @@ func TestConfinedWriterAndVerifier(t *testing.T) {
 		t.Skipf("needs the agent sandbox: %v", err)
 	}
 	defer h.CloseRun("r")
-	script := `echo w > "$PWD/by-$ROLE" && echo wrote; ls /proc | grep -c '^[0-9]'; cat ` + filepath.Join(data, "ledger") + ` || echo noledger`
+	script := `ls "$PWD" >/dev/null && echo canread; echo w > "$PWD/by-$ROLE" && echo wrote; ls /proc | grep -c '^[0-9]'; cat ` + filepath.Join(data, "ledger") + ` || echo noledger`
 	for _, tc := range []struct {
 		verifier bool
 		role     string
 		want     []string
-	}{{false, "writer", []string{"wrote", "noledger"}}, {true, "verifier", []string{"noledger"}}} {
+	}{{true, "verifier", []string{"canread", "noledger"}}, {false, "writer", []string{"canread", "wrote", "noledger"}}} {
 		e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir(), Verifier: tc.verifier})
 		if err != nil {
 			t.Fatal(err)
