@@ -264,14 +264,6 @@ func (e *Execution) hitLimit(limit string) {
 	}
 }
 
-// UID is the execution's UID, or -1 when it runs as the server's.
-func (e *Execution) UID() int {
-	if e == nil {
-		return -1
-	}
-	return e.uid
-}
-
 // Confine makes cmd, not yet started, run in the execution's sandbox; the
 // returned cleanup, called once cmd has ended and its process group was
 // killed, releases what the sandbox held. Whatever Confine does, cmd's

@@ -153,12 +153,6 @@ func New(cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// Unconfined reports whether the host runs agents without a sandbox.
-func (h *Host) Unconfined() bool { return h == nil || h.cfg.Unconfined }
-
-// Root reports whether executions run under leased UIDs.
-func (h *Host) Root() bool { return h != nil && h.root && !h.cfg.Unconfined }
-
 // probe runs `true` in a sandbox with every namespace.
 func (h *Host) probe() error {
 	args := append(h.namespaceArgs(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true")
