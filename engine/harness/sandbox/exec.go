@@ -63,6 +63,12 @@ func (h *Host) Start(spec Spec) (*Execution, error) {
 	if h.cfg.Unconfined {
 		return e, nil
 	}
+	// Mounts go where the paths really are, as the hidden paths do.
+	for _, p := range []*string{&e.spec.Workspace, &e.spec.GitDir, &e.spec.Home} {
+		if real, err := filepath.EvalSymlinks(*p); *p != "" && err == nil {
+			*p = real
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -291,6 +297,10 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 	dir := cmd.Dir
 	if dir == "" {
 		dir = e.spec.Workspace
+	}
+	// A link on the way may be inside a hidden directory.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
 	}
 	args := e.args(dir, fd, fd+1)
 	args = append(args, cmd.Path)

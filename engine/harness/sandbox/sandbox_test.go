@@ -133,9 +133,18 @@ func TestExposedPaths(t *testing.T) {
 
 // In a sandbox a writer writes its workspace and sees only its own
 // processes; a verifier, even one that runs first, reads the workspace
-// but cannot write it; the hidden directory is empty.
+// but cannot write it; the hidden directory is empty, also when its name
+// is a link.
 func TestConfinedWriterAndVerifier(t *testing.T) {
-	data := t.TempDir()
+	// The data directory is named through a link, as /var/run names /run.
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	if err := os.Mkdir(filepath.Join(base, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", data); err != nil {
+		t.Fatal(err)
+	}
 	ws := filepath.Join(data, "runs", "r", "workspace")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
