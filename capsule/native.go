@@ -155,7 +155,11 @@ func (a *agents) CheckPlan(name string, nodes map[string]runs.Binding) error {
 			bs[n] = harnessBinding(b)
 		}
 	}
-	return a.cfg.Check(name, bs)
+	err := a.cfg.Check(name, bs)
+	if err != nil {
+		a.log.Info("run/submit refused by the harness file", "file", a.cfg.File(), "harness", name, "err", err)
+	}
+	return err
 }
 
 func harnessBinding(b runs.Binding) harness.Binding {
@@ -168,11 +172,11 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 	if r, ok := a.runners[name]; ok {
 		return r, nil
 	}
-	d, err := a.cfg.Driver(name)
+	r, err := a.cfg.Runner(name)
 	if err != nil {
 		return nil, err
 	}
-	r := harness.NewRunner(d, 0).Confine(a.sandbox)
+	r.Confine(a.sandbox)
 	a.runners[name] = r
 	return r, nil
 }
@@ -180,7 +184,8 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 // RunAgent runs one agent or delivery execution in the run's workspace,
 // holding its gate. Sessions are keyed by the run's tenant and id, so two
 // tenants' runs of one id never share a session or a directory.
-func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) worker.Outcome {
+func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) (out worker.Outcome) {
+	defer func() { recordEnd(ctx, x.Worker.Sinks, out) }()
 	key := workspace.Key(x.Tenant, x.RunID)
 	paths, err := a.ws.Paths(key)
 	if err != nil {

@@ -53,6 +53,9 @@ type Backend struct {
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
+
+	// evidence queues agents' raw evidence (evidence.go).
+	evidence evidenceRecorder
 }
 
 // New builds a backend.
@@ -77,6 +80,7 @@ func New(cfg Config) *Backend {
 func (b *Backend) Close() {
 	b.prep.stop()
 	b.logs.wait()
+	b.evidence.wait()
 }
 
 // TenantKey is the store key prefix of a connection tenant's runs.

@@ -422,11 +422,17 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 		}
 		node := executables(sub.Graph)[d.Occurrence.Node]
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
-			red := newRedactor(sub)
+			red := newRecordRedactor(sub)
 			ex.Sinks = red.sinks(ex.Sinks)
-			return red.outcome(b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
-				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
-				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex}))
+			run := func(ctx context.Context) worker.Outcome {
+				return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
+					Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
+					NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+			}
+			if bind.Kind != KindAgent {
+				return red.outcome(run(ctx))
+			}
+			return red.outcome(b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, bind.Env, run))
 		}), true
 	}
 }

@@ -14,19 +14,19 @@ import (
 // redactedValue replaces a declared variable's value in a run's records.
 const redactedValue = "[REDACTED]"
 
-// redactor replaces, in everything an execution of a run records (its
+// recordRedactor replaces, in everything an execution of a run records (its
 // output, diagnostic, log lines and live output), the value of every
 // environment variable the run's plan declares for any node: an agent may
 // echo a key it was given into its answer, or into a file a delivery then
-// reports on. A nil redactor changes nothing.
-type redactor struct {
+// reports on. A nil recordRedactor changes nothing.
+type recordRedactor struct {
 	values []string // longest first
 	rep    *strings.Replacer
 }
 
-// newRedactor reads the declared variables' values from the server's
+// newRecordRedactor reads the declared variables' values from the server's
 // environment; nil when none is set.
-func newRedactor(sub *Submission) *redactor {
+func newRecordRedactor(sub *Submission) *recordRedactor {
 	seen := map[string]bool{}
 	var values []string
 	for _, b := range sub.Runtime.Nodes {
@@ -45,11 +45,11 @@ func newRedactor(sub *Submission) *redactor {
 	for _, v := range values {
 		pairs = append(pairs, v, redactedValue)
 	}
-	return &redactor{values: values, rep: strings.NewReplacer(pairs...)}
+	return &recordRedactor{values: values, rep: strings.NewReplacer(pairs...)}
 }
 
 // sinks wraps s so every line is redacted, within the line bounds.
-func (r *redactor) sinks(s worker.Sinks) worker.Sinks {
+func (r *recordRedactor) sinks(s worker.Sinks) worker.Sinks {
 	if r == nil {
 		return s
 	}
@@ -75,7 +75,7 @@ func bound(s string, limit int, marker string) string {
 }
 
 // outcome redacts the outcome's output and diagnostic.
-func (r *redactor) outcome(o worker.Outcome) worker.Outcome {
+func (r *recordRedactor) outcome(o worker.Outcome) worker.Outcome {
 	if r == nil {
 		return o
 	}
@@ -87,7 +87,7 @@ func (r *redactor) outcome(o worker.Outcome) worker.Outcome {
 // json redacts every string (keys included) of a JSON value that holds a
 // value, in any of its JSON spellings; other values are returned as they
 // are.
-func (r *redactor) json(raw json.RawMessage) json.RawMessage {
+func (r *recordRedactor) json(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || !r.mentioned(raw) {
 		return raw
 	}
@@ -105,7 +105,7 @@ func (r *redactor) json(raw json.RawMessage) json.RawMessage {
 }
 
 // mentioned reports whether raw may hold a value: as it is, or escaped.
-func (r *redactor) mentioned(raw []byte) bool {
+func (r *recordRedactor) mentioned(raw []byte) bool {
 	for _, v := range r.values {
 		esc, _ := json.Marshal(v)
 		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, esc[1:len(esc)-1]) || bytes.Contains(raw, []byte(`\u`)) {
@@ -115,7 +115,7 @@ func (r *redactor) mentioned(raw []byte) bool {
 	return false
 }
 
-func (r *redactor) walk(v any) any {
+func (r *recordRedactor) walk(v any) any {
 	switch t := v.(type) {
 	case string:
 		return r.rep.Replace(t)

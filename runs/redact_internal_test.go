@@ -18,7 +18,7 @@ func TestRedactorRedactsEveryRecord(t *testing.T) {
 		"a": {Kind: KindAgent, Env: []string{"OECP_TEST_KEY"}},
 		"b": {Kind: KindAgent, Env: []string{"OECP_TEST_EMPTY", "OECP_TEST_UNSET"}},
 	}}}
-	r := newRedactor(sub)
+	r := newRecordRedactor(sub)
 	esc, _ := json.Marshal(`key: sk-"secret"-<1>`)
 	o := r.outcome(worker.Outcome{Status: "verifier",
 		Output:     json.RawMessage(`{"text":` + string(esc) + `,"n":12345678901234567890,"list":["\u0073k-\"secret\"-<1>"]}`),
@@ -38,10 +38,10 @@ func TestRedactorRedactsEveryRecord(t *testing.T) {
 	if strings.Join(logs, "|") != "the key is [REDACTED]|[REDACTED]!" {
 		t.Errorf("lines: %q", logs)
 	}
-	if newRedactor(&Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"b": sub.Runtime.Nodes["b"]}}}) != nil {
+	if newRecordRedactor(&Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"b": sub.Runtime.Nodes["b"]}}}) != nil {
 		t.Error("a run without a set declared value needs no redactor")
 	}
-	var none *redactor
+	var none *recordRedactor
 	out := json.RawMessage(`{"x":1}`)
 	if got := none.outcome(worker.Outcome{Output: out}); string(got.Output) != `{"x":1}` {
 		t.Errorf("nil redactor changed %s", got.Output)

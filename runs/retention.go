@@ -32,6 +32,9 @@ func markFinished(tx store.Tx, tk, runID string) error {
 // before cutoff, oldest first, in one transaction, and returns how many
 // it deleted (fewer than limit: none is left).
 func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if err := forgetGone(ctx, b.store, cutoff, limit); err != nil {
+		return 0, err
+	}
 	return store.CompactIndex(ctx, b.store, finishedKey, cutoff, limit, func(tx store.Tx, p store.Pruner, entry string) error {
 		tk, runID := splitActive(entry)
 		if err := compactRun(tx, p, tk, runID); err != nil {
@@ -62,7 +65,8 @@ func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
 	}
 	return errors.Join(
 		p.DeleteLease(store.RunLease(tk, runID)),
-		updateIndex(tx, indexKey(tk), runID, 0))
+		updateIndex(tx, indexKey(tk), runID, 0),
+		markGone(tx, tk, runID))
 }
 
 // compactedCursor answers a watch or logs replay from a cursor of a run

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,12 +11,13 @@ import (
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/store/sqlite"
+	"github.com/spf13/pflag"
 )
 
 // agentConfig is how `oecp serve` confines agent executions.
 type agentConfig struct {
 	unconfined bool
-	allowPorts multiFlag
+	allowPorts []string
 	maxProcs   int64
 	maxMemory  string
 	uidRange   string
@@ -29,9 +29,9 @@ type agentConfig struct {
 	uids   sandbox.UIDRange
 }
 
-func (a *agentConfig) addFlags(fs *flag.FlagSet) {
+func (a *agentConfig) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.unconfined, "agent-unconfined", false, "run agents without a sandbox, as the server's user beside it (they can read everything it can); logged at WARN")
-	fs.Var(&a.allowPorts, "agent-allow-port", "host loopback `PORT` agents may reach, inside their sandbox at 127.0.0.1:PORT (repeatable; e.g. a local model gateway)")
+	fs.StringArrayVar(&a.allowPorts, "agent-allow-port", nil, "host loopback `PORT` agents may reach, inside their sandbox at 127.0.0.1:PORT (repeatable; e.g. a local model gateway)")
 	fs.Int64Var(&a.maxProcs, "agent-max-procs", 0, "`N` processes at most per agent execution (cgroup pids; 0: no bound)")
 	fs.StringVar(&a.maxMemory, "agent-max-memory", "", "`BYTES` of memory at most per agent execution, with an optional K, M or G suffix (cgroup memory; default no bound)")
 	fs.StringVar(&a.uidRange, "agent-uid-range", "", "`FROM-TO` UIDs agents run under when the server is root (default "+fmt.Sprintf("%d-%d", sandbox.DefaultUIDs.From, sandbox.DefaultUIDs.To)+", leased host-wide)")
@@ -80,10 +80,10 @@ func parseBytes(s string) (int64, error) {
 	return n * mul, nil
 }
 
-// sandbox builds the host's agent sandbox for a server with a harness
+// host builds the host's agent sandbox for a server with a harness
 // file. It hides from every agent the data directory, the server's home
 // and every file a flag names.
-func (a *agentConfig) sandbox(cfg backendConfig, h *harness.Config, log *slog.Logger) (*sandbox.Host, error) {
+func (a *agentConfig) host(cfg backendConfig, h *harness.Config, log *slog.Logger) (*sandbox.Host, error) {
 	if a.unconfined {
 		log.Warn("agents run unconfined (--agent-unconfined): each agent can read what the server can, its environment included, and reach its port")
 	}

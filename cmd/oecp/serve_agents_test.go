@@ -340,7 +340,7 @@ func TestAgentDiesWithServer(t *testing.T) {
 			expect(t, oecp(t, srv, "run", "submit", "-f", graph, "--runtime", filepath.Join(s.install, "runtime.json"), "--source", testSource, "--id", "sleeper"), 0, nil, nil)
 			logs := startCLI(t, srv, "run", "logs", "sleeper", "--follow")
 			logs.waitStdout("sleeper started")
-			sleeper := findProcess(t, "oecp-sleeper-"+s.secret)
+			sleeper := findAgent(t, s.secret)
 			t.Cleanup(func() { _ = syscall.Kill(sleeper, syscall.SIGKILL) }) // should it outlive the test
 			pids := []int{sleeper}
 			if mode == "sandboxed" {
@@ -375,8 +375,10 @@ func TestAgentDiesWithServer(t *testing.T) {
 	}
 }
 
-// findProcess returns the PID of the one process whose argv[0] is name.
-func findProcess(t *testing.T, name string) int {
+// findAgent returns the PID of the agent process whose arguments hold
+// secret: the script, or the sleep it becomes (one PID), never the
+// sandbox's bwrap processes, whose arguments hold it too.
+func findAgent(t *testing.T, secret string) int {
 	t.Helper()
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -384,12 +386,13 @@ func findProcess(t *testing.T, name string) int {
 		if err != nil {
 			continue
 		}
+		comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm")
 		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if arg0, _, _ := strings.Cut(string(b), "\x00"); arg0 == name {
+		if strings.TrimSpace(string(comm)) != "bwrap" && strings.Contains(string(b), secret) {
 			return pid
 		}
 	}
-	t.Fatalf("no process %s", name)
+	t.Fatalf("no agent process")
 	return 0
 }
 

@@ -87,6 +87,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	if err != nil {
 		return ProcessResult{StartErr: err}
 	}
+	growPipe(outW)
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
@@ -127,6 +128,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	if p.Started != nil {
 		p.Started(pgid)
 	}
+	raw, rawDone := tapped(ctx, p.Argv, p.Stdin)
 	kill := sync.OnceFunc(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 
 	overflow := make(chan struct{})
@@ -136,8 +138,8 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	}
 	var pipes sync.WaitGroup
 	pipes.Add(2)
-	go func() { defer pipes.Done(); _, _ = io.Copy(stdout, outR) }()
-	go func() { defer pipes.Done(); pumpStderr(errR, p.Sinks) }()
+	go func() { defer pipes.Done(); _, _ = io.Copy(stdout, tap(outR, raw, "stdout")) }()
+	go func() { defer pipes.Done(); pumpStderr(tap(errR, raw, "stderr"), p.Sinks) }()
 
 	exited := make(chan error, 1)
 	go func() { exited <- waitLeader(cmd) }()
@@ -154,6 +156,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	}
 	kill()
 	drainPipes(&pipes, outR, errR)
+	rawDone()
 	if stdout.over {
 		res.Overflow = true
 	}
