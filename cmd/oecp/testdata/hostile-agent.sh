@@ -49,7 +49,8 @@ for d in "$PWD"/../../*/workspace; do
 done
 p otherruns "$others"
 if timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$server_port" 2>/dev/null; then p serverport open; else p serverport closed; fi
-if timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$allowed_port; echo hello-from-$node >&3" 2>/dev/null; then p allowedport open; else p allowedport closed; fi
+# The allowed port's server answers "ok" to a greeting.
+if timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$allowed_port; echo hello-from-$node >&3; read -r reply <&3; [ \"\$reply\" = ok ]" 2>/dev/null; then p allowedport open; else p allowedport closed; fi
 if echo "$node" > "$PWD/written-by-$node" 2>/dev/null; then p write ok; else p write denied; fi
 if [ "$node" = work ]; then
 	if git init -q && git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm work; then p git ok; else p git failed; fi
