@@ -10,6 +10,8 @@ import (
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/protocol"
@@ -42,6 +44,19 @@ func startAgentHostWith(t *testing.T, harnessName string, cli string, o capsule.
 // (a baseUrl, say).
 func startAgentHostEntry(t *testing.T, harnessName string, entry map[string]any, o capsule.Options) *agentHost {
 	t.Helper()
+	return newAgentHost(t, harnessName, entry, o, false)
+}
+
+// startConfinedAgentHost is startAgentHost whose agents run in the agent
+// sandbox (where the host has one): its CLI writes nothing outside the
+// workspace.
+func startConfinedAgentHost(t *testing.T, harnessName string, cli string, env ...string) *agentHost {
+	t.Helper()
+	return newAgentHost(t, harnessName, map[string]any{"argv": []string{cli}, "env": env}, capsule.Options{}, true)
+}
+
+func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o capsule.Options, confined bool) *agentHost {
+	t.Helper()
 	remote := gittest.NewRemote(t)
 	gh, err := filepath.Abs("../examples/agents/bin/gh")
 	if err != nil {
@@ -58,6 +73,9 @@ func startAgentHostEntry(t *testing.T, harnessName string, entry map[string]any,
 		t.Fatal(err)
 	}
 	o.Harness, o.Repos, o.RunDir = h, repos, t.TempDir()
+	if confined {
+		o.Sandbox = sandboxtest.Host(t, sandbox.Config{Hide: []string{o.RunDir}, Programs: h.Programs()})
+	}
 	e := start(t, o)
 	return &agentHost{t: t, e: e, remote: remote}
 }
@@ -147,7 +165,7 @@ func TestAgentsExampleReviewLoop(t *testing.T) {
 			t.Setenv(tc.key, "example-key")
 			cli, _ := filepath.Abs("../examples/agents/bin/" + tc.harness)
 			plan, _ := os.ReadFile("../examples/agents/runtime-" + tc.harness + ".json")
-			h := startAgentHost(t, tc.harness, cli, tc.key)
+			h := startConfinedAgentHost(t, tc.harness, cli, tc.key)
 			h.submit("loop", graph, string(input), string(plan), h.remote.Head())
 			if got := h.finish("loop"); got != `{"status":"succeeded","output":{"summary":"NOTES.md revision 2"}}` {
 				t.Fatalf("terminal %s\n%s", got, h.logs("loop"))
@@ -239,7 +257,7 @@ func TestAgentRunAttachLogsDelivery(t *testing.T) {
 		`{"type":"thread.started","thread_id":"th-1"}`,
 		`{"type":"item.completed","item":{"type":"agent_message","text":"{\"summary\":\"edited\"}"}}`,
 		`{"type":"turn.completed"}`)
-	h := startAgentHost(t, "codex", cli, "OPENAI_API_KEY")
+	h := startConfinedAgentHost(t, "codex", cli, "OPENAI_API_KEY")
 	h.submit("two", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
 
 	// Once the agent's first line is in the logs, it runs: attach.

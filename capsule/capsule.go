@@ -21,6 +21,7 @@ import (
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
@@ -50,6 +51,9 @@ type Options struct {
 	// Harness is the host's harness file (--harness); nil configures no
 	// harness, so every native submission is refused.
 	Harness *harness.Config
+	// Sandbox confines every agent execution (nil: none, as in tests that
+	// need no confinement; oecp serve never passes nil with a harness).
+	Sandbox *sandbox.Host
 	// RunDir holds the directories of native runs: a workspace and a
 	// runtime directory each (default: oecp-runs in the system's temporary
 	// directory).
@@ -191,7 +195,7 @@ func New(o Options) (*Capsule, error) {
 	rc := runs.Config{
 		Store:  o.Store,
 		Shared: o.Tenancy == cluster.Shared,
-		Agents: &agents{cfg: o.Harness, ws: ws, log: o.Log, runners: map[string]*harness.Runner{}},
+		Agents: &agents{cfg: o.Harness, sandbox: o.Sandbox, ws: ws, log: o.Log, runners: map[string]*harness.Runner{}},
 		Verify: verifyNative(),
 		Log:    o.Log,
 

@@ -11,6 +11,7 @@ import (
 	"github.com/oecp/oecp/delivery"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
@@ -137,6 +138,7 @@ func (l ledgers) ExecutionEnded(ref engine.RunRef, execution string) {
 // time, from before a session is checked out until its driver returned.
 type agents struct {
 	cfg     *harness.Config
+	sandbox *sandbox.Host
 	ws      *workspace.Manager
 	deliver delivery.Deliverer
 	log     *slog.Logger
@@ -174,6 +176,7 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.Confine(a.sandbox)
 	a.runners[name] = r
 	return r, nil
 }
@@ -204,7 +207,7 @@ func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) (out worke
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	}
 	job := harness.Job{RunID: key, Instance: strconv.FormatUint(x.NodeInstance, 10), Execution: strconv.FormatUint(x.Execution, 10),
-		Node: x.Node, Binding: harnessBinding(x.Binding), Provider: x.Provider, Dir: paths.Workspace, Runtime: paths.Runtime}
+		Node: x.Node, Binding: harnessBinding(x.Binding), Provider: x.Provider, Dir: paths.Workspace, Runtime: paths.Runtime, GitDir: paths.Git}
 	return r.Run(ctx, job, x.Worker)
 }
 

@@ -453,6 +453,8 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 		node := executables(sub.Graph)[d.Occurrence.Node]
 		_, verifier := node.(*graph.Verifier)
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
+			red := newRecordRedactor(sub)
+			ex.Sinks = red.sinks(ex.Sinks)
 			run := func(ctx context.Context) worker.Outcome {
 				return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
 					Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
@@ -460,9 +462,9 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 			}
 			var out worker.Outcome
 			if bind.Kind != KindAgent {
-				out = run(ctx)
+				out = red.outcome(run(ctx))
 			} else {
-				out = b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, bind.Env, run)
+				out = red.outcome(b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, bind.Env, run))
 			}
 			// A writer's work is checkpointed for its settlement, unless
 			// it was cancelled (a shutdown interrupts it: it runs again).

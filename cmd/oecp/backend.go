@@ -48,6 +48,8 @@ type backendConfig struct {
 	onStore func(store.Store)
 	// agents is the agent usage accounting (--max-agent-usd-per-run).
 	agents agentAccounting
+	// sandbox confines agent executions.
+	sandbox agentConfig
 }
 
 func (b *backendConfig) addFlags(fs *pflag.FlagSet) {
@@ -63,6 +65,7 @@ func (b *backendConfig) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
 	b.checkpoints.addFlags(fs)
+	b.sandbox.addFlags(fs)
 	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
 	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "`N` unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
 	b.agents.addFlags(fs)
@@ -114,7 +117,10 @@ func (b *backendConfig) validate() error {
 	if b.maxActive < 0 {
 		return fmt.Errorf("--max-active %d: want 0 (unbounded) or more", b.maxActive)
 	}
-	return b.checkpoints.validate()
+	if err := b.checkpoints.validate(); err != nil {
+		return err
+	}
+	return b.sandbox.validate()
 }
 
 // newBackend builds the configured backend and a function that releases it.
@@ -169,6 +175,10 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			return nil, nil, err
 		}
 		cfg.agents.apply(opts.Harness, cfg.metrics)
+		if opts.Sandbox, err = cfg.sandbox.host(cfg, opts.Harness, log); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
 	}
 	if cfg.repos != "" {
 		if opts.Repos, err = workspace.LoadRepos(cfg.repos); err != nil {

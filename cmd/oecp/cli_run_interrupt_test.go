@@ -14,14 +14,19 @@ import (
 // called: while it waits, the run sends no event at all.
 func stallingHarness(t *testing.T) (file string, release func()) {
 	t.Helper()
+	// World-readable, so that the agent reads them in its sandbox under
+	// any UID.
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	script := filepath.Join(dir, "stall.sh")
 	fifo := script + ".fifo"
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skipf("no fifo: %v", err)
 	}
 	body := "read -r _ || true\necho 'waiting on the fifo' >&2\nread -r _ < \"$0.fifo\"\necho '{\"session\":\"s\",\"text\":\"null\"}'\n"
-	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	file = filepath.Join(dir, "harness.json")

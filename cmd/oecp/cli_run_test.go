@@ -39,7 +39,12 @@ func exampleServer(t *testing.T) *testServer {
 // harness that ticks until stopped.
 func nativeHarness(t *testing.T) string {
 	t.Helper()
+	// The agents are installed world-readable, so that they run in the
+	// agent sandbox under any UID.
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	agent := filepath.Join(dir, "echo-agent")
 	build := exec.Command("go", "build", "-o", agent, "./examples/native/echoagent")
 	build.Dir = filepath.Join("..", "..")
@@ -58,7 +63,7 @@ func nativeHarness(t *testing.T) string {
 	// Once the file tick.sh.answer exists, a turn answers null at once.
 	script := "read -r _ || true\nif [ -e \"$0.answer\" ]; then echo '{\"session\":\"s\",\"text\":\"null\"}'; exit 0; fi\n" +
 		"i=0\nwhile :; do i=$((i+1)); echo \"tick $i\" >&2; /bin/sleep 0.1; done\n"
-	if err := os.WriteFile(ticker, []byte(script), 0o600); err != nil {
+	if err := os.WriteFile(ticker, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "harness.json")

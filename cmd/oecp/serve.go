@@ -91,6 +91,7 @@ SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 			}
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
+		cfg.backend.sandbox.hide = []string{cfg.authTokens, cfg.authJWT, cfg.tlsCert, cfg.tlsKey}
 		op := newOperated(cfg.ops, log, &cfg.backend)
 		backend, closeBackend, err := newBackend(cfg.backend, log)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"unicode"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -74,6 +75,9 @@ type Turn struct {
 	// ThreadUsage is the session's cumulative usage before this turn, for
 	// a harness that reports usage cumulatively per session (Codex).
 	ThreadUsage Usage
+	// Confine, when set, confines the turn's process (worker.Process's
+	// Confine).
+	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // Reply is a successful turn's answer.
@@ -174,7 +178,7 @@ func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (R
 	}
 	res := worker.Process{
 		Argv: d.argv, Dir: t.Dir, Env: worker.EnvFrom(t.Env),
-		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started,
+		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started, Confine: t.Confine,
 	}.Run(ctx)
 	if ctx.Err() != nil {
 		return Reply{}, fmt.Errorf("harness %s turn ended: %w", d.name, ctx.Err())

@@ -166,7 +166,7 @@ func (c cli) launch(ctx context.Context, t Turn, args, env []string, stdin []byt
 	if sinks.Log != nil {
 		stderr.Log = func(_, msg string) { sinks.Log(string(streamSystem), msg) }
 	}
-	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: onLine, Started: t.Started}.Run(ctx), nil
+	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: onLine, Started: t.Started, Confine: t.Confine}.Run(ctx), nil
 }
 
 func totalBytes(ss []string) int {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
@@ -48,6 +50,7 @@ type Runner struct {
 	harness string
 	usage   UsageObserver
 	budget  budget
+	sandbox *sandbox.Host
 }
 
 // NewRunner returns a runner over d with the DefaultDeadline; a deadline
@@ -82,6 +85,9 @@ type Job struct {
 	// node_instance session, "{writer,verifier}-execution-<Execution>"
 	// otherwise, removed when the execution ends. "" gives no home.
 	Runtime string
+	// GitDir is the run's git directory outside Dir ("" none); a sandbox
+	// shows it to the execution as git needs it.
+	GitDir string
 }
 
 // Worker adapts one job to engine/worker's Worker.
@@ -94,6 +100,7 @@ func (r *Runner) Worker(job Job) worker.Worker {
 func (r *Runner) CloseRun(runID string) {
 	r.sessions.closeRun(runID)
 	r.budget.forget(runID)
+	r.sandbox.CloseRun(runID)
 }
 
 // Run executes one job with ex.Input and returns its outcome:
@@ -151,12 +158,27 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	if job.Binding.SessionScope != ScopeNodeInstance && conv.home != "" {
 		defer os.RemoveAll(conv.home)
 	}
+	exe, err := r.confine(job, conv.home, c.Verifier)
+	if err != nil {
+		log.Error("agent sandbox unavailable", "err", err)
+		if entry != nil {
+			r.sessions.release(entry, "", false)
+		}
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	defer exe.Close()
+	conv.confine = exe.Confine
 	dctx, cancel := context.WithTimeoutCause(ctx, r.deadline, errDeadline)
 	defer cancel()
 	out, err := conv.run(dctx, prompt)
 	if entry != nil {
 		entry.thread = conv.thread
 		r.sessions.release(entry, conv.session, err == nil)
+	}
+	if limit := exe.Limit(); limit != "" && ctx.Err() == nil {
+		log.Error("agent execution ended: it hit its limit", "limit", limit)
+		system(ex.Sinks, "the execution was stopped: it hit its --"+limit+" limit")
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	if err != nil {
 		log.Warn("agent execution failed", "err", err)
@@ -240,7 +262,8 @@ type conversation struct {
 	home    string
 	log     *slog.Logger
 	// thread is the session's cumulative usage (Codex reports it so).
-	thread Usage
+	thread  Usage
+	confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // run sends the prompt, then up to MaxCorrections corrections in the same
@@ -252,6 +275,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
 			Session: v.session, Resume: v.resume, Prompt: prompt, Env: v.job.Binding.Env,
 			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home, Started: v.ex.Started, ThreadUsage: v.thread,
+			Confine: v.confine,
 		}, v.ex.Sinks)
 		v.thread = reply.ThreadUsage
 		if berr := v.r.account(v.job, v.ex, v.log, reply.Usage); berr != nil && err == nil {

@@ -44,6 +44,10 @@ type Process struct {
 	// the output ends), and ProcessResult.Stdout stays empty; the slice is
 	// only valid during the call. MaxStdout still bounds the total.
 	Lines func(line []byte)
+	// Confine, when set, may change the command before it starts (to run
+	// it in a sandbox); its cleanup runs once the process group was killed
+	// and its output read. An error is reported as StartErr.
+	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // ProcessResult is how a Process ended. Exactly one of StartErr,
@@ -99,6 +103,17 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdin = bytes.NewReader(p.Stdin)
 	cmd.Stdout, cmd.Stderr = outW, errW
+	if p.Confine != nil {
+		cleanup, cerr := p.Confine(cmd)
+		if cerr != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return ProcessResult{StartErr: cerr}
+		}
+		defer cleanup()
+	}
 	err = cmd.Start()
 	// The parent's write ends are closed at once: EOF on a pipe then
 	// means every process of the group holding it is gone.
