@@ -2,13 +2,17 @@ package capsule_test
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
 	"github.com/oecp/oecp/metrics"
@@ -45,10 +49,10 @@ func seedPlanted(t *testing.T, r *gittest.Remote, files map[string]string) strin
 	return r.Git(seed, "rev-parse", "HEAD")
 }
 
-// A run of each real CLI, against a stand-in model API through the
-// entry's baseUrl, edits the workspace and delivers it; the workspace's
-// planted CLI settings reach no request and are delivered unchanged; the
-// run's tokens are counted in the metrics.
+// A run of each real CLI, in the agent sandbox, against a stand-in model
+// API through the entry's baseUrl, edits the workspace and delivers it;
+// the workspace's planted CLI settings reach no request and are delivered
+// unchanged; the run's tokens are counted in the metrics.
 func TestRealAgentRunDelivers(t *testing.T) {
 	for _, tc := range realAgents(modelapi.CodexNew) {
 		t.Run(tc.harness, func(t *testing.T) {
@@ -77,14 +81,16 @@ func TestRealAgentRunDelivers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			host := &agentHost{t: t, e: start(t, capsule.Options{Harness: h, Repos: repos, RunDir: t.TempDir()}), remote: remote}
+			runDir := t.TempDir()
+			o := capsule.Options{Harness: h, Repos: repos, RunDir: runDir, Sandbox: realSandbox(t, h, runDir, base)}
+			host := &agentHost{t: t, e: start(t, o), remote: remote}
 			host.submit("real", twoNodes(t), "null", tc.plan(tc.env), head)
 			if got := host.finish("real"); got != `{"status":"succeeded","output":null}` {
 				t.Fatalf("terminal %s after %d model calls\n%s", got, calls(), host.logs("real"))
 			}
 			delivered := remote.Ref("refs/heads/" + host.branch("real"))
 			if notes, ok := remote.Show(delivered, "NOTES.md"); !ok || notes != "improved\n" {
-				t.Fatalf("delivered NOTES.md %q", notes)
+				t.Fatalf("delivered NOTES.md %q\n%s", notes, host.logs("real"))
 			}
 			for name, content := range planted {
 				if got, ok := remote.Show(delivered, name); !ok || got != content {
@@ -102,6 +108,29 @@ func TestRealAgentRunDelivers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// realSandbox is the agent sandbox of a real CLI's run as a root server
+// has it (where the host has one; sandboxtest.Host says otherwise): the
+// run directory and the user's home, where the CLIs are installed, are
+// hidden, the CLIs' installations shown read-only, and the model API
+// stand-in at base, with the other ports, reachable on the host's
+// loopback.
+func realSandbox(t *testing.T, h *harness.Config, runDir, base string, ports ...int) *sandbox.Host {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatalf("stand-in %s: %v", base, err)
+	}
+	hide := []string{runDir}
+	if home, err := os.UserHomeDir(); err == nil {
+		hide = append(hide, home)
+	}
+	return sandboxtest.Host(t, sandbox.Config{Hide: hide, Programs: h.Programs(), AllowPorts: append(ports, port)})
 }
 
 // realAgent is a real CLI run against a stand-in of its provider's model

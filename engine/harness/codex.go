@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/oecp/oecp/engine/worker"
 )
@@ -96,12 +97,32 @@ func codexEnv(t Turn) ([]string, error) {
 			return nil, fmt.Errorf("the openai provider needs a declared OPENAI_API_KEY or CODEX_API_KEY")
 		}
 	}
-	tmp := filepath.Join(t.Home, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
+	tmp, err := homeDir(t.Home, "tmp")
+	if err != nil {
 		return nil, fmt.Errorf("private temporary directory: %w", err)
 	}
 	env["CODEX_HOME"], env["HOME"], env["TMPDIR"], env["PATH"] = t.Home, t.Home, tmp, serverPath()
 	return envList(env), nil
+}
+
+// homeDir makes the directory name inside home (mode 0700) and gives it
+// home's owner: a sandboxed agent runs under the UID its home was given,
+// and must be able to use what the driver adds there.
+func homeDir(home, name string) (string, error) {
+	dir := filepath.Join(home, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	st, err := os.Stat(home)
+	if err != nil {
+		return "", err
+	}
+	if own, ok := st.Sys().(*syscall.Stat_t); ok && int(own.Uid) != os.Geteuid() {
+		if err := os.Lchown(dir, int(own.Uid), int(own.Gid)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // codexArgs is the argv after the entry's: exec, the sandbox policy,
