@@ -44,7 +44,7 @@ func startAgentHostWith(t *testing.T, harnessName string, cli string, o capsule.
 // (a baseUrl, say).
 func startAgentHostEntry(t *testing.T, harnessName string, entry map[string]any, o capsule.Options) *agentHost {
 	t.Helper()
-	return newAgentHost(t, harnessName, entry, o, false)
+	return newAgentHost(t, harnessName, entry, o, nil)
 }
 
 // startConfinedAgentHost is startAgentHost whose agents run in the agent
@@ -52,10 +52,15 @@ func startAgentHostEntry(t *testing.T, harnessName string, entry map[string]any,
 // workspace.
 func startConfinedAgentHost(t *testing.T, harnessName string, cli string, env ...string) *agentHost {
 	t.Helper()
-	return newAgentHost(t, harnessName, map[string]any{"argv": []string{cli}, "env": env}, capsule.Options{}, true)
+	confine := func(h *harness.Config, runDir string) *sandbox.Host {
+		return sandboxtest.Host(t, sandbox.Config{Hide: []string{runDir}, Programs: h.Programs()})
+	}
+	return newAgentHost(t, harnessName, map[string]any{"argv": []string{cli}, "env": env}, capsule.Options{}, confine)
 }
 
-func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o capsule.Options, confined bool) *agentHost {
+// newAgentHost starts the agent host; confine, when set, gives the
+// sandbox its agents run in.
+func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o capsule.Options, confine func(h *harness.Config, runDir string) *sandbox.Host) *agentHost {
 	t.Helper()
 	remote := gittest.NewRemote(t)
 	gh, err := filepath.Abs("../examples/agents/bin/gh")
@@ -73,8 +78,8 @@ func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o caps
 		t.Fatal(err)
 	}
 	o.Harness, o.Repos, o.RunDir = h, repos, t.TempDir()
-	if confined {
-		o.Sandbox = sandboxtest.Host(t, sandbox.Config{Hide: []string{o.RunDir}, Programs: h.Programs()})
+	if confine != nil {
+		o.Sandbox = confine(h, o.RunDir)
 	}
 	e := start(t, o)
 	return &agentHost{t: t, e: e, remote: remote}

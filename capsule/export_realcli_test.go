@@ -1,41 +1,63 @@
 package capsule_test
 
 import (
+	"archive/tar"
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/capsule"
+	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/internal/modelapi"
 )
 
 // recordingCLI wraps cli in a script that passes everything through
-// unchanged and keeps, for each process N it starts (counted from 0),
-// exactly what that process received and printed: its last argument in
-// dir/N.last, its stdin in N.stdin, its stdout in N.stdout and its stderr
-// in N.stderr. It waits for its copies before it exits, so nothing is
-// lost when the driver ends the process group.
-func recordingCLI(t *testing.T, cli string) (wrapper, dir string) {
+// unchanged and keeps, for each process N it starts (counted from 0 in
+// dir/count), exactly what that process received and printed: its last
+// argument in dir/N.last, its stdin in N.stdin, its stdout in N.stdout
+// and its stderr in N.stderr. The script may run in the agent sandbox,
+// where nothing it writes outside the workspace and home reaches the
+// host: it keeps its copies in its own temporary directory and, before it
+// exits, sends them as a tar archive to the recorder on the host's
+// loopback port (to be allowed into the sandbox), waiting for the
+// recorder's answer, so that a process's records are complete once it
+// has ended. The returned argv is the wrapper and the CLI it runs.
+func recordingCLI(t *testing.T, cli string) (argv []string, dir string, port int) {
 	t.Helper()
 	dir = t.TempDir()
-	wrapper = filepath.Join(t.TempDir(), filepath.Base(cli))
-	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-	script := "#!/bin/bash\nset -o pipefail\nd=" + quote(dir) + `
-n=$(cat "$d/count")
-echo $((n + 1)) > "$d/count"
-printf '%s' "${!#}" > "$d/$n.last"
-cat > "$d/$n.stdin"
-mkfifo "$d/$n.fifo"
-tee "$d/$n.stderr" < "$d/$n.fifo" >&2 &
+	rec := startRecorder(t, dir)
+	// Installed world-readable, as a sandboxed agent's UID must find it.
+	bin := t.TempDir()
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(bin, filepath.Base(cli))
+	script := "#!/bin/bash\nset -o pipefail\nport=" + strconv.Itoa(rec) + `
+cli=$1
+shift
+d=$(mktemp -d)
+printf '%s' "${!#}" > "$d/last"
+cat > "$d/stdin"
+mkfifo "$d/fifo"
+tee "$d/stderr" < "$d/fifo" >&2 &
 copy=$!
-` + quote(cli) + ` "$@" < "$d/$n.stdin" 2> "$d/$n.fifo" | tee "$d/$n.stdout"
+"$cli" "$@" < "$d/stdin" 2> "$d/fifo" | tee "$d/stdout"
 status=$?
 wait "$copy"
+exec 3<> "/dev/tcp/127.0.0.1/$port"
+tar -b 1 -C "$d" -cf - last stdin stdout stderr >&3
+read -r ack <&3
+rm -rf "$d"
+[ "$ack" = ok ] || exit 99
 exit "$status"
 `
 	if err := os.WriteFile(filepath.Join(dir, "count"), []byte("0\n"), 0o644); err != nil {
@@ -44,7 +66,65 @@ exit "$status"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return wrapper, dir
+	return []string{wrapper, cli}, dir, rec
+}
+
+// startRecorder listens on the host's loopback for the recording
+// wrapper's archives: the Nth archive's files become dir/N.<name>, dir/count
+// counts them, and the answer "ok" says they are written. It returns the
+// port.
+func startRecorder(t *testing.T, dir string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if err := record(c, dir, n); err != nil {
+				t.Errorf("recording process %d: %v", n, err)
+			} else {
+				_, _ = c.Write([]byte("ok\n"))
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// record writes the files of the archive c sends as dir/n.<name> and
+// counts them in dir/count. The archive comes in 512-byte records (tar
+// -b 1): it ends with its end marker, all of it read before the answer,
+// and the answer is never lost to a connection reset over unread bytes.
+func record(c net.Conn, dir string, n int) error {
+	tr := tar.NewReader(c)
+	for {
+		hd, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.%s", n, filepath.Base(hd.Name))), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "count"), []byte(fmt.Sprintf("%d\n", n+1)), 0o644)
 }
 
 // semanticLine is any line of a semantic view.
@@ -156,8 +236,8 @@ func hasToolCall(harness string, evs []map[string]any) bool {
 	return false
 }
 
-// A native run of each real CLI against its model API stand-in runs a
-// tool, answers wrongly, is corrected and answers. Its trace holds every
+// A native run of each real CLI, in the agent sandbox, against its model
+// API stand-in runs a tool, answers wrongly, is corrected and answers. Its trace holds every
 // prompt exactly as the CLI received it (Codex: its stdin; Claude: its
 // last argument), the one the model was sent, and every byte the CLI
 // wrote on stdout and stderr: each turn's stdout is JSONL holding the
@@ -168,12 +248,13 @@ func TestRealAgentRunExport(t *testing.T) {
 	const answer = `{"summary":"edited"}`
 	for _, ra := range realAgents(modelapi.CodexVersions...) {
 		t.Run(ra.name, func(t *testing.T) {
-			cli, rec := recordingCLI(t, ra.cli(t))
+			argv, rec, port := recordingCLI(t, ra.cli(t))
 			key := "sk-test-export-" + ra.harness
 			t.Setenv(ra.key, key)
 			api := ra.api(modelapi.Step{Command: "printf 'improved\\n' > NOTES.md"}, modelapi.Step{Text: "not json"}, modelapi.Step{Text: answer})
 			defer api.close()
-			h := startAgentHostEntry(t, ra.harness, map[string]any{"argv": []string{cli}, "env": ra.env, "baseUrl": api.base}, capsule.Options{})
+			confine := func(h *harness.Config, runDir string) *sandbox.Host { return realSandbox(t, h, runDir, api.base, port) }
+			h := newAgentHost(t, ra.harness, map[string]any{"argv": argv, "env": ra.env, "baseUrl": api.base}, capsule.Options{}, confine)
 			// The writer declares the key alone: a declared value is
 			// redacted from the evidence wherever it appears.
 			h.submit("rx", twoNodes(t), "null", ra.plan([]string{ra.key}), h.remote.Head())
@@ -194,7 +275,7 @@ func TestRealAgentRunExport(t *testing.T) {
 			}
 			turns := strings.TrimSpace(readFile(t, filepath.Join(rec, "count")))
 			if turns != "2" || len(p.prompts) != 2 {
-				t.Fatalf("the CLI ran %s times, the trace holds %d prompts", turns, len(p.prompts))
+				t.Fatalf("the CLI ran %s times, the trace holds %d prompts\n%s", turns, len(p.prompts), h.logs("rx"))
 			}
 			sent := userTexts(t, api.requests())
 			for turn := range 2 {
@@ -217,7 +298,7 @@ func TestRealAgentRunExport(t *testing.T) {
 				}
 			}
 			if !strings.Contains(p.prompts[1], "Validation error:") {
-				t.Fatalf("turn 1 is not the correction: %q", p.prompts[1])
+				t.Fatalf("turn 1 is not the correction: %q\n%s", p.prompts[1], h.logs("rx"))
 			}
 			first, last := jsonl(t, "turn 0 stdout", p.out["0/stdout"]), jsonl(t, "turn 1 stdout", p.out["1/stdout"])
 			if !hasToolCall(ra.harness, first) || finalAnswer(ra.harness, first) != "not json" || finalAnswer(ra.harness, last) != answer {
