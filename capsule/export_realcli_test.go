@@ -1,12 +1,9 @@
 package capsule_test
 
 import (
-	"archive/tar"
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,17 +21,15 @@ import (
 // unchanged and keeps, for each process N it starts (counted from 0 in
 // dir/count), exactly what that process received and printed: its last
 // argument in dir/N.last, its stdin in N.stdin, its stdout in N.stdout
-// and its stderr in N.stderr. The script may run in the agent sandbox,
-// where nothing it writes outside the workspace and home reaches the
-// host: it keeps its copies in its own temporary directory and, before it
-// exits, sends them as a tar archive to the recorder on the host's
-// loopback port (to be allowed into the sandbox), waiting for the
-// recorder's answer, so that a process's records are complete once it
-// has ended. The returned argv is the wrapper and the CLI it runs.
+// and its stderr in N.stderr. The script may run in the agent sandbox: it
+// keeps its copies in its own temporary directory and, before it exits,
+// sends them to the recorder at port (startRecorder), so that a process's
+// records are complete once it has ended. The returned argv is the
+// wrapper and the CLI it runs.
 func recordingCLI(t *testing.T, cli string) (argv []string, dir string, port int) {
 	t.Helper()
 	dir = t.TempDir()
-	rec := startRecorder(t, dir)
+	rec := startRecorder(t, dir, false, func(n int, name string) string { return fmt.Sprintf("%d.%s", n, name) })
 	// Installed world-readable, as a sandboxed agent's UID must find it.
 	bin := t.TempDir()
 	if err := os.Chmod(bin, 0o755); err != nil {
@@ -67,64 +62,6 @@ exit "$status"
 		t.Fatal(err)
 	}
 	return []string{wrapper, cli}, dir, rec
-}
-
-// startRecorder listens on the host's loopback for the recording
-// wrapper's archives: the Nth archive's files become dir/N.<name>, dir/count
-// counts them, and the answer "ok" says they are written. It returns the
-// port.
-func startRecorder(t *testing.T, dir string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	go func() {
-		defer close(done)
-		for n := 0; ; n++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if err := record(c, dir, n); err != nil {
-				t.Errorf("recording process %d: %v", n, err)
-			} else {
-				_, _ = c.Write([]byte("ok\n"))
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// record writes the files of the archive c sends as dir/n.<name> and
-// counts them in dir/count. The archive comes in 512-byte records (tar
-// -b 1): it ends with its end marker, all of it read before the answer,
-// and the answer is never lost to a connection reset over unread bytes.
-func record(c net.Conn, dir string, n int) error {
-	tr := tar.NewReader(c)
-	for {
-		hd, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.%s", n, filepath.Base(hd.Name))), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, "count"), []byte(fmt.Sprintf("%d\n", n+1)), 0o644)
 }
 
 // semanticLine is any line of a semantic view.

@@ -11,11 +11,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/oecp/oecp/capsule"
+	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
@@ -30,11 +34,20 @@ import (
 // as they are.
 type fakeTurn struct{ action, events string }
 
-// fakeCLI installs the replaying fake as bin/<name>. Every turn also
-// records its last argument in calls/N.prompt (Claude's prompt).
-func fakeCLI(t *testing.T, name string, turns ...fakeTurn) (cli, dir string) {
+// fakeCLI installs the replaying fake for the agent sandbox: dir holds
+// its turns (actions/N, events/N) and, world-readable, bin/<name>, a
+// wrapper that gets its turn number N from the recorder at port
+// (startRecorder), runs the fake in a private copy of its state directory
+// (the sandbox shows dir read-only) and sends back what the fake recorded
+// in calls/, which lands in dir/calls with dir/count turns. Every turn
+// also records its last argument in calls/N.prompt (Claude's prompt). An
+// action finds a file the test makes later as "$d/go".
+func fakeCLI(t *testing.T, name string, turns ...fakeTurn) (cli, dir string, port int) {
 	t.Helper()
 	dir = t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	script, err := os.ReadFile("../engine/harness/testdata/fake-cli.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +57,25 @@ func fakeCLI(t *testing.T, name string, turns ...fakeTurn) (cli, dir string) {
 			t.Fatal(err)
 		}
 	}
-	files := map[string]string{"count": "0\n", "bin/" + name: string(script)}
+	port = startRecorder(t, dir, true, func(_ int, file string) string { return filepath.Join("calls", file) })
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	wrapper := "#!/bin/bash\norig=" + quote(dir) + " port=" + strconv.Itoa(port) + " name=" + quote(name) + `
+exec 3<> "/dev/tcp/127.0.0.1/$port"
+read -r n <&3
+s=$(mktemp -d)
+mkdir "$s/bin" "$s/calls"
+ln -s "$orig/fake-cli.sh" "$s/bin/$name"
+for f in actions events exits go; do ln -s "$orig/$f" "$s/$f"; done
+echo "$n" > "$s/count"
+"$s/bin/$name" "$@" 3>&-
+status=$?
+tar -b 1 -C "$s/calls" -cf - . >&3
+read -r ack <&3
+rm -rf "$s"
+[ "$ack" = ok ] || exit 99
+exit "$status"
+`
+	files := map[string]string{"count": "0\n", "fake-cli.sh": string(script), "bin/" + name: wrapper}
 	for i, tu := range turns {
 		files[fmt.Sprintf("actions/%d", i)] = `eval "last=\${$#}"; printf '%s' "$last" > "$d/calls/$n.prompt"; ` + tu.action + "\n"
 		files[fmt.Sprintf("events/%d", i)] = tu.events
@@ -54,7 +85,18 @@ func fakeCLI(t *testing.T, name string, turns ...fakeTurn) (cli, dir string) {
 			t.Fatal(err)
 		}
 	}
-	return filepath.Join(dir, "bin", name), dir
+	return filepath.Join(dir, "bin", name), dir, port
+}
+
+// startFakeAgentHost is startAgentHostWith whose agents, fakeCLI's, run
+// in the agent sandbox (where the host has one) with the recorder's port
+// allowed.
+func startFakeAgentHost(t *testing.T, harnessName, cli string, port int, o capsule.Options, env ...string) *agentHost {
+	t.Helper()
+	confine := func(h *harness.Config, runDir string) *sandbox.Host {
+		return sandboxtest.Host(t, sandbox.Config{Hide: []string{runDir}, Programs: h.Programs(), AllowPorts: []int{port}})
+	}
+	return newAgentHost(t, harnessName, map[string]any{"argv": []string{cli}, "env": env}, o, confine)
 }
 
 func lines(ls ...string) string { return strings.Join(ls, "\n") + "\n" }
@@ -169,10 +211,10 @@ func testExportCodexRun(t *testing.T, st store.Store) {
 		`{"type":"thread.started","thread_id":"th-1"}`,
 		`{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"{\"summary\":\"edited\"}"}}`,
 		`{"type":"turn.completed","usage":{"input_tokens":20,"cached_input_tokens":10,"output_tokens":9}}`)
-	cli, dir := fakeCLI(t, "codex",
+	cli, dir, port := fakeCLI(t, "codex",
 		fakeTurn{`printf 'improved\n' > NOTES.md; printf 'key %s \377\n' "$CODEX_API_KEY" >&2`, turn0},
 		fakeTurn{`printf 'second\n' >&2`, turn1})
-	h := startAgentHostWith(t, "codex", cli, capsule.Options{Store: st}, "OPENAI_API_KEY")
+	h := startFakeAgentHost(t, "codex", cli, port, capsule.Options{Store: st}, "OPENAI_API_KEY")
 	h.submit("cx", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
 	if got := h.finish("cx"); got != `{"status":"succeeded","output":null}` {
 		t.Fatalf("terminal %s\n%s", got, h.logs("cx"))
@@ -244,8 +286,8 @@ func TestExportClaudeRun(t *testing.T) {
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"old notes"}],"is_error":false}]},`+sid+`}`,
 		`{"type":"assistant","message":{"content":[{"type":"text","text":"{\"summary\":\"edited\"}"}]},`+sid+`}`,
 		`{"type":"result","subtype":"success","is_error":false,"result":"{\"summary\":\"edited\"}","usage":{"input_tokens":3,"output_tokens":7},"total_cost_usd":0.25,`+sid+`}`)
-	cli, dir := fakeCLI(t, "claude", fakeTurn{`printf 'improved\n' > NOTES.md; printf 'stderr line\n' >&2`, turn0})
-	h := startAgentHost(t, "claude", cli, "ANTHROPIC_API_KEY")
+	cli, dir, port := fakeCLI(t, "claude", fakeTurn{`printf 'improved\n' > NOTES.md; printf 'stderr line\n' >&2`, turn0})
+	h := startFakeAgentHost(t, "claude", cli, port, capsule.Options{}, "ANTHROPIC_API_KEY")
 	plan := `{"harness":"claude","provider":"anthropic","size":"small","nodes":{"write":{"kind":"agent","model":"claude-sonnet-5","env":["ANTHROPIC_API_KEY"]},"deliver":{"kind":"git_delivery"}}}`
 	h.submit("cl", twoNodes(t), "null", plan, h.remote.Head())
 	if got := h.finish("cl"); got != `{"status":"succeeded","output":null}` {
@@ -283,8 +325,8 @@ func TestExportLiveRunOtherTenantAndRetention(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test")
 	events := lines(`{"type":"thread.started","thread_id":"th-1"}`,
 		`{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"{\"summary\":\"edited\"}"}}`, `{"type":"turn.completed"}`)
-	cli, dir := fakeCLI(t, "codex", fakeTurn{`printf 'improved\n' > NOTES.md; printf 'started\n' >&2; while [ ! -f "$d/go" ]; do sleep 0.01; done`, events})
-	h := startAgentHost(t, "codex", cli, "OPENAI_API_KEY")
+	cli, dir, port := fakeCLI(t, "codex", fakeTurn{`printf 'improved\n' > NOTES.md; printf 'started\n' >&2; while [ ! -f "$d/go" ]; do sleep 0.01; done`, events})
+	h := startFakeAgentHost(t, "codex", cli, port, capsule.Options{}, "OPENAI_API_KEY")
 	h.submit("live", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
 
 	// The agent is running once its stderr line is in the logs.
