@@ -3,14 +3,18 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/internal/modelapi"
 )
@@ -123,9 +127,38 @@ func (c *realCLI) get() *harness.Runner {
 		if c.runner, err = cfg.Runner(c.harness); err != nil {
 			c.t.Fatal(err)
 		}
+		c.runner.Confine(c.sandbox(cfg))
 	}
 	return c.runner
 }
+
+// sandbox is the agent sandbox the CLI runs in as a root server has it
+// (where the host has one; sandboxtest.Host says otherwise): the test's
+// directory and the user's home, where the CLIs are installed, are
+// hidden, the CLIs' installations shown read-only, and the port of the
+// entry's baseUrl reachable on the host's loopback. The run's writer
+// identity ends with the test.
+func (c *realCLI) sandbox(cfg *harness.Config) *sandbox.Host {
+	c.t.Helper()
+	var ports []int
+	if base, _ := c.entry["baseUrl"].(string); base != "" {
+		if u, err := url.Parse(base); err == nil {
+			if p, err := strconv.Atoi(u.Port()); err == nil {
+				ports = append(ports, p)
+			}
+		}
+	}
+	hide := []string{filepath.Dir(c.work)}
+	if home, err := os.UserHomeDir(); err == nil {
+		hide = append(hide, home)
+	}
+	h := sandboxtest.Host(c.t, sandbox.Config{Hide: hide, Programs: cfg.Programs(), AllowPorts: ports})
+	c.t.Cleanup(func() { h.CloseRun(realRunID) })
+	return h
+}
+
+// realRunID is the run every real-CLI execution belongs to.
+const realRunID = "run-1"
 
 // exec runs textStep once (model and env from the entry) and returns the
 // outcome's JSON and the execution's lines.
@@ -144,7 +177,7 @@ func (c *realCLI) exec(model string) (string, *recorder) {
 	default:
 		provider = "openai"
 	}
-	job := harness.Job{RunID: "run-1", Instance: "1", Execution: "1", Node: textStep(c.t),
+	job := harness.Job{RunID: realRunID, Instance: "1", Execution: "1", Node: textStep(c.t),
 		Binding: harness.Binding{Model: model, Env: env}, Provider: provider, Dir: c.work, Runtime: c.run}
 	ctx, cancel := context.WithTimeout(context.Background(), realCLIBound)
 	defer cancel()
