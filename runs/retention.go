@@ -17,7 +17,7 @@ import (
 // included), state, index entries, submission receipt and lease — and
 // raises the store's compaction watermark past their last cursor.
 //
-//	clusters table  finishedKey + ".N"   every finished run (tenant key NUL
+//	clusters table  finishedKey[~I] + ".N" every finished run (wide; tenant key NUL
 //	                                     runId → finish time, Unix ns)
 
 const finishedKey = "\x00native-finished"
@@ -32,13 +32,24 @@ func markFinished(tx store.Tx, tk, runID string) error {
 // before cutoff, oldest first, in one transaction, and returns how many
 // it deleted (fewer than limit: none is left).
 func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	return store.CompactIndex(ctx, b.store, finishedKey, cutoff, limit, func(tx store.Tx, p store.Pruner, entry string) error {
+	compact := func(tx store.Tx, p store.Pruner, entry string) error {
 		tk, runID := splitActive(entry)
 		if err := compactRun(tx, p, tk, runID); err != nil {
 			return fmt.Errorf("runs: compact %s: %w", runID, err)
 		}
 		return nil
-	})
+	}
+	// The finished-run index is wide: each sub-index is compacted in
+	// turn, oldest first within it, within one limit in all.
+	total := 0
+	for i := range wideFanout {
+		n, err := store.CompactIndex(ctx, b.store, subKey(finishedKey, i), cutoff, limit-total, compact)
+		total += n
+		if err != nil || total >= limit {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // compactRun deletes one finished run's history.

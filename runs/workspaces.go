@@ -105,6 +105,7 @@ func (b *Backend) prepare(ctx context.Context, k runKey, src Source, lost bool) 
 		}
 		b.prep.mu.Unlock()
 		if current {
+			b.changes.changed(k) // the run may dispatch now
 			b.log(k.tk, k.runID, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
 		} else {
 			// The run finished while its clone was landing: it is closed

@@ -74,7 +74,7 @@ func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Co
 			s.log.Warn("store/postgres: listener reconnect failed", "err", err)
 		}
 		s.log.Info("store/postgres: listener reconnected")
-		s.signal.Wake()
+		s.wakeForeign()
 	}
 }
 
@@ -90,7 +90,7 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 		switch {
 		case err == nil:
 			if !strings.HasPrefix(n.Payload, self) {
-				s.signal.Wake()
+				s.wakeForeign()
 			}
 			continue
 		case ctx.Err() != nil:
@@ -103,7 +103,7 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 		if snapshot != "" && cur != snapshot {
-			s.signal.Wake()
+			s.wakeForeign()
 		}
 		snapshot = cur
 	}

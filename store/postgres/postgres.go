@@ -54,6 +54,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,6 +124,8 @@ type Store struct {
 
 	gate   store.Gate   // Close waits for the transactions in flight
 	signal store.Signal // Changed
+	// foreign counts the wake-ups for other stores' commits (wakeForeign).
+	foreign atomic.Uint64
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
