@@ -224,7 +224,7 @@ func (s *Supervisor) reconcileInto(ctx context.Context, ref RunRef, writes []wri
 	rep.report("engine: reconcile", ref, err)
 	if w != nil {
 		s.waiting.put(*w)
-	} else if err == nil {
+	} else {
 		s.waiting.remove(ref)
 	}
 	if wr != nil {
