@@ -91,3 +91,15 @@ func (l *Ledger) Changes(context.Context) ([]engine.RunRef, bool, error) {
 	}
 	return runs, all, nil
 }
+
+// remoteChanges is what a reader on a shared store waits on besides its
+// run's own signal (which every write of this process wakes): the store's
+// wake-ups for other processes' commits when it tells them apart
+// (store.ForeignWakes), else every commit. So a commit of this process
+// does not wake every watch of every run.
+func remoteChanges(st store.Store) <-chan struct{} {
+	if fw, ok := st.(store.ForeignWakes); ok {
+		return fw.ForeignChanged()
+	}
+	return st.Changed()
+}

@@ -124,8 +124,10 @@ type Store struct {
 
 	gate   store.Gate   // Close waits for the transactions in flight
 	signal store.Signal // Changed
-	// foreign counts the wake-ups for other stores' commits (wakeForeign).
-	foreign atomic.Uint64
+	// foreign counts the wake-ups for other stores' commits, which also
+	// wake foreignSignal (wakeForeign).
+	foreign       atomic.Uint64
+	foreignSignal store.Signal
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -267,6 +269,7 @@ func (s *Store) Close() error {
 	// Wake the watchers: their next read fails with ErrClosed instead of
 	// waiting for a commit that will never come.
 	s.signal.Wake()
+	s.foreignSignal.Wake()
 	return nil
 }
 
