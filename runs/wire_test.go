@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
@@ -390,8 +393,8 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 	for b.Loop() {
 		b.StopTimer()
 		s := open(b)
-		r := newRig(b, s, bound)
-		srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: r.b}, wiretest.Options{})
+		rb, stop := benchRig(s, bound)
+		srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: rb}, wiretest.Options{})
 		wires := make([]*wiretest.WSWire, conns)
 		for i := range wires {
 			wires[i] = srv.Dial(b, nil)
@@ -413,6 +416,8 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 		}
 		wg.Wait()
 		b.StopTimer()
+		stop()
+		_ = s.Close() // a PostgreSQL store's connections go back at once
 		baseline := open(b)
 		t0 := time.Now()
 		rawCommits(b, baseline, n)
@@ -427,6 +432,16 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 	b.ReportMetric(commits, "raw-commits/s")
 	b.ReportMetric(settled/commits, "settled/raw")
 	b.ReportMetric(heap/float64(b.N), "B/queued-run")
+}
+
+// benchRig is a backend over st with a running supervisor of at most
+// bound active executions, until stop.
+func benchRig(st store.Store, bound int) (_ *runs.Backend, stop func()) {
+	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	sup := engine.New(b.Ledger("bench-owner"), worker.NewRegistry(), slog.New(slog.DiscardHandler))
+	sup.SetMaxActive(bound)
+	halt := runSupervisor(sup)
+	return b, func() { halt(); b.Close() }
 }
 
 // liveHeap is the heap in use after a collection.

@@ -128,6 +128,8 @@ type Store struct {
 	// wake foreignSignal (wakeForeign).
 	foreign       atomic.Uint64
 	foreignSignal store.Signal
+	// ownSeq is the last event sequence this store committed.
+	ownSeq atomic.Uint64
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
