@@ -22,7 +22,7 @@ import (
 //	runs table      (tenant key, runId)        seed = the admitted Submission
 //	events          (tenant key, runId)        one record each (record)
 //	clusters table  tenant key + "/" + runId   the mutable runState
-//	clusters table  tenant key + "#runs.N"     the tenant's runs (runIndex)
+//	clusters table  tenant key + "#runs[~I].N" the tenant's runs (runIndex, wide)
 //	clusters table  activeKey[~I] + ".N"       every unfinished run (runIndex, wide)
 //	idempotency     (tenant key, "submission/" + submissionKey)
 const (
@@ -32,7 +32,10 @@ const (
 )
 
 func stateKey(tk, runID string) string { return tk + "/" + runID }
-func indexKey(tk string) string        { return tk + "#runs" }
+func indexKey(tk string) string        { return tk + indexSuffix }
+
+// indexSuffix ends the key of a tenant's run index.
+const indexSuffix = "#runs"
 
 // Run phases.
 const (
@@ -273,7 +276,7 @@ type runIndex = store.Index
 // loadIndex reads an index, with the updates of the group commit tx
 // belongs to.
 func loadIndex(tx store.ReadTx, key string) (runIndex, error) {
-	if wideKeys[key] {
+	if isWide(key) {
 		return loadWide(tx, key, loadNarrow)
 	}
 	return loadNarrow(tx, key)
@@ -290,7 +293,7 @@ func loadNarrow(tx store.ReadTx, key string) (runIndex, error) {
 // updateIndex sets (seq > 0) or deletes (seq == 0) one entry; in a group
 // commit the bucket is written when the batch's changes have applied.
 func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
-	if wideKeys[key] {
+	if isWide(key) {
 		return updateWide(tx, key, entry, seq)
 	}
 	return updateNarrow(tx, key, entry, seq)

@@ -3,12 +3,13 @@ package runs
 import (
 	"hash/fnv"
 	"strconv"
+	"strings"
 
 	"github.com/oecp/oecp/store"
 )
 
-// Wide indexes. The unfinished-run index and the finished-run index gain
-// an entry per run and are rewritten by most commits of a run, and a
+// Wide indexes. The unfinished-run, finished-run and tenant run indexes
+// gain an entry per run and are rewritten by commits of the run, and a
 // write rewrites the whole bucket its entry hashes to. With a store
 // index's fixed number of buckets a bucket grows with the queue, so each
 // commit would cost more the more runs wait. A wide index is wideFanout
@@ -23,8 +24,12 @@ import (
 // (each of store.IndexBuckets buckets).
 const wideFanout = 8
 
-// wideKeys are the indexes kept wide.
-var wideKeys = map[string]bool{activeKey: true, finishedKey: true}
+// isWide reports whether the index named key is kept wide: the
+// unfinished and finished runs, and each tenant's runs (rewritten by every
+// admission).
+func isWide(key string) bool {
+	return key == activeKey || key == finishedKey || strings.HasSuffix(key, indexSuffix)
+}
 
 // subKey is the key of sub-index i of key.
 func subKey(key string, i int) string {
