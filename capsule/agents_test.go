@@ -10,6 +10,8 @@ import (
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/protocol"
@@ -29,12 +31,38 @@ type agentHost struct {
 
 func startAgentHost(t *testing.T, harnessName string, cli string, env ...string) *agentHost {
 	t.Helper()
+	return startAgentHostWith(t, harnessName, cli, capsule.Options{}, env...)
+}
+
+// startAgentHostWith is startAgentHost with more options (a store).
+func startAgentHostWith(t *testing.T, harnessName string, cli string, o capsule.Options, env ...string) *agentHost {
+	t.Helper()
+	return startAgentHostEntry(t, harnessName, map[string]any{"argv": []string{cli}, "env": env}, o)
+}
+
+// startAgentHostEntry is startAgentHostWith with the whole harness entry
+// (a baseUrl, say).
+func startAgentHostEntry(t *testing.T, harnessName string, entry map[string]any, o capsule.Options) *agentHost {
+	t.Helper()
+	return newAgentHost(t, harnessName, entry, o, false)
+}
+
+// startConfinedAgentHost is startAgentHost whose agents run in the agent
+// sandbox (where the host has one): its CLI writes nothing outside the
+// workspace.
+func startConfinedAgentHost(t *testing.T, harnessName string, cli string, env ...string) *agentHost {
+	t.Helper()
+	return newAgentHost(t, harnessName, map[string]any{"argv": []string{cli}, "env": env}, capsule.Options{}, true)
+}
+
+func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o capsule.Options, confined bool) *agentHost {
+	t.Helper()
 	remote := gittest.NewRemote(t)
 	gh, err := filepath.Abs("../examples/agents/bin/gh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb, _ := json.Marshal(map[string]any{harnessName: map[string]any{"argv": []string{cli}, "env": env}})
+	hb, _ := json.Marshal(map[string]any{harnessName: entry})
 	h, err := harness.Parse("harness.json", hb)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +72,11 @@ func startAgentHost(t *testing.T, harnessName string, cli string, env ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, capsule.Options{Harness: h, Repos: repos, RunDir: t.TempDir()})
+	o.Harness, o.Repos, o.RunDir = h, repos, t.TempDir()
+	if confined {
+		o.Sandbox = sandboxtest.Host(t, sandbox.Config{Hide: []string{o.RunDir}, Programs: h.Programs()})
+	}
+	e := start(t, o)
 	return &agentHost{t: t, e: e, remote: remote}
 }
 
@@ -133,7 +165,7 @@ func TestAgentsExampleReviewLoop(t *testing.T) {
 			t.Setenv(tc.key, "example-key")
 			cli, _ := filepath.Abs("../examples/agents/bin/" + tc.harness)
 			plan, _ := os.ReadFile("../examples/agents/runtime-" + tc.harness + ".json")
-			h := startAgentHost(t, tc.harness, cli, tc.key)
+			h := startConfinedAgentHost(t, tc.harness, cli, tc.key)
 			h.submit("loop", graph, string(input), string(plan), h.remote.Head())
 			if got := h.finish("loop"); got != `{"status":"succeeded","output":{"summary":"NOTES.md revision 2"}}` {
 				t.Fatalf("terminal %s\n%s", got, h.logs("loop"))
@@ -225,7 +257,7 @@ func TestAgentRunAttachLogsDelivery(t *testing.T) {
 		`{"type":"thread.started","thread_id":"th-1"}`,
 		`{"type":"item.completed","item":{"type":"agent_message","text":"{\"summary\":\"edited\"}"}}`,
 		`{"type":"turn.completed"}`)
-	h := startAgentHost(t, "codex", cli, "OPENAI_API_KEY")
+	h := startConfinedAgentHost(t, "codex", cli, "OPENAI_API_KEY")
 	h.submit("two", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
 
 	// Once the agent's first line is in the logs, it runs: attach.

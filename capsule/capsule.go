@@ -21,6 +21,7 @@ import (
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
@@ -28,6 +29,7 @@ import (
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/verifier"
 	"github.com/oecp/oecp/workspace"
+	"github.com/oecp/oecp/workspace/checkpoint"
 )
 
 // Options configure a capsule.
@@ -49,6 +51,9 @@ type Options struct {
 	// Harness is the host's harness file (--harness); nil configures no
 	// harness, so every native submission is refused.
 	Harness *harness.Config
+	// Sandbox confines every agent execution (nil: none, as in tests that
+	// need no confinement; oecp serve never passes nil with a harness).
+	Sandbox *sandbox.Host
 	// RunDir holds the directories of native runs: a workspace and a
 	// runtime directory each (default: oecp-runs in the system's temporary
 	// directory).
@@ -69,6 +74,12 @@ type Options struct {
 	// many.
 	Retain    time.Duration
 	Compacted RetentionObserver
+	// CheckpointMaxBytes bounds a workspace checkpoint kept in the store
+	// (0: checkpoint.DefaultMaxBytes; negative: no checkpoints, so a run
+	// whose server is lost ends runtime_lost); CheckpointPush pushes
+	// checkpoints to a hidden ref of the repository's remote instead.
+	CheckpointMaxBytes int64
+	CheckpointPush     bool
 }
 
 // Capsule is a running default backend.
@@ -184,7 +195,7 @@ func New(o Options) (*Capsule, error) {
 	rc := runs.Config{
 		Store:  o.Store,
 		Shared: o.Tenancy == cluster.Shared,
-		Agents: &agents{cfg: o.Harness, ws: ws, log: o.Log, runners: map[string]*harness.Runner{}},
+		Agents: &agents{cfg: o.Harness, sandbox: o.Sandbox, ws: ws, log: o.Log, runners: map[string]*harness.Runner{}},
 		Verify: verifyNative(),
 		Log:    o.Log,
 
@@ -192,6 +203,13 @@ func New(o Options) (*Capsule, error) {
 	}
 	if o.Repos != nil {
 		rc.Workspaces = workspaces{ws}
+		if o.CheckpointMaxBytes >= 0 {
+			k := &checkpoint.Keeper{M: ws, MaxBytes: o.CheckpointMaxBytes, Push: o.CheckpointPush, Log: o.Log}
+			if k.MaxBytes == 0 {
+				k.MaxBytes = checkpoint.DefaultMaxBytes
+			}
+			rc.Workspaces = checkpointed{workspaces{ws}, k}
+		}
 	}
 	rb := runs.New(rc)
 	owner := ownerID()

@@ -11,6 +11,7 @@ import (
 	"github.com/oecp/oecp/delivery"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
@@ -137,6 +138,7 @@ func (l ledgers) ExecutionEnded(ref engine.RunRef, execution string) {
 // time, from before a session is checked out until its driver returned.
 type agents struct {
 	cfg     *harness.Config
+	sandbox *sandbox.Host
 	ws      *workspace.Manager
 	deliver delivery.Deliverer
 	log     *slog.Logger
@@ -153,7 +155,11 @@ func (a *agents) CheckPlan(name string, nodes map[string]runs.Binding) error {
 			bs[n] = harnessBinding(b)
 		}
 	}
-	return a.cfg.Check(name, bs)
+	err := a.cfg.Check(name, bs)
+	if err != nil {
+		a.log.Info("run/submit refused by the harness file", "file", a.cfg.File(), "harness", name, "err", err)
+	}
+	return err
 }
 
 func harnessBinding(b runs.Binding) harness.Binding {
@@ -166,11 +172,11 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 	if r, ok := a.runners[name]; ok {
 		return r, nil
 	}
-	d, err := a.cfg.Driver(name)
+	r, err := a.cfg.Runner(name)
 	if err != nil {
 		return nil, err
 	}
-	r := harness.NewRunner(d, 0)
+	r.Confine(a.sandbox)
 	a.runners[name] = r
 	return r, nil
 }
@@ -178,7 +184,8 @@ func (a *agents) runner(name string) (*harness.Runner, error) {
 // RunAgent runs one agent or delivery execution in the run's workspace,
 // holding its gate. Sessions are keyed by the run's tenant and id, so two
 // tenants' runs of one id never share a session or a directory.
-func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) worker.Outcome {
+func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) (out worker.Outcome) {
+	defer func() { recordEnd(ctx, x.Worker.Sinks, out) }()
 	key := workspace.Key(x.Tenant, x.RunID)
 	paths, err := a.ws.Paths(key)
 	if err != nil {
@@ -200,7 +207,7 @@ func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) worker.Out
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	}
 	job := harness.Job{RunID: key, Instance: strconv.FormatUint(x.NodeInstance, 10), Execution: strconv.FormatUint(x.Execution, 10),
-		Node: x.Node, Binding: harnessBinding(x.Binding), Provider: x.Provider, Dir: paths.Workspace, Runtime: paths.Runtime}
+		Node: x.Node, Binding: harnessBinding(x.Binding), Provider: x.Provider, Dir: paths.Workspace, Runtime: paths.Runtime, GitDir: paths.Git}
 	return r.Run(ctx, job, x.Worker)
 }
 

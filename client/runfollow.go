@@ -100,10 +100,23 @@ func followRun[E any, P runEvent[E]](ctx context.Context, o FollowOptions, open 
 // until the stream is over; it returns the follower's Err.
 func (s *runStream[E, P]) run(ctx context.Context, sub *Subscription[E], out chan<- E) error {
 	for {
-		for ev := range sub.Events() {
+		// The context ends the wait for the next event as well as its
+		// delivery: an interrupted follower returns at once, not when the
+		// run next changes.
+	deliver:
+		for {
 			select {
-			case out <- ev:
-				s.last = P(&ev).cursor()
+			case ev, ok := <-sub.Events():
+				if !ok {
+					break deliver
+				}
+				select {
+				case out <- ev:
+					s.last = P(&ev).cursor()
+				case <-ctx.Done():
+					_ = sub.Close()
+					return ignoreCancel(ctx)
+				}
 			case <-ctx.Done():
 				_ = sub.Close()
 				return ignoreCancel(ctx)

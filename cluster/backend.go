@@ -67,6 +67,7 @@ type Backend struct {
 
 	subSeq atomic.Uint64 // sub-N, shared by watch, logs and agent/attach
 	live   *liveHub
+	relay  *liveRelay // live streams to and from other replicas
 	feeds  watchFeeds // the shared reads of live watches
 	// feedWindow is the events a run's feed keeps (and reads at most at
 	// once).
@@ -92,7 +93,7 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Backend{
+	b := &Backend{
 		store:    cfg.Store,
 		verifier: cfg.Verifier,
 		cfg:      cfg,
@@ -100,6 +101,8 @@ func New(cfg Config) *Backend {
 
 		feedWindow: min(cfg.QueueCapacity, maxFeedWindow) + protocol.ReplayPageSize,
 	}
+	b.relay = newLiveRelay(cfg.Store, b)
+	return b
 }
 
 // NewFixture is `--backend fixture`: the reference testkit's behaviour. It

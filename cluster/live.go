@@ -13,7 +13,8 @@ import (
 )
 
 // The logs and agent/attach subscriptions are live, cursorless and
-// future-only: nothing is stored, so they fan out in process.
+// future-only: nothing is stored, so they fan out in process (and, on a
+// store shared by replicas, to the other replicas: liverelay.go).
 // Each published item is encoded once and offered to every subscriber's
 // bounded queue without blocking; a full queue drops that subscriber,
 // which drains what it had and then closes with SLOW_CONSUMER (no cursor).
@@ -186,12 +187,14 @@ func (b *Backend) publishLog(tenant string, rest []byte) {
 	h.mu.Lock()
 	h.publish(h.logs[tenant], rest)
 	h.mu.Unlock()
+	b.relay.send(liveLog, tenant, "", rest)
 }
 
 // startExecution registers an active execution that agent/attach can
 // follow.
 func (b *Backend) startExecution(tenant, execution string) {
 	key := tenant + "\x00" + execution
+	b.relay.send(liveStart, tenant, execution, nil)
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -244,12 +247,14 @@ func (b *Backend) attach(tenant, execution string, ev protocol.AttachEvent) {
 	defer h.mu.Unlock()
 	if e, ok := h.execs[tenant+"\x00"+execution]; ok && e.active {
 		h.publish(e.subs, rest)
+		b.relay.send(liveEvent, tenant, execution, rest)
 	}
 }
 
 // endExecution marks an execution inactive: its subscribers' streams end
 // silently and new attaches answer GONE.
 func (b *Backend) endExecution(tenant, execution string) {
+	b.relay.send(liveEnd, tenant, execution, nil)
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -146,12 +146,12 @@ func (t *Tokens) Validate(token string) (ConnectionIdentity, error) {
 	for _, e := range t.entries {
 		if subtle.ConstantTimeCompare(e.token, tok) == 1 {
 			if e.id.ExpiredAt(t.now()) {
-				return ConnectionIdentity{}, ErrUnauthorized
+				return ConnectionIdentity{}, refuse("the --auth-tokens token of principal " + e.id.Principal + " expired at " + e.id.ExpiresAt.Format(time.RFC3339))
 			}
 			return e.id, nil
 		}
 	}
-	return ConnectionIdentity{}, ErrUnauthorized
+	return ConnectionIdentity{}, refuse("the token is not in the --auth-tokens file")
 }
 
 // Resolve checks the Authorization: Bearer header.
@@ -183,7 +183,7 @@ func Bearer(v Validator) Resolver {
 	return ResolverFunc(func(r *http.Request) (ConnectionIdentity, error) {
 		tok, ok := BearerToken(r)
 		if !ok {
-			return ConnectionIdentity{}, ErrUnauthorized
+			return ConnectionIdentity{}, refuse("no bearer token (Authorization header or WebSocket subprotocol)")
 		}
 		return v.Validate(tok)
 	})
@@ -195,10 +195,13 @@ func AnyOf(vs ...Validator) Validator { return anyOf(vs) }
 type anyOf []Validator
 
 func (a anyOf) Validate(token string) (ConnectionIdentity, error) {
+	errs := make([]error, 0, len(a))
 	for _, v := range a {
-		if id, err := v.Validate(token); err == nil {
+		id, err := v.Validate(token)
+		if err == nil {
 			return id, nil
 		}
+		errs = append(errs, err)
 	}
-	return ConnectionIdentity{}, ErrUnauthorized
+	return ConnectionIdentity{}, refuse(joinReasons(errs))
 }

@@ -186,18 +186,28 @@ func (j *JWT) Close() { j.stop() }
 // Validate checks a raw token's signature (with an allowed algorithm and
 // a key of the set), issuer, audience and times, and returns the identity
 // its claims name; exp becomes the identity's ExpiresAt. Every failure is
-// ErrUnauthorized (the reason is not told to the peer).
+// ErrUnauthorized; the reason (RefusalReason) is for the server's log,
+// not told to the peer.
 func (j *JWT) Validate(raw string) (ConnectionIdentity, error) {
 	claims := jwt.MapClaims{}
 	tok, err := j.parser.ParseWithClaims(raw, claims, j.keys.Keyfunc)
-	if err != nil || !tok.Valid {
-		return ConnectionIdentity{}, ErrUnauthorized
+	switch {
+	case err != nil:
+		// The library's errors name the failed check, never the token.
+		return ConnectionIdentity{}, refuse("JWT: " + err.Error())
+	case !tok.Valid:
+		return ConnectionIdentity{}, refuse("JWT: not valid")
 	}
 	principal, _ := claims[j.cfg.PrincipalClaim].(string)
 	tenant, _ := claims[j.cfg.TenantClaim].(string)
 	exp, err := claims.GetExpirationTime()
-	if principal == "" || tenant == "" || err != nil || exp == nil {
-		return ConnectionIdentity{}, ErrUnauthorized
+	switch {
+	case principal == "":
+		return ConnectionIdentity{}, refuse(fmt.Sprintf("JWT: no principal claim %q (a non-empty string)", j.cfg.PrincipalClaim))
+	case tenant == "":
+		return ConnectionIdentity{}, refuse(fmt.Sprintf("JWT: no tenant claim %q (a non-empty string)", j.cfg.TenantClaim))
+	case err != nil || exp == nil:
+		return ConnectionIdentity{}, refuse("JWT: no exp claim")
 	}
 	id := ConnectionIdentity{Principal: principal, Tenant: tenant, ExpiresAt: exp.Time}
 	if iat, err := claims.GetIssuedAt(); err == nil && iat != nil {

@@ -69,6 +69,7 @@ type Metrics struct {
 	commitFailures prometheus.Counter
 	takeovers      prometheus.Counter
 	compacted      prometheus.Counter
+	agents         agentMetrics
 
 	// Request-path series, resolved on first use.
 	reqCells  []cell[prometheus.Counter] // [method slot * len(server.Codes) + code]
@@ -118,6 +119,7 @@ func New() *Metrics {
 	m.commitFailures = f.counter("store_commit_failures_total", "Store transactions the store failed to begin or commit.")
 	m.takeovers = f.counter("lease_takeovers_total", "Run supervision leases taken over from another owner.")
 	m.compacted = f.counter("retention_compacted_runs_total", "Finished runs whose history retention deleted.")
+	m.agents = newAgentMetrics(f)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.zeroes()
 	m.reqCells = make([]cell[prometheus.Counter], methodSlots*len(server.Codes))

@@ -188,7 +188,7 @@ func checkPlan(s *Submission, execs map[string]graph.Node, host Harnesses, ws Wo
 		return rejectf("the run declares %d environment names; at most %d are allowed", len(declared), MaxEnvNames)
 	}
 	if host == nil {
-		return rejectf("the plan uses harness %q but this host has none configured (start oecp serve with --harness FILE)", p.Harness)
+		return rejectf("the plan uses harness %q but this server offers no harness (its operator configures them)", p.Harness)
 	}
 	if err := host.CheckPlan(p.Harness, p.Nodes); err != nil {
 		return rejectf("%v", err)

@@ -80,6 +80,17 @@ func (h *attachHub) end(key string) {
 	}
 }
 
+// lose drops the window: every subscriber is behind it now, and is
+// closed SLOW_CONSUMER (events were lost on the way here).
+func (e *liveExec) lose() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.first += uint64(len(e.events)) + 1
+	e.events = nil
+	close(e.wake)
+	e.wake = make(chan struct{})
+}
+
 func (e *liveExec) push(ev []byte, last bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -141,13 +152,16 @@ func (s *attachStream) Next(ctx context.Context) (server.Notification, error) {
 // Close releases nothing: the stream holds no registration.
 func (s *attachStream) Close() {}
 
-// Attach streams an active execution's live output. An unknown run or
-// execution is NOT_FOUND; an execution that is not running in this
-// process (ended, or orphaned by a restart) is GONE.
+// Attach streams an active execution's live output, running here or, on
+// a store shared by replicas, on another replica. An unknown run or
+// execution is NOT_FOUND; an execution that ended (or, on a store of one
+// server, is not running in this process) is GONE.
 func (b *Backend) Attach(ctx context.Context, runID, execution string) (*server.Subscription, error) {
 	tk := b.tenant(ctx)
-	e := b.live.lookup(attachKey(tk, runID, execution))
+	key := attachKey(tk, runID, execution)
+	e := b.live.lookup(key)
 	if e == nil {
+		active := false
 		err := b.store.View(ctx, func(tx store.ReadTx) error {
 			st, _, ok, err := loadRun(tx, tk, runID)
 			switch {
@@ -158,9 +172,15 @@ func (b *Backend) Attach(ctx context.Context, runID, execution string) (*server.
 			case st.execByRef(execution) == nil:
 				return errNoExec
 			}
+			active = st.Phase != PhaseFinished && st.execByRef(execution).End == nil
 			return errExecGone
 		})
-		return nil, wire(err)
+		if active {
+			e = b.relay.follow(b.store, key, b.execEnded(tk, runID, execution))
+		}
+		if e == nil {
+			return nil, wire(err)
+		}
 	}
 	e.mu.Lock()
 	pos := e.first + uint64(len(e.events))
@@ -172,4 +192,20 @@ func (b *Backend) Attach(ctx context.Context, runID, execution string) (*server.
 	id := b.nextSubscription("attach")
 	return &server.Subscription{ID: id, Result: &SubscribeResult{SubscriptionID: id, RunID: runID, Execution: execution},
 		Stream: &attachStream{e: e, prefix: prefix, pos: pos}, MaxEventBytes: protocol.MaxNotificationBytes}, nil
+}
+
+// execEnded reads whether an execution has ended (its run finished, or
+// its record is gone).
+func (b *Backend) execEnded(tk, runID, execution string) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		ended := false
+		err := b.store.View(ctx, func(tx store.ReadTx) error {
+			st, _, ok, err := loadRun(tx, tk, runID)
+			if err == nil {
+				ended = !ok || st.Phase == PhaseFinished || st.execByRef(execution) == nil || st.execByRef(execution).End != nil
+			}
+			return err
+		})
+		return err == nil && ended
+	}
 }

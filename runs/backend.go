@@ -45,16 +45,21 @@ type Backend struct {
 
 	subSeq atomic.Uint64
 	live   *attachHub
+	relay  *relay
 	logs   logBuffer
 	seeds  seedCache
 	wake   signals
 	prep   preparations
+	cps    checkpoints
 	graphs graphCache
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
 	// changes names each run written to the engine's feeds (changes.go).
 	changes changeFeeds
+
+	// evidence queues agents' raw evidence (evidence.go).
+	evidence evidenceRecorder
 }
 
 // New builds a backend.
@@ -68,7 +73,7 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub()}
+	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub(), relay: newRelay(cfg.Store)}
 	b.logs.flush = b.flushLogs
 	return b
 }
@@ -78,7 +83,9 @@ func New(cfg Config) *Backend {
 // shares.
 func (b *Backend) Close() {
 	b.prep.stop()
+	b.relay.stop()
 	b.logs.wait()
+	b.evidence.wait()
 }
 
 // TenantKey is the store key prefix of a connection tenant's runs.
@@ -106,6 +113,16 @@ var (
 	errNoExec   = errors.New("runs: no such execution")
 	errExecGone = errors.New("runs: execution is no longer active")
 )
+
+// orNoRun is err, a failed read, or errNoRun when the read found no run:
+// a store that cannot serve (a connection the server killed) is never
+// reported as a missing run.
+func orNoRun(err error) error {
+	if err != nil {
+		return err
+	}
+	return errNoRun
+}
 
 // Submission conflicts, answered by Submit itself.
 var errConflict, errKeyReused = errors.New("runs: run id is taken by a different submission"),
@@ -263,7 +280,7 @@ func (b *Backend) Status(ctx context.Context, runID string) (*StatusResult, erro
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
 		st, _, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {
-			return errors.Join(err, errNoRun)
+			return orNoRun(err)
 		}
 		res = project(runID, st)
 		return nil
@@ -287,7 +304,7 @@ func (b *Backend) List(ctx context.Context) (*ListResult, error) {
 		for i := len(ids) - 1; i >= 0; i-- {
 			st, _, ok, err := loadRun(tx, tk, ids[i])
 			if err != nil || !ok {
-				return errors.Join(err, errNoRun)
+				return orNoRun(err)
 			}
 			res.Runs = append(res.Runs, project(ids[i], st))
 		}
@@ -357,7 +374,7 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 	return b.commit(ctx, runKey{tk, runID}, func(tx store.Tx, lines []logLine) error {
 		st, version, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {
-			return errors.Join(err, errNoRun)
+			return orNoRun(err)
 		}
 		from := st.Cursor
 		if err := appendLogs(tx, tk, runID, st, lines); err != nil {

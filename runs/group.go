@@ -100,6 +100,7 @@ func (b *Backend) commitBatch(ctx context.Context, batch []*change) {
 	for _, c := range b.applyTogether(ctx, live, lines) {
 		c.err = b.apply(ctx, []*change{c}, lines)
 	}
+	b.keepUnwritten(live, lines)
 	for _, c := range batch {
 		if c.key != (runKey{}) {
 			b.wake.notify(c.key)

@@ -10,6 +10,7 @@ import (
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -21,11 +22,10 @@ import (
 // instance, finishes it under the engine's feet).
 //
 // Record mapping: a dispatch is node_started (the first one moves the run
-// from admitted to running); a settlement, and a crash settlement of an
-// execution orphaned by a previous process, is node_completed; a void is
-// execution_voided; an execution a graceful shutdown cancelled is
-// execution_interrupted, after a warn log line naming it; the result is
-// terminal. A process group an active execution's worker started is kept
+// from admitted to running); a settlement is node_completed; a void is
+// execution_voided; an execution a graceful shutdown cancelled, and one
+// orphaned by a previous process, is execution_interrupted, after a warn
+// log line naming it; the result is terminal. A process group an active execution's worker started is kept
 // in its state, without a record. The reducer runs in native mode, so the
 // engine never holds a native run.
 type Ledger struct {
@@ -39,6 +39,7 @@ type Ledger struct {
 	// mu).
 	feed    *runFeed
 	foreign uint64
+	leased  map[string]engine.RunRef // claimed runs by lease name (lease.go)
 }
 
 var (
@@ -97,8 +98,9 @@ func (l *Ledger) Version(ref engine.RunRef) uint64 {
 // many runs share one commit.
 func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	name := store.RunLease(ref.Tenant, ref.RunID)
+	l.claimed(ref)
 	if !l.claims.InTx() {
-		return l.claims.Claim(ctx, name)
+		return claimedElsewhere(l.claims.Claim(ctx, name))
 	}
 	var epoch uint64
 	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
@@ -108,6 +110,16 @@ func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	})
 	if err == nil {
 		l.claims.Claimed(name, epoch)
+	}
+	return claimedElsewhere(err)
+}
+
+// claimedElsewhere reports a lease another live process holds as the
+// engine's sentinel, which the supervisor passes over without a word: the
+// run is that process's until its lease is released or expires.
+func claimedElsewhere(err error) error {
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return fmt.Errorf("%w: %w", engine.ErrClaimedElsewhere, err)
 	}
 	return err
 }
@@ -147,7 +159,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: sub.Graph, Seed: json.RawMessage(sub.InitialInput),
 			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub)}
-		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0)
+		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0, l.claims.Epoch(store.RunLease(ref.Tenant, ref.RunID)))
 		if lost {
 			return engine.ErrStale // being ended runtime_lost (workspaceReady)
 		}
@@ -227,6 +239,9 @@ func (l *Ledger) Dispatch(ctx context.Context, ref engine.RunRef, ds []engine.Di
 // each one's end. A note, when given, is logged for each one first. then,
 // when set, runs after them in the same transaction.
 func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, end func(i int) ending, note string, then func(tx store.Tx, st *runState) error) error {
+	// A settlement keeps the checkpoint taken after its execution; once
+	// written or refused, it is not needed any more.
+	defer l.b.cps.drop(runKey{ref.Tenant, ref.RunID}, ids)
 	return l.write(ctx, ref, func(tx store.Tx, st *runState) error {
 		for i, id := range ids {
 			x := st.exec(id)
@@ -239,8 +254,14 @@ func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, en
 					return err
 				}
 			}
-			if err := endExecution(tx, ref.Tenant, ref.RunID, st, x, end(i)); err != nil {
+			e := end(i)
+			if err := endExecution(tx, ref.Tenant, ref.RunID, st, x, e); err != nil {
 				return err
+			}
+			if e.Outcome != nil {
+				if err := l.b.saveCheckpoint(tx, runKey{ref.Tenant, ref.RunID}, id); err != nil {
+					return err
+				}
 			}
 		}
 		if then != nil {
@@ -302,12 +323,14 @@ func (l *Ledger) settleThen(ctx context.Context, ref engine.RunRef, ss []engine.
 	return l.settle(ctx, ref, ids, func(i int) ending { return ending{Outcome: outs[i]} }, "", then)
 }
 
-// Crash settles executions a previous process left active as crash; the
-// graph routes them like any error.
+// Crash records executions a previous process left active (it died, or
+// another replica lost them with its host) as interrupted, like a
+// graceful shutdown's: the execution did not fail, its host did, so the
+// same node runs again, in a new session, in a workspace rebuilt from the
+// run's latest checkpoint. A log line naming each says so.
 func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, ids []uint64) error {
-	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
-	return l.settle(ctx, ref, ids, func(int) ending { return ending{Outcome: crash} },
-		"this execution was running when its server stopped; it ends as crash", nil)
+	return l.settle(ctx, ref, ids, func(int) ending { return ending{Interrupted: true} },
+		"this execution was running on a server that was lost; the same node runs again, in a new session", nil)
 }
 
 // Interrupt records executions a graceful shutdown cancelled
@@ -383,6 +406,9 @@ func terminalResult(t reduce.Terminal) (protocol.TerminalResult, error) {
 // finished drops what this process keeps for a run it has finished.
 func (l *Ledger) finished(ref engine.RunRef) {
 	l.claims.Forget(store.RunLease(ref.Tenant, ref.RunID))
+	l.mu.Lock()
+	delete(l.leased, store.RunLease(ref.Tenant, ref.RunID))
+	l.mu.Unlock()
 	l.b.closeRun(ref.Tenant, ref.RunID)
 }
 
@@ -393,7 +419,9 @@ func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
 
 // Output publishes one chunk of an execution's live output.
 func (l *Ledger) Output(ref engine.RunRef, execution, text string) {
-	l.b.live.publish(attachKey(ref.Tenant, ref.RunID, execution), outputEvent(SafeText(text, protocol.RedactedAttachOutput)))
+	key, ev := attachKey(ref.Tenant, ref.RunID, execution), outputEvent(SafeText(text, protocol.RedactedAttachOutput))
+	l.b.live.publish(key, ev)
+	l.b.relay.send(key, ev, false)
 }
 
 // ExecutionStarted opens an execution's live attach stream.
@@ -403,7 +431,9 @@ func (l *Ledger) ExecutionStarted(ref engine.RunRef, execution string) {
 
 // ExecutionEnded closes an execution's live attach stream.
 func (l *Ledger) ExecutionEnded(ref engine.RunRef, execution string) {
-	l.b.live.end(attachKey(ref.Tenant, ref.RunID, execution))
+	key := attachKey(ref.Tenant, ref.RunID, execution)
+	l.b.live.end(key)
+	l.b.relay.send(key, nil, true)
 }
 
 func errorOutcome(code, reason string) json.RawMessage {
@@ -427,10 +457,27 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 			return nil, false
 		}
 		node := executables(sub.Graph)[d.Occurrence.Node]
+		_, verifier := node.(*graph.Verifier)
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
-			return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
-				Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
-				NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+			red := newRecordRedactor(sub)
+			ex.Sinks = red.sinks(ex.Sinks)
+			run := func(ctx context.Context) worker.Outcome {
+				return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
+					Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
+					NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+			}
+			var out worker.Outcome
+			if bind.Kind != KindAgent {
+				out = red.outcome(run(ctx))
+			} else {
+				out = red.outcome(b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, bind.Env, run))
+			}
+			// A writer's work is checkpointed for its settlement, unless
+			// it was cancelled (a shutdown interrupts it: it runs again).
+			if (delivery || !verifier) && !errors.Is(ctx.Err(), context.Canceled) {
+				b.takeCheckpoint(context.WithoutCancel(ctx), runKey{ref.Tenant, ref.RunID}, d.Execution, sub.Source, ex.Ref)
+			}
+			return out
 		}), true
 	}
 }
@@ -466,7 +513,7 @@ func (c *seedCache) get(tx store.ReadTx, tk, runID string) (*Submission, error) 
 	}
 	run, ok, err := tx.Run(tk, runID)
 	if err != nil || !ok {
-		return nil, errors.Join(err, errNoRun)
+		return nil, orNoRun(err)
 	}
 	if sub, err = DecodeSubmission(run.Seed); err != nil {
 		return nil, fmt.Errorf("runs: admitted submission of %q does not decode: %w", runID, err)

@@ -2,9 +2,11 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
@@ -41,15 +43,30 @@ type logBuffer struct {
 
 	mu       sync.Mutex
 	pending  map[runKey][]logLine
+	held     map[runKey]bool // runs whose lines wait for the store (logs_held.go)
 	flushing bool
 	wg       sync.WaitGroup
+	// closed is closed by wait: a flusher waiting for the store gives up.
+	closeOnce, stopOnce sync.Once
+	closed              chan struct{}
 }
+
+func (l *logBuffer) closedCh() chan struct{} {
+	l.closeOnce.Do(func() { l.closed = make(chan struct{}) })
+	return l.closed
+}
+
+// closing is closed once the backend closes.
+func (l *logBuffer) closing() <-chan struct{} { return l.closedCh() }
 
 func (l *logBuffer) add(k runKey, line logLine) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.pending == nil {
 		l.pending = map[runKey][]logLine{}
+	}
+	if l.full(k, line.execution) {
+		return // the store is down and the execution's bound is reached
 	}
 	l.pending[k] = append(l.pending[k], line)
 	if !l.flushing {
@@ -83,10 +100,16 @@ func (l *logBuffer) next() (runKey, bool) {
 	return runKey{}, false
 }
 
-func (l *logBuffer) wait() { l.wg.Wait() }
+// wait waits for the flusher; one waiting for the store gives up.
+func (l *logBuffer) wait() {
+	l.stopOnce.Do(func() { close(l.closedCh()) })
+	l.wg.Wait()
+}
 
 // flushLogs writes pending lines run by run until none are left. A line
-// of a run that has finished (or vanished) is dropped.
+// of a run that has finished (or vanished) is dropped; lines the store
+// could not take wait in the buffer (logs_held.go) and are tried again
+// after logRetryPause, until the backend closes.
 func (b *Backend) flushLogs() {
 	for {
 		k, ok := b.logs.next()
@@ -94,7 +117,16 @@ func (b *Backend) flushLogs() {
 			return
 		}
 		err := b.update(context.Background(), k.tk, k.runID, nil)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			b.cfg.Log.Warn("runs: log lines wait for the store", "run", k.runID, "err", err)
+			select {
+			case <-time.After(logRetryPause):
+			case <-b.logs.closing():
+				b.cfg.Log.Warn("runs: log lines dropped at shutdown: the store is unavailable", "run", k.runID)
+				b.logs.take(k.tk, k.runID)
+			}
+		case err != nil:
 			b.cfg.Log.Warn("runs: log lines dropped", "run", k.runID, "err", err)
 		}
 	}

@@ -47,12 +47,12 @@ func procState(pid int) string {
 	return "?"
 }
 
-// TestRestartSettlesOrphanAsCrash: an execution a killed server left
-// active is settled as crash by the next engine on the same store, after
-// it killed what is left of the process group the execution's worker
-// started; the graph routes the error like any other: the run still
-// finishes.
-func TestRestartSettlesOrphanAsCrash(t *testing.T) {
+// TestRestartRerunsOrphan: an execution a killed server left active did
+// not fail, its server did: the next engine on the same store kills what
+// is left of the process group the execution's worker started, records
+// it interrupted with a warn line naming it (no completion, no crash for
+// the graph to route) and runs the same node again.
+func TestRestartRerunsOrphan(t *testing.T) {
 	st := store.NewMemory()
 	agents := newFakeAgents()
 	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
@@ -71,15 +71,22 @@ func TestRestartSettlesOrphanAsCrash(t *testing.T) {
 		t.Fatalf("the orphan's process must still run (state %q)", s)
 	}
 	defer runEngine(b.Ledger("second"))()
-	if got := statusJSON(t, waitFinished(t, b, ctx, "o")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
-		t.Fatalf("final %s", got)
-	}
+	rerun := <-agents.spawned
+	t.Cleanup(func() { _ = rerun.Process.Kill(); _ = rerun.Wait() })
 	if s := procState(orphan.Process.Pid); s != "Z" && s != "" {
-		t.Fatalf("the orphan's process group was not killed before its crash settlement (state %s)", s)
+		t.Fatalf("the orphan's process group was not killed before its rerun (state %s)", s)
+	}
+	s, err := b.Status(ctx, "o")
+	if err != nil || len(*s.Status.ActiveExecutions) != 1 || (*s.Status.ActiveExecutions)[0].Execution != "o/a/2" {
+		t.Fatalf("after the restart: %+v %v", s, err)
+	}
+	if _, err := b.Force(ctx, "o"); err != nil {
+		t.Fatal(err)
 	}
 	sub, _ := b.Logs(ctx, "o", nil, nil)
 	lines, _ := drain(t, sub)
-	if len(lines) != 1 || lines[0]["record"].(map[string]any)["level"] != "warn" || lines[0]["execution"] != "o/a/1" {
+	if len(lines) != 1 || lines[0]["record"].(map[string]any)["level"] != "warn" || lines[0]["execution"] != "o/a/1" ||
+		!strings.Contains(lines[0]["record"].(map[string]any)["message"].(string), "runs again") {
 		t.Fatalf("logs %v", lines)
 	}
 	b.Close()

@@ -14,7 +14,8 @@ import (
 // Retention: a finished run is entered in the finished-run index with the
 // time it finished; Compact deletes, a bounded batch per transaction, the
 // runs that finished before a cutoff — their records, events (log lines
-// included), state, index entries, submission receipt and lease — and
+// included), state, workspace checkpoint, index entries, submission
+// receipt and lease — and
 // raises the store's compaction watermark past their last cursor.
 //
 //	clusters table  finishedKey[~I] + ".N" every finished run (wide; tenant key NUL
@@ -32,6 +33,9 @@ func markFinished(tx store.Tx, tk, runID string) error {
 // before cutoff, oldest first, in one transaction, and returns how many
 // it deleted (fewer than limit: none is left).
 func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if err := forgetGone(ctx, b.store, cutoff, limit); err != nil {
+		return 0, err
+	}
 	compact := func(tx store.Tx, p store.Pruner, entry string) error {
 		tk, runID := splitActive(entry)
 		if err := compactRun(tx, p, tk, runID); err != nil {
@@ -64,7 +68,7 @@ func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
 				return err
 			}
 		}
-		if err := errors.Join(p.DeleteCluster(stateKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
+		if err := errors.Join(p.DeleteCluster(stateKey(tk, runID)), p.DeleteCluster(checkpointKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
 			return err
 		}
 	}
@@ -73,7 +77,8 @@ func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
 	}
 	return errors.Join(
 		p.DeleteLease(store.RunLease(tk, runID)),
-		updateIndex(tx, indexKey(tk), runID, 0))
+		updateIndex(tx, indexKey(tk), runID, 0),
+		markGone(tx, tk, runID))
 }
 
 // compactedCursor answers a watch or logs replay from a cursor of a run

@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
@@ -133,7 +132,7 @@ func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*
 			err = compactedCursor(tx, fromCursor)
 		}
 		if err != nil || !ok {
-			return errors.Join(err, errNoRun)
+			return orNoRun(err)
 		}
 		if fromCursor == nil {
 			return nil

@@ -41,6 +41,7 @@ const (
 type preparations struct {
 	mu     sync.Mutex
 	state  map[runKey]int
+	epoch  map[runKey]uint64 // the claim each state was reached under
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -48,11 +49,18 @@ type preparations struct {
 
 // workspaceReady reports whether the run may dispatch, starting its
 // workspace when it is not being made yet. started says the run has
-// executions already: its workspace must then be the one they used, and
-// lost reports that this host does not hold it — the run is being ended
-// runtime_lost and must not be reduced meanwhile (its orphans would
-// otherwise settle and the graph go on without its workspace).
-func (b *Backend) workspaceReady(k runKey, src Source, started bool) (ready, lost bool) {
+// executions already: its workspace must then be the one they used. With
+// a Checkpointer it is rebuilt from the source and the run's latest
+// checkpoint (on this host too: the work of an execution that did not end
+// is dropped, as that execution runs again). Without one, lost reports
+// that this host does not hold it — the run is being ended runtime_lost
+// and must not be reduced meanwhile (its orphans would otherwise settle
+// and the graph go on without its workspace).
+//
+// epoch is the run's claim: a workspace made under an earlier claim of
+// this process (it lost the run to another replica and took it back) is
+// rebuilt, as the other replica may have moved the run on.
+func (b *Backend) workspaceReady(k runKey, src Source, started bool, epoch uint64) (ready, lost bool) {
 	if b.cfg.Workspaces == nil {
 		return true, false
 	}
@@ -60,7 +68,10 @@ func (b *Backend) workspaceReady(k runKey, src Source, started bool) (ready, los
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == nil {
-		p.state = map[runKey]int{}
+		p.state, p.epoch = map[runKey]int{}, map[runKey]uint64{}
+	}
+	if _, restores := b.cfg.Workspaces.(Checkpointer); restores && started && p.state[k] == wsReady && p.epoch[k] != epoch {
+		delete(p.state, k)
 	}
 	switch p.state[k] {
 	case wsReady:
@@ -74,28 +85,40 @@ func (b *Backend) workspaceReady(k runKey, src Source, started bool) (ready, los
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 	}
 	kp, keeps := b.cfg.Workspaces.(WorkspaceKeeper)
-	lost = started && keeps && !kp.Prepared(k.tk, k.runID, src)
-	p.state[k] = wsPreparing
+	cp, restores := b.cfg.Workspaces.(Checkpointer)
+	restore := started && restores
+	lost = started && !restores && keeps && !kp.Prepared(k.tk, k.runID, src)
+	p.state[k], p.epoch[k] = wsPreparing, epoch
 	if lost {
 		p.state[k] = wsLost
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		b.prepare(p.ctx, k, src, lost)
+		var err error
+		switch {
+		case lost:
+			err = errWorkspaceLost
+		case restore:
+			err = b.restoreWorkspace(p.ctx, cp, k, src)
+		default:
+			err = b.cfg.Workspaces.Prepare(p.ctx, k.tk, k.runID, src)
+		}
+		b.prepared(p.ctx, k, src, restore, err)
 	}()
 	return false, lost
 }
 
-// prepare makes the run's workspace and records how that went; a lost
-// workspace is not made again, the run ends runtime_lost.
-func (b *Backend) prepare(ctx context.Context, k runKey, src Source, lost bool) {
-	err := errWorkspaceLost
-	if !lost {
-		err = b.cfg.Workspaces.Prepare(ctx, k.tk, k.runID, src)
-	}
+// prepared records how the making (or, restore, the rebuilding) of the
+// run's workspace went: a run whose workspace is lost or cannot be
+// rebuilt ends runtime_lost.
+func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bool, err error) {
 	if ctx.Err() != nil {
 		return // shutting down: the next process prepares it again
+	}
+	if err == nil && restore {
+		b.log(k.tk, k.runID, "", "info", "workspace: rebuilt from "+src.Repository+" at "+src.Revision+
+			" and the run's latest checkpoint; an execution that was running runs again, and agent sessions start over")
 	}
 	if err == nil {
 		b.prep.mu.Lock()
@@ -115,7 +138,10 @@ func (b *Backend) prepare(ctx context.Context, k runKey, src Source, lost bool) 
 		return
 	}
 	reason := ReasonRuntimeUnavailable
+	var re *RestoreError
 	switch {
+	case errors.As(err, &re):
+		reason = ReasonRuntimeLost
 	case errors.Is(err, ErrRevisionNotFound):
 		reason = ReasonRevisionNotFound
 	case errors.Is(err, errWorkspaceLost):
@@ -126,7 +152,10 @@ func (b *Backend) prepare(ctx context.Context, k runKey, src Source, lost bool) 
 	b.cfg.Log.Warn("runs: workspace failed, the run fails", "run", k.runID, "reason", reason, "err", err)
 	crash := errorOutcome(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	note := "workspace: " + workspaceFailure
-	if reason == ReasonRuntimeLost {
+	switch {
+	case re != nil:
+		note = "workspace: the run's workspace cannot be rebuilt on this server: " + re.Why
+	case reason == ReasonRuntimeLost:
 		note = "workspace: " + errWorkspaceLost.Error()
 	}
 	err = b.update(ctx, k.tk, k.runID, func(tx store.Tx, st *runState) error {
@@ -150,6 +179,7 @@ func (p *preparations) forget(k runKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.state, k)
+	delete(p.epoch, k)
 }
 
 // stop cancels the preparations in flight and waits for them.

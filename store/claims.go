@@ -87,3 +87,61 @@ func (c *Claims) Check(tx ReadTx, name string) error {
 	}
 	return CheckLease(tx, name, epoch)
 }
+
+// Renew extends every lease the owner holds, on a store whose leases
+// expire, and returns the names of the claimed leases no longer held
+// under their claimed epoch (each is forgotten). Only claims made before
+// the renewal started are judged.
+func (c *Claims) Renew(ctx context.Context) ([]string, error) {
+	el, ok := c.st.(ExpiringLeaser)
+	if !ok {
+		return nil, nil
+	}
+	c.mu.Lock()
+	before := make(map[string]uint64, len(c.epochs))
+	for name, epoch := range c.epochs {
+		before[name] = epoch
+	}
+	c.mu.Unlock()
+	held, err := el.RenewLeases(ctx, c.owner)
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, epoch := range before {
+		if held[name] != epoch {
+			lost = append(lost, name)
+			if c.epochs[name] == epoch {
+				delete(c.epochs, name)
+			}
+		}
+	}
+	return lost, nil
+}
+
+// Release gives up a claimed lease, on a store whose leases expire, so
+// that another process takes it over at once; the claim is forgotten.
+func (c *Claims) Release(ctx context.Context, name string) error {
+	el, ok := c.st.(ExpiringLeaser)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	epoch, claimed := c.epochs[name]
+	delete(c.epochs, name)
+	c.mu.Unlock()
+	if !claimed {
+		return nil
+	}
+	return el.ReleaseLease(ctx, name, c.owner, epoch)
+}
+
+// Epoch is the epoch this process claimed the named lease under (0: not
+// claimed).
+func (c *Claims) Epoch(name string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epochs[name]
+}

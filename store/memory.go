@@ -30,6 +30,8 @@ type runEntry struct {
 	tenant string
 	rec    Run
 	events []Event
+	// evidence is the run's agent evidence (memory_evidence.go).
+	evidence []EvidenceRecord
 }
 
 type memory struct {
@@ -48,6 +50,8 @@ type memory struct {
 	seq      uint64
 	changed  chan struct{}
 	obs      Observer // set before use; nil: none
+	// evidenceID is the last evidence ID assigned (memory_evidence.go).
+	evidenceID uint64
 }
 
 func (m *memory) Update(ctx context.Context, fn func(Tx) error) error {

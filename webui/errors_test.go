@@ -1,6 +1,8 @@
 package webui_test
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -13,9 +15,33 @@ func TestUnknownRunIsExplained(t *testing.T) {
 	tab := browse(t)
 	run(t, tab, "open a run that does not exist",
 		chromedp.Navigate(s.base+"/ui/runs/run-99"),
-		chromedp.WaitVisible(chromedp.CSS(`.run-head .phase[data-phase="unavailable"]`)))
+		chromedp.WaitVisible(chromedp.CSS(`.run-head .phase[data-phase="not found"]`)))
 	if got, want := textOf(t, tab, ".run-meta"), "Run does not exist, or your identity cannot see it."; got != want {
 		t.Fatalf("page says %q, want %q", got, want)
+	}
+	// Nothing waits for a run that does not exist.
+	page := textOf(t, tab, "main")
+	for _, contradiction := range []string{"Waiting for the run's admission", "The run has not finished", "unavailable"} {
+		if strings.Contains(page, contradiction) {
+			t.Errorf("the page of an unknown run says %q:\n%s", contradiction, page)
+		}
+	}
+	if !strings.Contains(page, "There is no run run-99 on this server.") {
+		t.Errorf("the page of an unknown run does not say so:\n%s", page)
+	}
+}
+
+// The server's root redirects to the web view.
+func TestRootRedirectsToTheWebView(t *testing.T) {
+	s := serve(t)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(s.base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
+		t.Fatalf("GET / answered %d to %q, want 302 to /ui/", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
 

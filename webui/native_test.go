@@ -3,6 +3,8 @@ package webui_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,8 +23,8 @@ func agentSubmission(runID string) json.RawMessage {
 }
 
 // A native run is listed from run/list, its page shows its running
-// execution and that execution's live output, and Force stop (confirmed)
-// ends it.
+// execution, that execution's live output and the usage its agent turns
+// reported, and Force stop (confirmed) ends it.
 func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
 	s := serve(t, "--harness", newGates(t).harness(t))
 	tab := browse(t)
@@ -36,7 +38,9 @@ func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-run=%q] a`, id))),
 		chromedp.WaitVisible(chromedp.CSS(`.executions [data-node="draft"][data-state="running"]`)),
 		chromedp.Click(chromedp.CSS(`.executions [data-node="draft"]`)),
-		until(`[...document.querySelectorAll('.output li')].some((li) => li.textContent.startsWith('agent line'))`))
+		until(`[...document.querySelectorAll('.output li')].some((li) => li.textContent.startsWith('agent line'))`),
+		// The usage an agent turn reported shows on its execution.
+		until(`(document.querySelector('.executions [data-node="draft"] .node-usage')?.textContent || '') === '120 in (20 cached) · 30 out · $0.0125'`))
 	run(t, tab, "force stop, confirmed, ends it",
 		chromedp.Click(chromedp.CSS(`button[data-action="force"]`)),
 		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),
@@ -45,4 +49,31 @@ func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
 	if res := textOf(t, tab, ".result"); !strings.Contains(res, "force_stopped") {
 		t.Fatalf("result %q, want force_stopped", res)
 	}
+	run(t, tab, "its exports are offered and read",
+		chromedp.WaitVisible(chromedp.CSS(`.exports a[data-export="trace"][href="/oecp/runs/`+id+`/export?format=trace"]`)),
+		chromedp.Click(chromedp.CSS(`.exports a[data-export="semantic"]`)),
+		until(`document.querySelector('.export-message').dataset.kind === 'ok'`))
+}
+
+// Signed in with a token, a native run's page reads its exports with that
+// token (a plain link could not carry it).
+func TestNativeRunExportsWithAToken(t *testing.T) {
+	const token = "ui-export-token-9c1d"
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(file, []byte(`[{"token":"`+token+`","principal":"alice","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, "--auth-tokens", file, "--harness", newGates(t).harness(t))
+	tab := browse(t)
+	const id = "ui-export-1"
+	s.call(t, token, "run/submit", agentSubmission(id), nil)
+	run(t, tab, "sign in on the run's page",
+		chromedp.Navigate(s.base+"/ui/runs/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`form.signin`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), token),
+		chromedp.Click(chromedp.CSS(`form.signin button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.exports a[data-export="trace"]`)))
+	run(t, tab, "the trace is read with the token",
+		chromedp.Click(chromedp.CSS(`.exports a[data-export="trace"]`)),
+		until(`document.querySelector('.export-message').dataset.kind === 'ok'`))
 }

@@ -1,6 +1,8 @@
 // Package workspace gives each native run a git working copy of its
-// source: the host's repository map (oecp serve --repos FILE), a clone of
-// the run's exact revision on a branch of its own, the gate that lets a
+// source: the host's repository map (oecp serve --repos FILE), one bare
+// mirror per repository whose objects every run's git directory borrows,
+// a checkout of the run's exact revision on a branch of its own, the gate
+// that lets a
 // writer hold the workspace alone while verifiers share it, the git
 // command runner delivery shares, and the removal of a finished run's
 // directory after a retention period.
@@ -38,11 +40,11 @@ var (
 
 // Repo is one repository of the host's repository file.
 type Repo struct {
-	// URL is where the repository is cloned from and delivered to: any
+	// URL is where the repository is fetched from and delivered to: any
 	// URL git accepts, or a local path.
 	URL string `json:"url"`
 	// TokenEnv names the server environment variable holding the token
-	// for clone, push and forge calls ("" for none). It never reaches an
+	// for fetches, push and forge calls ("" for none). It never reaches an
 	// agent.
 	TokenEnv string `json:"tokenEnv,omitempty"`
 	// Forge configures the forge CLI of pull requests (default: gh on the

@@ -19,11 +19,14 @@ const (
 	workspaceDir = "workspace"
 	runtimeDir   = "runtime"
 	gitDir       = "git"
-	// preparedFile records the revision a workspace was cloned at.
+	// preparedFile records the revision a workspace was checked out at.
 	preparedFile = "prepared"
 	// finishedFile marks a finished run; its modification time starts
 	// the retention period.
 	finishedFile = "finished"
+	// alternatesFile, under a git directory's objects/info, names the
+	// object directories it borrows from.
+	alternatesFile = "alternates"
 )
 
 // Source is the repository snapshot a run works on.
@@ -37,12 +40,12 @@ type Source struct {
 type Paths struct {
 	// Dir is the run's directory, holding the other three.
 	Dir string
-	// Workspace is where agents work (the clone, or an empty directory
+	// Workspace is where agents work (the checkout, or an empty directory
 	// when the host serves no repositories).
 	Workspace string
 	// Runtime holds the private homes of agent sessions.
 	Runtime string
-	// Git is the clone's git directory, the host's alone: outside the
+	// Git is the checkout's git directory, the host's alone: outside the
 	// workspace and the runtime directory, so no agent works or lives in
 	// it (the workspace's .git is a file naming it, which the host never
 	// reads).
@@ -50,12 +53,15 @@ type Paths struct {
 }
 
 // Manager owns the run directories under one root: Root/<Key>/workspace,
-// Root/<Key>/runtime and Root/<Key>/git. It is safe for concurrent use.
+// Root/<Key>/runtime and Root/<Key>/git, and the repositories' mirrors
+// their git directories borrow objects from, under Root/mirrors. It is
+// safe for concurrent use.
 type Manager struct {
-	root  string
-	repos *Repos
-	keep  time.Duration
-	log   *slog.Logger
+	root    string
+	repos   *Repos
+	keep    time.Duration
+	log     *slog.Logger
+	mirrors *mirrors
 
 	// ctx ends at Close, which stops the removals waiting for a gate.
 	ctx    context.Context
@@ -76,8 +82,8 @@ func NewManager(root string, repos *Repos, keep time.Duration, log *slog.Logger)
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, ctx: ctx, cancel: cancel,
-		gates: map[string]*Gate{}, timers: map[string]*time.Timer{}}
+	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, mirrors: newMirrors(filepath.Join(root, mirrorsDir), log),
+		ctx: ctx, cancel: cancel, gates: map[string]*Gate{}, timers: map[string]*time.Timer{}}
 }
 
 // Repos is the host's repository file (nil when it serves none).
@@ -106,23 +112,45 @@ func (m *Manager) Prepared(key string, src Source) bool {
 	return prepared(m.paths(key), src)
 }
 
-// prepared reports whether p holds a finished clone at src's revision:
-// the prepared marker names it and the git directory is there.
+// prepared reports whether p holds a finished checkout at src's
+// revision: the prepared marker names it, the git directory is there and
+// so are the object directories it borrows from.
 func prepared(p Paths, src Source) bool {
 	b, err := os.ReadFile(filepath.Join(p.Dir, preparedFile))
 	if err != nil || strings.TrimSpace(string(b)) != src.Revision {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(p.Git, "HEAD"))
+	if _, err = os.Stat(filepath.Join(p.Git, "HEAD")); err != nil {
+		return false
+	}
+	alt, err := os.ReadFile(filepath.Join(p.Git, "objects", "info", alternatesFile))
+	if os.IsNotExist(err) {
+		return true
+	}
+	for line := range strings.Lines(string(alt)) {
+		dir := filepath.FromSlash(strings.TrimSpace(line))
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(p.Git, "objects", dir)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return false
+		}
+	}
 	return err == nil
 }
 
-// Prepare makes the run's workspace a clone of src's repository, checked
-// out at exactly src.Revision on branch. A workspace this manager already
+// Prepare makes the run's workspace a checkout of src's repository at
+// exactly src.Revision on branch. The run's git directory holds its own
+// refs and index but no history: it borrows the objects of the host's
+// mirror of the repository (objects/info/alternates), which is made, or
+// fetched, when it lacks the revision; the mirror pins the revision for
+// as long as the run's directory exists. A workspace this manager already
 // prepared at that revision (before a restart, say) is kept as it is;
-// anything else in its place is replaced. It holds the run's gate as a
-// writer, so the directory is not removed under the clone. The error
-// wraps ErrRevisionNotFound or ErrUnavailable and says what failed.
+// anything else in its place is replaced. A failure that may come from a
+// damaged mirror has the mirror checked, and made anew if it is damaged,
+// before one more attempt. It holds the run's gate as a writer, so the
+// directory is not removed under the checkout. The error wraps
+// ErrRevisionNotFound or ErrUnavailable and says what failed.
 func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch string) error {
 	repo, ok := m.repos.Lookup(src.Repository)
 	if !ok {
@@ -145,17 +173,22 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	if prepared(p, src) {
 		return nil
 	}
-	for _, d := range []string{p.Workspace, p.Git} {
-		if err := os.RemoveAll(d); err != nil {
-			return fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
-	}
 	home, err := os.MkdirTemp("", "oecp-git-")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer os.RemoveAll(home)
-	if err := clone(ctx, Git{Home: home, Token: token}, repo.URL, p, src.Revision, branch); err != nil {
+	remote := Git{Home: home, Token: token}
+	name := mirrorName(src.Repository, repo.URL)
+	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch)
+	if err != nil && m.mirrors.mayCheck(name, err) {
+		if rebuilt, rerr := m.mirrors.repair(ctx, remote, name, repo.URL); rerr != nil {
+			m.log.Warn("workspace: cannot check a mirror", "repository", src.Repository, "err", rerr)
+		} else if rebuilt {
+			err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(marker, []byte(src.Revision+"\n"), 0o600); err != nil {
@@ -165,23 +198,50 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	return nil
 }
 
-// clone makes p.Workspace a clone of url, with its git directory p.Git,
-// and revision checked out on branch. Only the commands that reach the
-// remote get g's token.
-func clone(ctx context.Context, g Git, url string, p Paths, revision, branch string) error {
-	if _, err := g.Run(ctx, "clone", "--no-tags", "--no-checkout", "--separate-git-dir="+p.Git, "--", url, p.Workspace); err != nil {
+// checkout makes p.Workspace, with its own git directory p.Git borrowing
+// the objects of mirror name of url, a checkout of revision on branch,
+// with url as its origin. Only the commands that reach the remote get
+// remote's token.
+func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key string, p Paths, revision, branch string) error {
+	for _, d := range []string{p.Workspace, p.Git} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	objects, err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key))
+	if err != nil {
+		return err
+	}
+	g := Git{Home: remote.Home}
+	if _, err := g.Run(ctx, "init", "--quiet", "--template=", "--separate-git-dir="+p.Git, p.Workspace); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	remote := g
-	remote.Dir, remote.GitDir = p.Workspace, p.Git
-	g = remote
-	g.Token = ""
-	commit := revision + "^{commit}"
-	if code, err := g.Status(ctx, "cat-file", "-e", commit); err != nil || code != 0 {
-		// Not on a branch the clone fetched: ask for the commit itself.
-		_, _ = remote.Run(ctx, "fetch", "--no-tags", "origin", revision)
-		if code, err := g.Status(ctx, "cat-file", "-e", commit); err != nil || code != 0 {
-			return fmt.Errorf("%w: %s is not a commit of the repository", ErrRevisionNotFound, revision)
+	// The workspace's .git file names the git directory relative to
+	// itself, so that the data directory may move.
+	if err := os.WriteFile(filepath.Join(p.Workspace, ".git"), []byte("gitdir: ../"+gitDir+"\n"), 0o644); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	// Made without a template (no sample hooks): the info directories
+	// are made here.
+	info := filepath.Join(p.Git, "objects", "info")
+	for _, d := range []string{info, filepath.Join(p.Git, "info")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	// Relative to the run's objects directory, so that the data directory
+	// may move.
+	rel, err := filepath.Rel(filepath.Join(p.Git, "objects"), objects)
+	if err != nil {
+		rel = objects
+	}
+	if err := os.WriteFile(filepath.Join(info, alternatesFile), []byte(filepath.ToSlash(rel)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	g.Dir, g.GitDir = p.Workspace, p.Git
+	for _, kv := range [][2]string{{"remote.origin.url", url}, {"remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"}} {
+		if _, err := g.Run(ctx, "config", kv[0], kv[1]); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
 	if _, err := g.Run(ctx, "checkout", "--quiet", "-B", branch, revision); err != nil {
@@ -207,7 +267,7 @@ func (m *Manager) Gate(key string) *Gate {
 }
 
 // Finish marks a run finished, making its directory when there is none
-// yet (a clone still to land there finds the mark): the directory is
+// yet (a checkout still to land there finds the mark): the directory is
 // removed once the retention period has passed (at once when it is 0), by
 // this manager or, after a restart, by Sweep, and never while an execution
 // or a Prepare holds the run's gate. Finishing again restarts the
@@ -237,6 +297,41 @@ func (m *Manager) Sweep() {
 		key := filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
 		m.schedule(key, max(time.Until(st.ModTime().Add(m.keep)), 0))
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.mirrors.sweep(m.ctx, m.liveRunRefs, m.served)
+		}()
+	}
+}
+
+// liveRunRefs returns the mirror refs of every run whose directory is on
+// disk.
+func (m *Manager) liveRunRefs() map[string]bool {
+	dirs, _ := filepath.Glob(filepath.Join(m.root, "*", "*"))
+	live := make(map[string]bool, len(dirs))
+	for _, dir := range dirs {
+		if parent := filepath.Base(filepath.Dir(dir)); parent != mirrorsDir {
+			live[runRef(parent+"/"+filepath.Base(dir))] = true
+		}
+	}
+	return live
+}
+
+// served reports whether the repository file still names the mirror.
+func (m *Manager) served(name string) bool {
+	if m.repos == nil {
+		return false
+	}
+	for repo, r := range m.repos.m {
+		if mirrorName(repo, r.URL) == name {
+			return true
+		}
+	}
+	return false
 }
 
 // schedule starts the removal of the run's directory after the duration,
@@ -295,6 +390,7 @@ func (m *Manager) remove(key string) {
 	}
 	m.mu.Unlock()
 	m.log.Info("workspace removed", "dir", dir)
+	m.mirrors.release(m.ctx, runRef(key), m.served)
 }
 
 // Close stops the pending removals and waits for those under way (Sweep

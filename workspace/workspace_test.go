@@ -124,7 +124,7 @@ func TestPrepareRefusals(t *testing.T) {
 		text      string
 	}{
 		{"acme/app", strings.Repeat("0", 40), workspace.ErrRevisionNotFound, "is not a commit"},
-		{"acme/gone", remote.Head(), workspace.ErrUnavailable, "git clone"},
+		{"acme/gone", remote.Head(), workspace.ErrUnavailable, "git fetch"},
 		{"acme/private", remote.Head(), workspace.ErrUnavailable, "WORKSPACE_TEST_UNSET_TOKEN"},
 		{"acme/unlisted", remote.Head(), workspace.ErrUnavailable, "--repos"},
 	}

@@ -8,10 +8,11 @@ import (
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
+	"github.com/spf13/cobra"
 )
 
-// applyCmd is one `oecp apply`: the graph, the input and the request.
-type applyCmd struct {
+// applyRun is one `oecp apply`: the graph, the input and the request.
+type applyRun struct {
 	*cli
 	file  string
 	graph json.RawMessage
@@ -20,7 +21,7 @@ type applyCmd struct {
 	watch bool
 }
 
-func runApply(args []string, stdout, stderr io.Writer) error {
+func applyCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("apply", "apply -f GRAPH [--input JSON] [--dry-run] [--watch] [flags]",
 		`Admits a graph. A changed graph starts a new run with --input as its root input
 (a JSON value, or @FILE). An unchanged graph without --input is a no-op in every
@@ -32,45 +33,47 @@ run's events to its end (exit 1 if it fails, 3 if it holds on a failed step).
 apply sends --if-generation only when given: without it the apply is an upsert.`,
 		stdout, stderr, true, false)
 	c.upsert = true
-	a := &applyCmd{cli: c}
+	a := &applyRun{cli: c}
 	c.fs.StringVar(&a.file, "f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
 	input := c.fs.String("input", "", "root input of the new run: a `JSON` value, or @FILE")
 	c.fs.BoolVar(&a.dry, "dry-run", false, "show the diff and predict the outcome; change nothing")
 	c.fs.BoolVar(&a.watch, "watch", false, "follow the new run until it finishes")
 	c.addTimestamps()
-	if err := c.parse(args, 0, 0); err != nil {
-		return err
-	}
-	if a.file == "" {
-		return c.fs.usageErr("give the graph file with -f GRAPH")
-	}
-	var err error
-	if a.graph, err = readGraph(a.file); err != nil {
-		return c.usageErr("%v", err)
-	}
-	if flagGiven(c.fs, "input") {
-		if a.input, err = parseJSONArg("--input", *input); err != nil {
+	return c.fs.run(func(args []string) error {
+		if err := c.parse(args, 0, 0); err != nil {
+			return err
+		}
+		if a.file == "" {
+			return c.fs.usageErr("give the graph file with -f GRAPH")
+		}
+		var err error
+		if a.graph, err = readGraph(a.file); err != nil {
 			return c.usageErr("%v", err)
 		}
-	}
-	s, err := c.open()
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	if c.ifRun.set {
-		if _, err := c.readCAS(s.ctx, s.conn, false); err != nil {
-			return c.fail(err)
+		if flagGiven(c.fs, "input") {
+			if a.input, err = parseJSONArg("--input", *input); err != nil {
+				return c.usageErr("%v", err)
+			}
 		}
-	}
-	if a.dry {
-		return a.dryRun(s)
-	}
-	return a.commit(s)
+		s, err := c.open()
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		if c.ifRun.set {
+			if _, err := c.readCAS(s.ctx, s.conn, false); err != nil {
+				return c.fail(err)
+			}
+		}
+		if a.dry {
+			return a.dryRun(s)
+		}
+		return a.commit(s)
+	})
 }
 
 // request is the apply request; a dry run carries neither input nor key.
-func (a *applyCmd) request() client.ApplyParams {
+func (a *applyRun) request() client.ApplyParams {
 	p := client.ApplyParams{Graph: a.graph, DryRun: a.dry}
 	if !a.dry {
 		p.Input, p.IdempotencyKey = a.input, orKey(a.idemKey)
@@ -84,7 +87,7 @@ func (a *applyCmd) request() client.ApplyParams {
 
 // commit sends the apply. A phase refusal of an unchanged graph without
 // --input is the no-op the help promises.
-func (a *applyCmd) commit(s *session) error {
+func (a *applyRun) commit(s *session) error {
 	var r protocol.ApplyResult
 	raw, err := s.call(protocol.MethodApply, a.request(), &r)
 	if client.ErrorCode(err) == protocol.InvalidPhase && a.input == nil {
@@ -95,9 +98,16 @@ func (a *applyCmd) commit(s *session) error {
 	if err != nil {
 		return a.failGraph(err, a.file, a.graph)
 	}
-	if a.machine() {
+	switch {
+	case a.machine():
 		a.printRaw(raw)
-	} else {
+	case a.input == nil:
+		// Only an unchanged graph is admitted without --input (a changed
+		// one must carry its run's input): the server answered the current
+		// run's receipt.
+		fmt.Fprintf(a.stdout, "unchanged: the cluster already has this graph (run %s, generation %s, phase %s); nothing applied%s\n",
+			strOr(r.RunID, "none"), intOr(r.Generation, "none"), r.Phase, dedupNote(r.Deduped))
+	default:
 		fmt.Fprintf(a.stdout, "applied: run %s, generation %s, phase %s%s\n", strOr(r.RunID, "none"), intOr(r.Generation, "none"), r.Phase, dedupNote(r.Deduped))
 	}
 	if !a.watch {
@@ -111,7 +121,7 @@ func (a *applyCmd) commit(s *session) error {
 
 // unchanged reports the no-op of an unchanged graph (and with --watch
 // follows the current run).
-func (a *applyCmd) unchanged(s *session, st protocol.ClusterStatus) error {
+func (a *applyRun) unchanged(s *session, st protocol.ClusterStatus) error {
 	fmt.Fprintf(a.stdout, "unchanged: the cluster already has this graph (run %s, generation %s, phase %s); nothing applied\n",
 		strOr(st.CurrentRunID, "none"), intOr(st.ObservedGeneration, "none"), st.Phase)
 	if !a.watch || st.CurrentRunID == nil {
@@ -121,7 +131,7 @@ func (a *applyCmd) unchanged(s *session, st protocol.ClusterStatus) error {
 }
 
 // dryRun shows the diff, then predicts the real apply from get.
-func (a *applyCmd) dryRun(s *session) error {
+func (a *applyRun) dryRun(s *session) error {
 	var r protocol.ApplyResult
 	raw, err := s.call(protocol.MethodApply, a.request(), &r)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/sqlite"
 	"github.com/oecp/oecp/workspace"
+	"github.com/spf13/pflag"
 )
 
 // backendConfig selects and configures the cluster backend of `oecp serve`.
@@ -35,6 +35,8 @@ type backendConfig struct {
 	// maxActive bounds running executions (0: unbounded).
 	maxActive int
 	pg        postgresConfig
+	// checkpoints move runs' workspaces between servers.
+	checkpoints checkpointConfig
 	// activeRunsPerTenant bounds a tenant's unfinished native runs (0:
 	// unbounded).
 	activeRunsPerTenant int
@@ -44,12 +46,16 @@ type backendConfig struct {
 	// set, is given the opened store (readiness).
 	metrics *metrics.Metrics
 	onStore func(store.Store)
+	// agents is the agent usage accounting (--max-agent-usd-per-run).
+	agents agentAccounting
+	// sandbox confines agent executions.
+	sandbox agentConfig
 }
 
-func (b *backendConfig) addFlags(fs *flag.FlagSet) {
+func (b *backendConfig) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&b.kind, "backend", "default", "`default|fixture`: the real cluster, or a deterministic in-memory cluster without an engine (reference-compatible, for conformance tests)")
 	fs.StringVar(&b.store, "store", "", "ledger store, `sqlite|memory|postgres` (default sqlite; postgres is shared by replicas; the fixture backend keeps memory)")
-	fs.StringVar(&b.dataDir, "data", "", "data directory `DIR` of the sqlite store (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")
+	fs.StringVar(&b.dataDir, "data", "", "data directory `DIR` of the sqlite store, and of the runs' workspaces on every store but memory (default $XDG_STATE_HOME/oecp, else ~/.local/state/oecp)")
 	fs.StringVar(&b.sync, "sync", "full", "sqlite durability, `full|normal`: fsync every commit, or at WAL checkpoints")
 	fs.StringVar(&b.tenancy, "tenancy", "isolated", "`isolated|shared`: one cluster per tenant, or one cluster for all")
 	fs.StringVar(&b.workers, "workers", "", "JSON `FILE` of host-configured command workers")
@@ -58,8 +64,11 @@ func (b *backendConfig) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&b.keepWorkspaces, "keep-workspaces", workspace.DefaultKeep, "keep a finished native run's workspace for `DURATION` (0: remove it at once)")
 	fs.IntVar(&b.maxActive, "max-active", capsule.DefaultMaxActive, "executions running at once across all runs; the rest wait, served fairly across tenants, then runs (0: unbounded)")
 	b.pg.addFlags(fs)
+	b.checkpoints.addFlags(fs)
+	b.sandbox.addFlags(fs)
 	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
 	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "`N` unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
+	b.agents.addFlags(fs)
 }
 
 func (b *backendConfig) validate() error {
@@ -93,6 +102,9 @@ func (b *backendConfig) validate() error {
 	default:
 		return fmt.Errorf("--tenancy %q: want isolated or shared", b.tenancy)
 	}
+	if err := b.agents.validate(); err != nil {
+		return err
+	}
 	if b.keepWorkspaces < 0 {
 		return fmt.Errorf("--keep-workspaces %v: want 0 or more", b.keepWorkspaces)
 	}
@@ -105,7 +117,10 @@ func (b *backendConfig) validate() error {
 	if b.maxActive < 0 {
 		return fmt.Errorf("--max-active %d: want 0 (unbounded) or more", b.maxActive)
 	}
-	return nil
+	if err := b.checkpoints.validate(); err != nil {
+		return err
+	}
+	return b.sandbox.validate()
 }
 
 // newBackend builds the configured backend and a function that releases it.
@@ -159,6 +174,11 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			_ = st.Close()
 			return nil, nil, err
 		}
+		cfg.agents.apply(opts.Harness, cfg.metrics)
+		if opts.Sandbox, err = cfg.sandbox.host(cfg, opts.Harness, log); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
 	}
 	if cfg.repos != "" {
 		if opts.Repos, err = workspace.LoadRepos(cfg.repos); err != nil {
@@ -172,7 +192,13 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 	}
 	if d, ok := st.(interface{ Dir() string }); ok {
 		opts.RunDir = filepath.Join(d.Dir(), "runs")
+	} else if cfg.store == "postgres" {
+		if opts.RunDir, err = runDir(cfg.dataDir); err != nil {
+			_ = st.Close()
+			return nil, nil, err
+		}
 	}
+	cfg.checkpoints.apply(&opts)
 	c, err := capsule.New(opts)
 	if err != nil {
 		_ = st.Close()

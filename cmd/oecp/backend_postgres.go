@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/oecp/oecp/store/postgres"
+	"github.com/spf13/pflag"
 )
 
 // postgresConfig configures `--store postgres`: the ledger shared by every
@@ -24,7 +24,7 @@ type postgresConfig struct {
 // dsnEnv names the database when --dsn is not given.
 const dsnEnv = "OECP_DSN"
 
-func (p *postgresConfig) addFlags(fs *flag.FlagSet) {
+func (p *postgresConfig) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.dsn, "dsn", "", "PostgreSQL URL of the postgres store (default $"+dsnEnv+")")
 	fs.StringVar(&p.schema, "pg-schema", "", "schema of the postgres store (default: the DSN's search_path, else "+postgres.DefaultSchema+")")
 	fs.IntVar(&p.pool, "pg-pool", postgres.DefaultMaxConns, "connections in the postgres store's pool (one more listens for other replicas' commits)")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/protocol"
+	"github.com/spf13/cobra"
 )
 
 // runCommands are the subcommands of `oecp run`, the native runs, in the
@@ -18,13 +19,14 @@ var runCommands = []struct {
 	name string
 	command
 }{
-	{"submit", command{"submit a graph as a new native run (--watch follows it to its end)", runRunSubmit}},
-	{"list", command{"list your runs, newest first: id, title, phase, age, active executions", runRunList}},
-	{"status", command{"show one run: title, source, size, phase, active executions, result", runRunStatus}},
-	{"watch", command{"follow a run's status until it finishes (exit 0 succeeded, 1 failed)", runRunWatch}},
-	{"logs", command{"print a run's durable log records (--follow: until the run ends)", runRunLogs}},
-	{"attach", command{"stream the live output of one active execution", runRunAttach}},
-	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runRunForce}},
+	{"submit", command{"submit a graph as a new native run (--watch follows it to its end)", runSubmitCmd}},
+	{"list", command{"list your runs, newest first: id, title, phase, age, active executions", runListCmd}},
+	{"status", command{"show one run: title, source, size, phase, active executions, result", runStatusCmd}},
+	{"watch", command{"follow a run's status until it finishes (exit 0 succeeded, 1 failed)", runWatchCmd}},
+	{"logs", command{"print a run's durable log records (--follow: until the run ends)", runLogsCmd}},
+	{"attach", command{"stream the live output of one active execution", runAttachCmd}},
+	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runForceCmd}},
+	{"export", command{"export a run as JSONL: its trace, or the agents' output as semantic events", runExportCmd}},
 }
 
 func runUsage(w io.Writer) {
@@ -39,26 +41,44 @@ func runUsage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'oecp help run <command>' (or 'oecp run <command> --help') for a command's flags.")
 }
 
-// runRun dispatches `oecp run <command>`.
-func runRun(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		runUsage(stderr)
-		return exitWith(exitUsage)
+// runGroupCmd is `oecp run <command>`. It parses no flags itself: with no
+// command it prints its usage on stderr (exit 2); --help, -h and help print
+// it on stdout; an unknown command is a usage error.
+func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
+		Use:                "run",
+		DisableFlagParsing: true,
+		SilenceErrors:      true,
+		SilenceUsage:       true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				runUsage(stderr)
+				return exitWith(exitUsage)
+			}
+			switch args[0] {
+			case "-h", "--help", "help":
+				runUsage(stdout)
+				return nil
+			}
+			return runGroupUnknown(cmd, args[0])
+		},
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		runUsage(stdout)
-		return nil
-	}
+	cmd.SetHelpFunc(func(*cobra.Command, []string) { runUsage(stdout) })
 	for _, rc := range runCommands {
-		if rc.name == args[0] {
-			return rc.run(args[1:], stdout, stderr)
-		}
+		sub := rc.build(stdout, stderr)
+		sub.Short = rc.summary
+		cmd.AddCommand(sub)
 	}
-	return failf("run", exitUsage, "unknown command %q", args[0]).hint("Run 'oecp run --help' for the list of commands.")
+	return cmd
 }
 
-func runRunSubmit(args []string, stdout, stderr io.Writer) error {
+// runGroupUnknown is the error of `oecp run NAME` for an unknown NAME.
+func runGroupUnknown(run *cobra.Command, name string) error {
+	return didYouMean(failf("run", exitUsage, "unknown command %q", name), run, name).hint("Run 'oecp run --help' for the list of commands.")
+}
+
+func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run submit", "run submit -f GRAPH --runtime FILE [--title T] [--input JSON|@FILE] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
 		`Submits a native run: the graph, its initial input (default null), the runtime plan
 (which harness, provider and size, and a binding per executable node) and the source.
@@ -80,33 +100,35 @@ so running the same command again answers the run it already started; pass anoth
 	key := c.fs.String("key", "", "submission `KEY` (default: a digest of the submission)")
 	source := c.fs.String("source", "", "source snapshot `"+sourceSyntax+"` (default: the git checkout here)")
 	watch := c.fs.Bool("watch", false, "follow the run until it finishes")
-	if err := c.parse(args, 0, 0); err != nil {
-		return err
-	}
-	p, err := c.submission(*file, *runtime, *title, *input, *id, *key, *source)
-	if err != nil {
-		return err
-	}
-	s, err := c.open()
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	var r client.RunSubmitResult
-	if done, err := s.runResult(protocol.MethodRunSubmit, p, &r); done {
-		if err == nil && *watch {
-			return c.watchRun(s, r.RunID, "")
+	return c.fs.run(func(args []string) error {
+		if err := c.parse(args, 0, 0); err != nil {
+			return err
 		}
-		return err
-	}
-	fmt.Fprintf(stdout, "submitted: run %s\n", r.RunID)
-	if r.RunID != p.RunID {
-		fmt.Fprintf(stderr, "oecp run submit: this submission was already submitted, as run %s: it was not started again (pass another --key to start it anew)\n", r.RunID)
-	}
-	if !*watch {
-		return nil
-	}
-	return c.watchRun(s, r.RunID, "")
+		p, err := c.submission(*file, *runtime, *title, *input, *id, *key, *source)
+		if err != nil {
+			return err
+		}
+		s, err := c.open()
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		var r client.RunSubmitResult
+		if done, err := s.runResult(protocol.MethodRunSubmit, p, &r); done {
+			if err == nil && *watch {
+				return c.watchRun(s, r.RunID, "")
+			}
+			return err
+		}
+		fmt.Fprintf(stdout, "submitted: run %s\n", r.RunID)
+		if r.RunID != p.RunID {
+			fmt.Fprintf(stderr, "oecp run submit: this submission was already submitted, as run %s: it was not started again (pass another --key to start it anew)\n", r.RunID)
+		}
+		if !*watch {
+			return nil
+		}
+		return c.watchRun(s, r.RunID, "")
+	})
 }
 
 // submission builds run/submit's params from the submit flags.
@@ -202,7 +224,7 @@ func (s *session) runResult(method string, params, r any) (done bool, err error)
 	return false, nil
 }
 
-func runRunList(args []string, stdout, stderr io.Writer) error {
+func runListCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run list", "run list [-o json|yaml|wide] [flags]",
 		`Lists your runs, newest first: id, title, phase (and result), age and active executions.
 AGE is read from the run id: ids made by 'oecp run submit' (UUIDv7) carry the time they
@@ -211,29 +233,31 @@ were made; other ids show -. The protocol records no times, so there is no durat
 		stdout, stderr, false, false)
 	c.addOutput()
 	var r client.RunListResult
-	if done, err := c.runCall(args, 0, protocol.MethodRunList, &r); done {
-		return err
-	}
-	if len(r.Runs) == 0 {
-		fmt.Fprintln(stdout, "no runs; start one with `oecp run submit`")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	wide := c.output == "wide"
-	head := "RUN\tTITLE\tPHASE\tAGE\tACTIVE"
-	if wide {
-		head += "\tSOURCE\tSIZE\tCURSOR"
-	}
-	fmt.Fprintln(tw, head)
-	now := time.Now()
-	for _, run := range r.Runs {
-		row := strings.Join([]string{run.RunID, shorten(run.Title, 40), phaseSummary(run.Status), age(run.RunID, now), activeNodes(run.Status)}, "\t")
-		if wide {
-			row += "\t" + formatSource(run.Source) + "\t" + run.Size + "\t" + run.AtCursor
+	return c.fs.run(func(args []string) error {
+		if done, err := c.runCall(args, 0, protocol.MethodRunList, &r); done {
+			return err
 		}
-		fmt.Fprintln(tw, row)
-	}
-	return tw.Flush()
+		if len(r.Runs) == 0 {
+			fmt.Fprintln(stdout, "no runs; start one with `oecp run submit`")
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		wide := c.output == "wide"
+		head := "RUN\tTITLE\tPHASE\tAGE\tACTIVE"
+		if wide {
+			head += "\tSOURCE\tSIZE\tCURSOR"
+		}
+		fmt.Fprintln(tw, head)
+		now := time.Now()
+		for _, run := range r.Runs {
+			row := strings.Join([]string{run.RunID, shorten(run.Title, 40), phaseSummary(run.Status), age(run.RunID, now), activeNodes(run.Status)}, "\t")
+			if wide {
+				row += "\t" + formatSource(run.Source) + "\t" + run.Size + "\t" + run.AtCursor
+			}
+			fmt.Fprintln(tw, row)
+		}
+		return tw.Flush()
+	})
 }
 
 // phaseSummary is a run's phase, with the result once it has finished.
@@ -283,19 +307,25 @@ func shorten(s string, n int) string {
 	return s
 }
 
-func runRunStatus(args []string, stdout, stderr io.Writer) error {
+func runStatusCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run status", "run status ID [-o json|yaml] [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take) and, once finished, its result.", stdout, stderr, false, false)
 	c.addOutput()
-	return c.showRun(args, protocol.MethodRunStatus)
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
+	return c.fs.run(func(args []string) error {
+		return c.showRun(args, protocol.MethodRunStatus)
+	})
 }
 
-func runRunForce(args []string, stdout, stderr io.Writer) error {
+func runForceCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run force", "run force ID [flags]",
 		`Stops a run at once: every active execution ends as a refusal and the run finishes
 failed (force_stopped). The status shown is the run's where the force was recorded.
 Forcing a finished run changes nothing.`,
 		stdout, stderr, false, false)
-	return c.showRun(args, protocol.MethodRunForce)
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
+	return c.fs.run(func(args []string) error {
+		return c.showRun(args, protocol.MethodRunForce)
+	})
 }
 
 // showRun sends run/status or run/force for the one run id argument and
@@ -362,6 +392,18 @@ func (c *cli) reportRunEnd(runID string, tr *protocol.TerminalResult) error {
 	return exitWith(exitError)
 }
 
+// hostRefusal reports whether a submit refusal's reason is about the
+// server's harness configuration, which its operator owns, rather than the
+// submission.
+func hostRefusal(reason string) bool {
+	for _, p := range []string{"harness not configured", "environment variable not allowed by the harness", "the plan uses harness"} {
+		if strings.HasPrefix(reason, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // explainRun is explain for the run commands: why the server refused one
 // and what to do; ok is false where explain's common answer applies.
 func explainRun(e *client.Error) (why, todo string, ok bool) {
@@ -369,6 +411,9 @@ func explainRun(e *client.Error) (why, todo string, ok bool) {
 	case protocol.GraphInvalid:
 		why = "the graph does not verify"
 		e.Detail("reason", &why)
+		if hostRefusal(why) {
+			return why, "use a harness (and env) this server offers in the --runtime plan, or ask the server's operator to configure it", true
+		}
 		return why, "fix the submission (the graph, the --runtime plan or the --input) and submit it again", true
 	case protocol.RunConflict:
 		return "that run id is taken by a different submission", "choose another --id, or leave --id out for a fresh one", true

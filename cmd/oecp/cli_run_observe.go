@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/spf13/cobra"
 )
 
 // logsQuiet is how long `oecp run logs` without --follow waits for more
@@ -16,34 +17,41 @@ import (
 // marks no end of history.
 const logsQuiet = time.Second
 
-func runRunWatch(args []string, stdout, stderr io.Writer) error {
+func runWatchCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run watch", "run watch ID [--from CURSOR] [-o json|yaml|wide] [flags]",
 		`Prints a run's status as it changes (executions starting and ending, its phase),
 replaying its history after --from, and ends with the run's result: exit 0 if it
 succeeded, 1 if it failed. The watch survives dropped connections, resuming after
-the last event it printed. Each line starts with the local time the event arrived.
+the last event it printed. Each line starts with the local time the event arrived,
+or --:--:-- for one replayed from the run's history (the protocol records no times).
 -o json (--json) prints one event notification per line, -o yaml one document each,
 -o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
 	c.addOutput()
 	c.addTimestamps()
 	from := c.fs.String("from", "", "print only what follows this `CURSOR`")
-	s, err := c.startRun(args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	return c.watchRun(s, c.args[0], *from)
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
+	return c.fs.run(func(args []string) error {
+		s, err := c.startRun(args, 1)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		return c.watchRun(s, c.args[0], *from)
+	})
 }
 
 // watchRun prints a run's watch events until the run finishes and returns
 // nil when it succeeded, exit 1 when it failed.
 func (c *cli) watchRun(s *session, runID, from string) error {
+	if st, err := s.conn.RunStatus(s.ctx, runID); err == nil {
+		c.historyEnd, _ = cursorSeq(st.AtCursor)
+	}
 	f, err := client.FollowRunWatch(s.ctx, c.followOptions(s, runID, from))
 	if err != nil {
 		return c.fail(err)
 	}
-	p := &runPrinter{c: c}
+	p := &runPrinter{c: c, ended: func(execution string) string { return executionEnd(s.ctx, s.conn, runID, execution) }}
 	var last *client.RunWatchEvent
 	err = followStream(c, f, func(ev client.RunWatchEvent) bool {
 		p.print(ev)
@@ -54,7 +62,8 @@ func (c *cli) watchRun(s *session, runID, from string) error {
 	case err != nil:
 		return err
 	case s.ctx.Err() != nil:
-		return nil // interrupted
+		c.detached(runID, "oecp run watch "+runID)
+		return nil // interrupted: run exits 130
 	case last == nil || last.Status.Phase != "finished" || last.Status.TerminalResult == nil:
 		return c.failf(exitError, "the watch ended before run %s finished", runID)
 	}
@@ -65,12 +74,7 @@ func (c *cli) watchRun(s *session, runID, from string) error {
 // resuming on a new one (saying so on stderr) when it drops.
 func (c *cli) followOptions(s *session, runID, from string) client.FollowOptions {
 	return client.FollowOptions{RunID: runID, FromCursor: from, Conn: s.conn, Dial: s.dial,
-		OnReconnect: func(cause error, after string) {
-			if after == "" {
-				after = "the start"
-			}
-			fmt.Fprintf(c.stderr, "oecp %s: the stream was interrupted (%v); resuming after %s…\n", c.name, cause, after)
-		}}
+		OnReconnect: c.resumeNotice("the stream")}
 }
 
 // followStream hands each event of a followed run stream to show until show
@@ -97,6 +101,8 @@ type runPrinter struct {
 	header bool
 	phase  string
 	active []client.RunExecution
+	// ended says how an execution ended ("" when that is not known).
+	ended func(execution string) string
 }
 
 // line writes one line of text output: with -o wide the cursor, then s
@@ -105,7 +111,14 @@ func (p *runPrinter) line(ev client.RunWatchEvent, s string) {
 	if p.c.output == "wide" {
 		s = ev.Cursor + " " + s
 	}
-	p.c.streamLine(p.c.stdout, s)
+	p.c.stampedLine(p.c.stdout, s, p.c.replayed(ev.Cursor))
+}
+
+// replayed reports whether cursor is in the run's history as it was when
+// the command started (its line is replayed, not live).
+func (c *cli) replayed(cursor string) bool {
+	seq, ok := cursorSeq(cursor)
+	return ok && seq <= c.historyEnd
 }
 
 func (p *runPrinter) print(ev client.RunWatchEvent) {
@@ -119,7 +132,18 @@ func (p *runPrinter) print(ev client.RunWatchEvent) {
 	}
 	now := ev.Status.ActiveExecutions
 	for _, x := range without(p.active, now) {
-		p.line(ev, x.Node+" ended (execution "+x.Execution+")")
+		how := ""
+		if p.ended != nil {
+			if h := p.ended(x.Execution); h != "" {
+				how = ": " + h
+			}
+		}
+		if how == "" && (p.phase == "stopping" || ev.Status.Phase == "stopping") {
+			// A forced run's executions end as refusals, with no end
+			// record of their own.
+			how = ": cancelled (a force stop)"
+		}
+		p.line(ev, x.Node+" ended (execution "+x.Execution+")"+how)
 	}
 	if ev.Status.Phase != p.phase {
 		note := ""
@@ -146,68 +170,89 @@ func without(a, b []client.RunExecution) []client.RunExecution {
 	return out
 }
 
-func runRunLogs(args []string, stdout, stderr io.Writer) error {
+func runLogsCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run logs", "run logs ID [--execution EXECUTION] [--from CURSOR] [--follow] [-o json|yaml|wide] [flags]",
 		`Prints a run's durable log records (one execution's with --execution), after --from,
 then exits. The history of a finished run is all of its records; that of an
 unfinished run ends at the run's cursor when the command started (or after a second
 without records, since the stream marks no end of history). --follow keeps printing
 records as they are written until the run finishes (or Ctrl-C). Each line starts
-with the local time it arrived. -o json (--json) prints one log notification per line,
+with the local time it arrived, or --:--:-- for one replayed from the run's history
+(the protocol records no times). -o json (--json) prints one log notification per line,
 -o yaml one document each, -o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
 	follow := c.fs.Bool("follow", false, "keep printing new records until the run finishes")
-	execution := c.fs.String("execution", "", "only the records of this `EXECUTION` (a ref from 'oecp run status')")
+	execution := c.fs.String("execution", "", "only the records of this `EXECUTION` (a ref from 'oecp run status', or a node name: its latest execution)")
 	from := c.fs.String("from", "", "print only records after this `CURSOR`")
 	c.addOutput()
 	c.addTimestamps()
-	s, err := c.startRun(args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	runID := c.args[0]
-	var end uint64 // the last cursor of the history; 0: up to the stream's end
-	if !*follow {
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("execution", c.completeExecution)
+	return c.fs.run(func(args []string) error {
+		s, err := c.startRun(args, 1)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		runID := c.args[0]
+		var end uint64 // the last cursor of the history; 0: up to the stream's end
 		st, err := s.conn.RunStatus(s.ctx, runID)
 		if err != nil {
 			return c.fail(err)
 		}
-		if st.Status.Phase != "finished" {
-			if end, _ = cursorSeq(st.AtCursor); end == 0 {
-				end = ^uint64(0)
+		c.historyEnd, _ = cursorSeq(st.AtCursor)
+		if !*follow {
+			if st.Status.Phase != "finished" {
+				if end, _ = cursorSeq(st.AtCursor); end == 0 {
+					end = ^uint64(0)
+				}
 			}
 		}
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	var quiet *time.Timer // set once the stream is established
-	show := func(ev client.RunLogEvent) bool {
-		c.printRunLog(runID, ev)
-		return false
-	}
-	if end != 0 {
-		// The history ends at the cursor end, or when the quiet timer ends
-		// the stream's context.
-		show = func(ev client.RunLogEvent) bool {
-			quiet.Reset(logsQuiet)
-			seq, ok := cursorSeq(ev.Cursor)
-			if ok && seq > end {
-				return true
-			}
+		ctx, cancel := context.WithCancel(s.ctx)
+		defer cancel()
+		var quiet *time.Timer // set once the stream is established
+		show := func(ev client.RunLogEvent) bool {
 			c.printRunLog(runID, ev)
-			return ok && seq == end
+			return false
 		}
-	}
-	f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
-	if err != nil {
-		return c.fail(err)
-	}
-	if end != 0 {
-		quiet = time.AfterFunc(logsQuiet, cancel)
-		defer quiet.Stop()
-	}
-	return followStream(c, f, show)
+		if end != 0 {
+			// The history ends at the cursor end, or when the quiet timer ends
+			// the stream's context.
+			show = func(ev client.RunLogEvent) bool {
+				quiet.Reset(logsQuiet)
+				seq, ok := cursorSeq(ev.Cursor)
+				if ok && seq > end {
+					return true
+				}
+				c.printRunLog(runID, ev)
+				return ok && seq == end
+			}
+		}
+		if *execution != "" {
+			if _, *execution, err = c.resolveRunExecution(s, runID, *execution); err != nil {
+				return err
+			}
+		}
+		f, err := client.FollowRunLogs(ctx, c.followOptions(s, runID, *from), *execution)
+		if err != nil {
+			return c.fail(err)
+		}
+		if end != 0 {
+			quiet = time.AfterFunc(logsQuiet, cancel)
+			defer quiet.Stop()
+		}
+		err = followStream(c, f, show)
+		if err == nil && *follow && s.ctx.Err() != nil {
+			c.detached(runID, "oecp run logs "+runID+" --follow")
+		}
+		return err
+	})
+}
+
+// detached says, after Ctrl-C ended a command that follows a run, that the
+// run goes on without it, and how to follow it again or stop it.
+func (c *cli) detached(runID, again string) {
+	fmt.Fprintf(c.stderr, "oecp %s: interrupted; run %s goes on without this command: `%s` follows it again, `oecp run force %s` stops it\n", c.name, runID, again, runID)
 }
 
 // printRunLog prints one log record: level, the execution without the
@@ -225,50 +270,50 @@ func (c *cli) printRunLog(runID string, ev client.RunLogEvent) {
 	if c.output == "wide" {
 		line = ev.Cursor + " " + line
 	}
-	c.streamLine(c.stdout, line)
+	c.stampedLine(c.stdout, line, c.replayed(ev.Cursor))
 }
 
-func runRunAttach(args []string, stdout, stderr io.Writer) error {
+func runAttachCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run attach", "run attach ID EXECUTION [flags]",
 		`Streams the live output of one active execution of a run until it settles.
 EXECUTION is an execution ref from 'oecp run status' or 'oecp run watch', or the
-name of a node with one active execution. There is no history: 'oecp run logs
+name of a node: its latest execution. There is no history: 'oecp run logs
 --execution' prints what an execution has written.`,
 		stdout, stderr, false, false)
-	s, err := c.startRun(args, 2)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	runID, execution := c.args[0], c.args[1]
-	st, err := s.conn.RunStatus(s.ctx, runID)
-	if err != nil {
-		return c.fail(err)
-	}
-	execution = activeExecution(st.Status, execution)
-	sub, _, err := s.conn.RunAttach(s.ctx, runID, execution)
-	if err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintf(stderr, "oecp run attach: attached to execution %s (Ctrl-C to detach)\n", execution)
-	return pump(s, sub, "oecp run attach "+runID+" "+execution, func(ev client.RunAttachEvent) bool {
-		return c.showAttach(ev.Event, ev.Raw)
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(2)
+	return c.fs.run(func(args []string) error {
+		s, err := c.startRun(args, 2)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		runID, execution, err := c.resolveRunExecution(s, c.args[0], c.args[1])
+		if err != nil {
+			return err
+		}
+		sub, _, err := s.conn.RunAttach(s.ctx, runID, execution)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(stderr, "oecp run attach: attached to execution %s (Ctrl-C to detach)\n", execution)
+		return pump(s, sub, "oecp run attach "+runID+" "+execution, func(ev client.RunAttachEvent) bool {
+			return c.showAttach(ev.Event, ev.Raw)
+		})
 	})
 }
 
-// activeExecution is the execution ref arg names: itself when it is one of
-// the run's active executions, else the active execution of the node it
-// names, else arg unchanged (for the server to judge).
-func activeExecution(st client.RunStatus, arg string) string {
-	for _, x := range st.ActiveExecutions {
-		if x.Execution == arg {
-			return arg
-		}
+// resolveRunExecution is the execution ref arg names in run runID: an
+// execution ref of the run, or a node name standing for the node's latest
+// execution (active or ended). Nothing matching is an error (exit 1).
+func (c *cli) resolveRunExecution(s *session, runID, arg string) (string, string, error) {
+	execs, err := runExecutions(s.ctx, s.conn, runID)
+	if err != nil {
+		return "", "", c.fail(err)
 	}
-	for _, x := range st.ActiveExecutions {
-		if x.Node == arg {
-			return x.Execution
-		}
+	ref, ok := latestExecution(execs, arg)
+	if !ok {
+		return "", "", c.failf(exitError, "run %s has no execution %q, nor a node of that name that has run", runID, arg).
+			hint(fmt.Sprintf("`oecp run watch %s` shows its executions as they start and end.", runID))
 	}
-	return arg
+	return runID, ref, nil
 }

@@ -39,7 +39,12 @@ func exampleServer(t *testing.T) *testServer {
 // harness that ticks until stopped.
 func nativeHarness(t *testing.T) string {
 	t.Helper()
+	// The agents are installed world-readable, so that they run in the
+	// agent sandbox under any UID.
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	agent := filepath.Join(dir, "echo-agent")
 	build := exec.Command("go", "build", "-o", agent, "./examples/native/echoagent")
 	build.Dir = filepath.Join("..", "..")
@@ -58,7 +63,7 @@ func nativeHarness(t *testing.T) string {
 	// Once the file tick.sh.answer exists, a turn answers null at once.
 	script := "read -r _ || true\nif [ -e \"$0.answer\" ]; then echo '{\"session\":\"s\",\"text\":\"null\"}'; exit 0; fi\n" +
 		"i=0\nwhile :; do i=$((i+1)); echo \"tick $i\" >&2; /bin/sleep 0.1; done\n"
-	if err := os.WriteFile(ticker, []byte(script), 0o600); err != nil {
+	if err := os.WriteFile(ticker, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "harness.json")
@@ -91,9 +96,9 @@ func TestCLIRunExample(t *testing.T) {
 	expect(t, oecp(t, srv, "run", "status", id), 0, []string{"source:   " + testSource, `result:   succeeded, output {"text":"A haiku about Go's goroutines"}`}, nil)
 	expect(t, oecp(t, srv, "run", "logs", id), 0, []string{"info  draft/1: echo-agent: worker node draft (model claude-sonnet-5)", "review/1: echo-agent: verifier node review"}, nil)
 	expect(t, oecp(t, srv, "run", "watch", id), 0, []string{"review started", "run " + id + " succeeded"}, nil)
-	expect(t, oecp(t, srv, "run", "watch", id, "--timestamps=false", "-o", "wide"), 0, []string{"\nv2:1 phase admitted\n", " draft ended (execution " + id + "/draft/1)\n"}, nil)
+	expect(t, oecp(t, srv, "run", "watch", id, "--timestamps=false", "-o", "wide"), 0, []string{"\nv2:1 phase admitted\n", " draft ended (execution " + id + "/draft/1): succeeded\n"}, nil)
 	expect(t, oecp(t, srv, "run", "list", "-o", "wide"), 0, []string{"SOURCE", "  " + testSource + "  small  v2:"}, nil)
-	expect(t, oecp(t, srv, "run", "status", id, "-o", "yaml"), 0, []string{`runId: "` + id + `"`, "  repository: acme/widgets"}, nil)
+	expect(t, oecp(t, srv, "run", "status", id, "-o", "yaml"), 0, []string{"runId: " + id + "\n", "  repository: acme/widgets"}, nil)
 	expect(t, oecp(t, nil, "help", "run", "logs"), 0, []string{"usage: oecp run logs ID", "--follow"}, nil)
 
 	// --json: the results and events as the server sent them.
@@ -133,6 +138,9 @@ func TestCLIRunForceAttachLogs(t *testing.T) {
 	if code := w.wait(); code != 1 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-1 failed: force_stopped") {
 		t.Errorf("watch exit %d: %q", code, w.seen)
 	}
+	if !strings.Contains(strings.Join(w.seen, "\n"), "work ended (execution tick-1/work/1): cancelled (a force stop") {
+		t.Errorf("watch does not say the forced execution was cancelled: %q", w.seen)
+	}
 	if code := a.wait(); code != 0 || !strings.Contains(strings.Join(a.seen, "\n"), "[settled]") {
 		t.Errorf("attach exit %d: %q", code, a.seen)
 	}
@@ -164,12 +172,20 @@ func TestCLIRunWatchSurvivesRestart(t *testing.T) {
 	}
 	_ = srv.cmd.Wait()
 	w.waitStderr("the stream was interrupted")
+	// Three resumption attempts find no server behind the relay: the
+	// watch says it is resuming once, not once per attempt.
+	for range 3 {
+		<-r.failed
+	}
 	if err := os.WriteFile(filepath.Join(filepath.Dir(harness), "tick.sh.answer"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.point(startServer(t, args...))
 	if code := w.wait(); code != 0 || !strings.Contains(strings.Join(w.seen, "\n"), "run tick-r succeeded") {
 		t.Fatalf("watch exit %d: %q", code, w.seen)
+	}
+	if n := strings.Count(strings.Join(w.seen, "\n"), "resuming after"); n != 1 {
+		t.Errorf("the watch said it was resuming %d times, want once: %q", n, w.seen)
 	}
 }
 
@@ -179,6 +195,9 @@ type relay struct {
 	ln     net.Listener
 	mu     sync.Mutex
 	target string // host:port
+	// failed gets a value for each connection whose target did not
+	// answer (dropped when nobody waits for it).
+	failed chan struct{}
 }
 
 func startRelay(t *testing.T, srv *testServer) *relay {
@@ -187,7 +206,7 @@ func startRelay(t *testing.T, srv *testServer) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{ln: ln}
+	r := &relay{ln: ln, failed: make(chan struct{}, 64)}
 	r.point(srv)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
@@ -224,6 +243,10 @@ func (r *relay) pipe(c net.Conn) {
 	r.mu.Unlock()
 	s, err := net.Dial("tcp", target)
 	if err != nil {
+		select {
+		case r.failed <- struct{}{}:
+		default:
+		}
 		return
 	}
 	defer s.Close()

@@ -27,7 +27,7 @@ const (
 	oneStep   = "../../examples/one-step.json"
 	oneInput  = `{"text":"hello"}`
 	failGraph = "testdata/fail.json"
-	crash     = "testdata/crash.json"
+	crash     = "../../examples/held/crash.json"
 	sleepy    = "testdata/sleep.json"
 	ticker    = "testdata/ticker.json"
 	// tickerWorkers declares test.ticker@1: "tick N" lines until stopped.
@@ -41,6 +41,24 @@ type testServer struct {
 	url   string
 	cmd   *exec.Cmd
 	cache string
+	// logs gets the server's log lines after its URL (dropped when
+	// nobody reads them and the buffer is full).
+	logs chan string
+}
+
+// serverLogBuffer is how many log lines a test server keeps unread.
+const serverLogBuffer = 4096
+
+// waitLog reads the server's log until a line contains want.
+func (s *testServer) waitLog(t *testing.T, want string) string {
+	t.Helper()
+	for line := range s.logs {
+		if strings.Contains(line, want) {
+			return line
+		}
+	}
+	t.Fatalf("the server's log ended without %q", want)
+	return ""
 }
 
 // startServer runs `oecp serve` with extra flags and waits for the line
@@ -57,17 +75,23 @@ func startServer(t *testing.T, extra ...string) *testServer {
 		t.Fatal(err)
 	}
 	urlc := make(chan string, 1)
+	logs := make(chan string, serverLogBuffer)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`url=(wss?://\S+)`)
+		re := regexp.MustCompile(`url"?[=:]"?(wss?://[^\s"]+)`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]
 			}
+			select {
+			case logs <- sc.Text():
+			default:
+			}
 		}
 		close(urlc)
+		close(logs)
 	}()
-	s := &testServer{cmd: cmd, cache: t.TempDir()}
+	s := &testServer{cmd: cmd, cache: t.TempDir(), logs: logs}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()

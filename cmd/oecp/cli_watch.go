@@ -10,9 +10,10 @@ import (
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/protocol"
+	"github.com/spf13/cobra"
 )
 
-func runWatch(args []string, stdout, stderr io.Writer) error {
+func watchCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("watch", "watch [--run ID] [--from CURSOR] [--follow] [-o json|yaml|wide] [flags]",
 		`Prints a run's events as they arrive (the current run by default, or the next one
 to start if there is none), replaying its history after --from, and ends with the
@@ -20,7 +21,10 @@ run's result: exit 0 if it succeeded, 1 if it failed or was stopped. A step whos
 attempt failed holds the run until `+"`oecp retry` or `oecp stop`"+`: watch prints the hold
 and exits 3 (--follow keeps watching). The watch survives dropped connections,
 resuming after the last event it printed. Each line starts with the local time the
-event arrived; "finished" lines show how long a step ran when the watch saw it start.
+event arrived, or --:--:-- for one replayed from the run's history (the protocol records
+no times); "finished" lines show how long a step ran (at least since the watch started,
+for one that began before). A map item's end is numbered when it is known which item
+ended, else counted: echoItem[?] (end 2 of 3).
 -o json (--json) prints one event notification per line, -o yaml one document each,
 -o wide adds the run and cursor to each line.`,
 		stdout, stderr, false, false)
@@ -29,12 +33,14 @@ event arrived; "finished" lines show how long a step ran when the watch saw it s
 	run := c.fs.String("run", "", "run `ID` to watch (default: the current run)")
 	from := c.fs.String("from", "", "print only events after this `CURSOR` (unknown to the server: NOT_FOUND)")
 	forever := c.fs.Bool("follow", false, "keep watching after the run finishes or holds (until interrupted)")
-	s, err := c.start(args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	return c.followRun(s.ctx, s.conn, s.dial, *run, *from, *forever)
+	return c.fs.run(func(args []string) error {
+		s, err := c.start(args)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		return c.followRun(s.ctx, s.conn, s.dial, *run, *from, *forever)
+	})
 }
 
 // exitHeld is the exit status of watch (and apply --watch) when the run
@@ -47,14 +53,13 @@ const exitHeld = 3
 func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dialer, runID, from string, forever bool) error {
 	w, err := client.FollowWatch(ctx, client.FollowOptions{
 		RunID: runID, FromCursor: from, Forever: forever, Conn: conn, Dial: dial,
-		OnReconnect: func(cause error, after string) {
-			if after == "" {
-				after = "the start"
-			}
-			fmt.Fprintf(c.stderr, "oecp %s: the watch was interrupted (%v); resuming after %s…\n", c.name, cause, after)
-		},
+		OnReconnect: c.resumeNotice("the watch"),
 	})
 	if err != nil {
+		if from != "" && client.ErrorCode(err) == protocol.NotFound && runExists(ctx, conn, runID) {
+			return c.failf(exitError, "the run has no cursor %q (NOT_FOUND)", from).
+				hint("Give a cursor of this run's events (`oecp watch -o wide` shows them), or leave --from out.")
+		}
 		return c.fail(err)
 	}
 	defer w.Close()
@@ -88,6 +93,33 @@ func (c *cli) followRun(ctx context.Context, conn *client.Conn, dial client.Dial
 		return nil // interrupted while following
 	}
 	return end
+}
+
+// runExists reports whether the cluster's current run is runID ("": any
+// current run), as get tells.
+func runExists(ctx context.Context, conn *client.Conn, runID string) bool {
+	g, err := conn.Get(ctx, client.GetParams{})
+	if err != nil || g.Status.CurrentRunID == nil {
+		return false
+	}
+	return runID == "" || runID == *g.Status.CurrentRunID
+}
+
+// resumeNotice is a follower's OnReconnect: it says on stderr that what
+// (the watch, the stream) was interrupted and resumes after a cursor, once
+// per cursor however many dials the resumption takes.
+func (c *cli) resumeNotice(what string) func(cause error, after string) {
+	said, saidOnce := "", false
+	return func(cause error, after string) {
+		if saidOnce && after == said {
+			return
+		}
+		said, saidOnce = after, true
+		if after == "" {
+			after = "the start"
+		}
+		fmt.Fprintf(c.stderr, "oecp %s: %s was interrupted (%v); resuming after %s…\n", c.name, what, cause, after)
+	}
 }
 
 // reportEnd prints how the run of a finished event ended and returns nil
@@ -139,26 +171,28 @@ func (c *cli) reportEnd(ctx context.Context, conn *client.Conn, dial client.Dial
 	return nil
 }
 
-func runLogs(args []string, stdout, stderr io.Writer) error {
+func logsCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("logs", "logs [--timestamps=false] [flags]", "Streams the cluster's log records as they are written (no history), until\ninterrupted, each after the local time it arrived. --json prints one notification\nobject per line.", stdout, stderr, false, false)
 	c.addTimestamps()
-	s, err := c.start(args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	sub, err := s.conn.Logs(s.ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintln(stderr, "oecp logs: following the cluster's log records (Ctrl-C to stop)")
-	return pump(s, sub, "oecp logs", func(ev client.LogEvent) bool {
-		if c.machine() {
-			c.printRaw(ev.Raw)
-		} else {
-			c.streamLine(stdout, fmt.Sprintf("%-5s %s: %s", ev.Record.Level, ev.Record.Target, ev.Record.Message))
+	return c.fs.run(func(args []string) error {
+		s, err := c.start(args)
+		if err != nil {
+			return err
 		}
-		return false
+		defer s.close()
+		sub, err := s.conn.Logs(s.ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintln(stderr, "oecp logs: following the cluster's log records (Ctrl-C to stop)")
+		return pump(s, sub, "oecp logs", func(ev client.LogEvent) bool {
+			if c.machine() {
+				c.printRaw(ev.Raw)
+			} else {
+				c.streamLine(stdout, fmt.Sprintf("%-5s %s: %s", ev.Record.Level, ev.Record.Target, ev.Record.Message))
+			}
+			return false
+		})
 	})
 }
 
@@ -196,7 +230,7 @@ func (c *cli) streamEnded(err error, again string) error {
 	return c.fail(err)
 }
 
-func runAttach(args []string, stdout, stderr io.Writer) error {
+func attachCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("attach", "attach (EXECUTION | --node NAME [--attempt N]) [flags]",
 		`Streams the live output of one execution of the current run until it settles.
 --node finds the execution of that node (its latest attempt unless --attempt)
@@ -204,42 +238,44 @@ in the current run's events.`,
 		stdout, stderr, false, false)
 	node := c.fs.String("node", "", "`NAME` of the node whose execution to attach to")
 	attempt := c.fs.Int64("attempt", 0, "attempt `N` of --node (default: the latest)")
-	if err := c.parse(args, 0, 1); err != nil {
-		return err
-	}
-	if (len(c.args) == 1) == (*node != "") {
-		return c.fs.usageErr("give either an EXECUTION ref or --node NAME")
-	}
-	if *attempt != 0 && *node == "" {
-		return c.fs.usageErr("--attempt goes with --node")
-	}
-	if *attempt < 0 {
-		return c.fs.usageErr("--attempt must be 1 or more")
-	}
-	s, err := c.open()
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	execution := ""
-	if len(c.args) == 1 {
-		execution = c.args[0]
-	} else {
-		var err error
-		if execution, err = resolveExecution(s.ctx, s.conn, *node, *attempt); err != nil {
-			if client.ErrorCode(err) != "" {
-				return c.fail(err)
-			}
-			return c.failf(exitError, "%v", err).hint("Pass the execution ref directly: oecp attach EXECUTION")
+	return c.fs.run(func(args []string) error {
+		if err := c.parse(args, 0, 1); err != nil {
+			return err
 		}
-	}
-	sub, err := s.conn.AgentAttach(s.ctx, execution)
-	if err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintf(stderr, "oecp attach: attached to execution %s (Ctrl-C to detach)\n", execution)
-	return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
-		return c.showAttach(ev.Event, ev.Raw)
+		if (len(c.args) == 1) == (*node != "") {
+			return c.fs.usageErr("give either an EXECUTION ref or --node NAME")
+		}
+		if *attempt != 0 && *node == "" {
+			return c.fs.usageErr("--attempt goes with --node")
+		}
+		if *attempt < 0 {
+			return c.fs.usageErr("--attempt must be 1 or more")
+		}
+		s, err := c.open()
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		execution := ""
+		if len(c.args) == 1 {
+			execution = c.args[0]
+		} else {
+			var err error
+			if execution, err = resolveExecution(s.ctx, s.conn, *node, *attempt); err != nil {
+				if client.ErrorCode(err) != "" {
+					return c.fail(err)
+				}
+				return c.failf(exitError, "%v", err).hint("Pass the execution ref directly: oecp attach EXECUTION")
+			}
+		}
+		sub, err := s.conn.AgentAttach(s.ctx, execution)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(stderr, "oecp attach: attached to execution %s (Ctrl-C to detach)\n", execution)
+		return pump(s, sub, "oecp attach "+execution, func(ev client.AttachEvent) bool {
+			return c.showAttach(ev.Event, ev.Raw)
+		})
 	})
 }
 

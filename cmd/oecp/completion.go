@@ -1,99 +1,127 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
+	"context"
 	"io"
-	"regexp"
-	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 )
 
-// flagLine matches a flag's line in a command's usage ("  --server URL").
-var flagLine = regexp.MustCompile(`(?m)^  (?:-h, )?(--?[a-z][a-z0-9-]*)`)
+// shells are the shells `oecp completion` writes a script for.
+var shells = []string{"bash", "zsh", "fish", "powershell"}
 
-// commandFlags lists the flags of each command (help and completion take
-// none), read from the command's own usage so that they never drift.
-func commandFlags() map[string][]string {
-	out := map[string][]string{}
-	for _, n := range commandNames() {
-		if n == "help" || n == "completion" {
-			continue
+// completionTimeout bounds what a completion asks the server (run ids,
+// executions): a shell waiting on a TAB must not hang on a server that
+// does not answer.
+const completionTimeout = 2 * time.Second
+
+func completionCmd(stdout, stderr io.Writer) *cobra.Command {
+	fs := newFlags("completion", "completion bash|zsh|fish|powershell",
+		`Prints a completion script for the shell: commands (run's too), flags, the values
+of -o, file names, and run ids and executions asked of the server (--server,
+OECP_SERVER; nothing when no server answers). Load it with
+  source <(oecp completion bash)      # in ~/.bashrc (bash-completion recommended)
+  source <(oecp completion zsh)       # in ~/.zshrc, after compinit
+  oecp completion fish | source       # in ~/.config/fish/config.fish
+  oecp completion powershell | Out-String | Invoke-Expression   # in $PROFILE`, stdout, stderr)
+	fs.cmd.ValidArgs = shells
+	return fs.run(func(args []string) error {
+		if len(args) != 1 {
+			return fs.usageErr("give the shell: bash, zsh, fish or powershell")
 		}
-		var b bytes.Buffer
-		_ = commands[n].run([]string{"--help"}, &b, io.Discard)
-		for _, m := range flagLine.FindAllStringSubmatch(b.String(), -1) {
-			out[n] = append(out[n], m[1])
+		root := fs.cmd.Root()
+		switch args[0] {
+		case "bash":
+			return root.GenBashCompletionV2(stdout, true)
+		case "zsh":
+			return root.GenZshCompletion(stdout)
+		case "fish":
+			return root.GenFishCompletion(stdout, true)
+		case "powershell":
+			return root.GenPowerShellCompletionWithDesc(stdout)
 		}
+		return fs.usageErr("unsupported shell %q: want bash, zsh, fish or powershell", args[0])
+	})
+}
+
+// completeOutput completes -o.
+func completeOutput(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return []string{"json", "yaml", "wide"}, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeRunIDs completes a run id argument with the runs the server
+// lists (their titles as descriptions): the first of n positional
+// arguments; a command with a second one (run attach) completes it with
+// the run's executions and their nodes.
+func (c *cli) completeRunIDs(n int) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		switch {
+		case len(args) == 0:
+			return c.askServer(func(ctx context.Context, s *completionConn) []string { return s.runIDs(ctx) })
+		case len(args) == 1 && n == 2:
+			return c.askServer(func(ctx context.Context, s *completionConn) []string { return s.executions(ctx, args[0]) })
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeExecution completes --execution of run logs ID.
+func (c *cli) completeExecution(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return c.askServer(func(ctx context.Context, s *completionConn) []string { return s.executions(ctx, args[0]) })
+}
+
+// completionConn is a connection opened for one completion.
+type completionConn struct{ c *cli }
+
+// askServer connects with the command's flags and returns what ask finds;
+// any failure (no server, a refusal) completes nothing.
+func (c *cli) askServer(ask func(context.Context, *completionConn) []string) ([]string, cobra.ShellCompDirective) {
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	return ask(ctx, &completionConn{c}), cobra.ShellCompDirectiveNoFileComp
+}
+
+func (s *completionConn) runIDs(ctx context.Context) []string {
+	conn, _, err := s.c.connect(ctx)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	r, err := conn.RunList(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, run := range r.Runs {
+		out = append(out, cobra.CompletionWithDesc(run.RunID, run.Title))
 	}
 	return out
 }
 
-func runCompletion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("completion", "completion bash|zsh",
-		`Prints a completion script for the shell: command names, then each command's flags,
-then file names. Load it with
-  source <(oecp completion bash)      # in ~/.bashrc
-  source <(oecp completion zsh)       # in ~/.zshrc, after compinit`, stdout, stderr)
-	if err := fs.parse(args); err != nil {
-		return err
+// executions are the execution refs of run runID and the names of their
+// nodes (each standing for its latest execution).
+func (s *completionConn) executions(ctx context.Context, runID string) []string {
+	conn, _, err := s.c.connect(ctx)
+	if err != nil {
+		return nil
 	}
-	if fs.NArg() != 1 {
-		return fs.usageErr("give the shell: bash or zsh")
+	defer conn.Close()
+	execs, err := runExecutions(ctx, conn, runID)
+	if err != nil {
+		return nil
 	}
-	var script func(io.Writer)
-	switch fs.Arg(0) {
-	case "bash":
-		script = bashCompletion
-	case "zsh":
-		script = zshCompletion
-	default:
-		return fs.usageErr("unsupported shell %q: want bash or zsh", fs.Arg(0))
-	}
-	script(stdout)
-	return nil
-}
-
-// bashCompletion writes the bash script: at the first word the commands,
-// then the command's flags for a word starting with "-", else files.
-func bashCompletion(w io.Writer) {
-	names := strings.Join(commandNames(), " ")
-	fmt.Fprintf(w, `# bash completion for oecp: source <(oecp completion bash)
-_oecp() {
-  local cur=${COMP_WORDS[COMP_CWORD]}
-  if [[ $COMP_CWORD -eq 1 ]]; then
-    COMPREPLY=($(compgen -W %q -- "$cur")); return
-  fi
-  local flags=""
-  case ${COMP_WORDS[1]} in
-    help) [[ $COMP_CWORD -eq 2 ]] && COMPREPLY=($(compgen -W %q -- "$cur")); return;;
-    completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return;;
-`, names, names)
-	flags := commandFlags()
-	for _, n := range commandNames() {
-		if f, ok := flags[n]; ok {
-			fmt.Fprintf(w, "    %s) flags=%q;;\n", n, strings.Join(f, " "))
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range execs {
+		if !seen[x.Node] {
+			seen[x.Node] = true
+			out = append(out, cobra.CompletionWithDesc(x.Node, "node: its latest execution"))
 		}
+		out = append(out, x.Execution)
 	}
-	fmt.Fprint(w, `  esac
-  if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "$flags" -- "$cur")); fi
-}
-complete -o default -F _oecp oecp
-`)
-}
-
-// zshCompletion writes the zsh script, the same rules as bash's.
-func zshCompletion(w io.Writer) {
-	fmt.Fprint(w, "#compdef oecp\n# zsh completion for oecp: source <(oecp completion zsh) after compinit\n_oecp() {\n  local -a cmds flags\n  cmds=(\n")
-	for _, n := range commandNames() {
-		fmt.Fprintf(w, "    %q\n", n+":"+commands[n].summary)
-	}
-	fmt.Fprint(w, "  )\n  if (( CURRENT == 2 )); then _describe command cmds; return; fi\n  case ${words[2]} in\n")
-	fmt.Fprint(w, "    help) (( CURRENT == 3 )) && _describe command cmds; return;;\n    completion) compadd bash zsh; return;;\n")
-	flags := commandFlags()
-	for _, n := range commandNames() {
-		if f, ok := flags[n]; ok {
-			fmt.Fprintf(w, "    %s) flags=(%s);;\n", n, strings.Join(f, " "))
-		}
-	}
-	fmt.Fprint(w, "  esac\n  if [[ ${words[CURRENT]} == -* ]]; then compadd -- $flags; else _files; fi\n}\ncompdef _oecp oecp\n")
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
+	"github.com/spf13/pflag"
 )
 
 // exitErr ends a command with an exit status. run writes its text to
@@ -39,12 +39,12 @@ func (e *exitErr) hint(s string) *exitErr {
 }
 
 // exitCode reports err, what a command returned, on stderr and returns the
-// process exit status: 0 for nil and for flag.ErrHelp (the usage was
+// process exit status: 0 for nil and for pflag.ErrHelp (the usage was
 // printed), an exitErr's code, else exitError.
 func exitCode(err error, stderr io.Writer) int {
 	var e *exitErr
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
 	case errors.As(err, &e):
 		_, _ = io.WriteString(stderr, e.text)

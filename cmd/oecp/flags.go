@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +30,7 @@ type cli struct {
 	jsonOut        bool
 	output         string // "" (text), json, yaml or wide; --json is -o json
 	timestamps     bool   // prefix streamed lines with the local time
+	historyEnd     uint64 // a run's last cursor when the command started: lines up to it are replayed
 
 	// Mutating commands only.
 	idemKey      string
@@ -55,6 +55,8 @@ func (o *optInt) String() string {
 	return strconv.FormatInt(o.v, 10)
 }
 
+func (o *optInt) Type() string { return "value" }
+
 func (o *optInt) Set(s string) error {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 {
@@ -71,6 +73,7 @@ type optString struct {
 
 func (o *optString) String() string     { return o.v }
 func (o *optString) Set(s string) error { o.set, o.v = true, s; return nil }
+func (o *optString) Type() string       { return "value" }
 
 const casHelp = "When --if-generation / --if-run are absent, the command first reads them with `get`: " +
 	"convenient, not atomic (a change between the read and the request is not detected). " +
@@ -123,6 +126,7 @@ func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, ru
 // something besides JSON.
 func (c *cli) addOutput() {
 	c.fs.StringVar(&c.output, "o", "", "output `FORMAT`: json, yaml or wide (default: text)")
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("o", completeOutput)
 }
 
 // addTimestamps adds --timestamps to a command that streams lines.
@@ -143,24 +147,10 @@ func (c *cli) printRaw(raw json.RawMessage) {
 	c.printJSON(raw)
 }
 
-// parse parses flags and positional arguments in any order. A non-nil
-// error ends the command (flag.ErrHelp after --help).
+// parse checks the positional arguments (cobra parsed the flags, in any
+// order with them) and the output flags. A non-nil error ends the command.
 func (c *cli) parse(args []string, minPos, maxPos int) error {
-	for {
-		if err := c.fs.parse(args); err != nil {
-			return err
-		}
-		args = c.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		if args[0] == "--" {
-			c.args = append(c.args, args[1:]...)
-			break
-		}
-		c.args = append(c.args, args[0])
-		args = args[1:]
-	}
+	c.args = args
 	if c.jsonOut {
 		if c.output != "" && c.output != "json" {
 			return c.fs.usageErr("--json is -o json: it does not go with -o %s", c.output)
@@ -182,8 +172,4 @@ func (c *cli) parse(args []string, minPos, maxPos int) error {
 }
 
 // flagGiven reports whether the flag name was set on the command line.
-func flagGiven(fs *cmdFlags, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
-}
+func flagGiven(fs *cmdFlags, name string) bool { return fs.Changed(name) }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,8 +22,8 @@ func readGraph(path string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read graph: %w", err)
 	}
-	if !json.Valid(b) {
-		return nil, fmt.Errorf("graph file %s is not valid JSON", path)
+	if err := jsonSyntax(b); err != nil {
+		return nil, fmt.Errorf("graph file %s is not valid JSON: %w", path, err)
 	}
 	return json.RawMessage(b), nil
 }
@@ -36,8 +38,30 @@ func parseJSONArg(flagName, v string) (json.RawMessage, error) {
 			return nil, fmt.Errorf("read %s: %w", flagName, err)
 		}
 	}
-	if !json.Valid(b) {
+	if err := jsonSyntax(b); err != nil && strings.HasPrefix(v, "@") {
+		return nil, fmt.Errorf("%s %s is not valid JSON: %w", flagName, v[1:], err)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s %q is not valid JSON (give a JSON value such as null, 42, \"text\" or {\"k\":1}, or @FILE)", flagName, v)
 	}
 	return json.RawMessage(b), nil
+}
+
+// jsonSyntax reports where data stops being JSON: the line and column
+// (from 1, in bytes) of the offending character, and why; nil when data is
+// valid JSON.
+func jsonSyntax(data []byte) error {
+	if json.Valid(data) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(data, &v)
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	// Offset counts the bytes read, the offending one included.
+	off := min(max(int(se.Offset)-1, 0), len(data))
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }

@@ -25,13 +25,16 @@ type eventPrinter struct {
 	tail      string // the last cursor of the run's history: later events are live
 	live      bool
 	t         *runTracker
-	begun     map[string]time.Time // when each live execution began, by label and attempt
+	begun     map[string]time.Time // when each execution began, by label and attempt
+	early     map[string]bool      // executions that began before this watch (begun: its start)
+	attached  time.Time            // when this watch started
 	lastPhase string
 	saidHeld  *failure // the hold print last reported
 }
 
 func (c *cli) newEventPrinter(historyTail string) *eventPrinter {
-	return &eventPrinter{c: c, tail: historyTail, live: historyTail == "", t: newRunTracker(), begun: map[string]time.Time{}}
+	return &eventPrinter{c: c, tail: historyTail, live: historyTail == "", t: newRunTracker(),
+		begun: map[string]time.Time{}, early: map[string]bool{}, attached: time.Now()}
 }
 
 // line writes one line of text output: with -o wide the run and cursor,
@@ -40,7 +43,7 @@ func (p *eventPrinter) line(ev client.WatchEvent, s string) {
 	if p.c.output == "wide" {
 		s = ev.RunID + " " + ev.Cursor + " " + s
 	}
-	p.c.streamLine(p.c.stdout, s)
+	p.c.stampedLine(p.c.stdout, s, !p.live)
 }
 
 // print renders ev and reports whether the run holds on a failed step
@@ -74,8 +77,13 @@ func (p *eventPrinter) print(ev client.WatchEvent) (holds bool) {
 		p.phase(ev, prev)
 	case protocol.EventNodeBegin:
 		if e.Node != nil {
+			key := label + "\x00" + strconv.FormatInt(e.Node.Attempt, 10)
 			if p.live {
-				p.begun[label+"\x00"+strconv.FormatInt(e.Node.Attempt, 10)] = time.Now()
+				p.begun[key] = time.Now()
+			} else {
+				// It began before this watch: if it ends while the watch
+				// is live, it ran at least since the watch started.
+				p.begun[key], p.early[key] = p.attached, true
 			}
 			p.line(ev, label+" started"+attemptNote(e.Node.Attempt))
 		}
@@ -160,8 +168,15 @@ func (p *eventPrinter) settled(label string, e protocol.WatchEvent) string {
 	s += ")"
 	key := label + "\x00" + strconv.FormatInt(e.Node.Attempt, 10)
 	if t, ok := p.begun[key]; ok {
+		early := p.early[key]
 		delete(p.begun, key)
-		s += " after " + roundDuration(time.Now().Sub(t))
+		delete(p.early, key)
+		switch {
+		case !early:
+			s += " after " + roundDuration(time.Now().Sub(t))
+		case p.live:
+			s += " after more than " + roundDuration(time.Now().Sub(t)) + " (it began before this watch)"
+		}
 	}
 	if len(o.Output) > 0 && string(o.Output) != "null" {
 		s += ": " + truncate(string(o.Output))
@@ -223,8 +238,21 @@ func attemptNote(n int64) string {
 
 // streamLine writes one streamed line (logs) after the local time unless
 // --timestamps=false.
-func (c *cli) streamLine(w io.Writer, s string) {
-	if c.timestamps {
+func (c *cli) streamLine(w io.Writer, s string) { c.stampedLine(w, s, false) }
+
+// replayedStamp stands in the time column for a line replayed from the
+// run's history: the protocol records no time, and the time it was printed
+// would be wrong.
+const replayedStamp = "--:--:--"
+
+// stampedLine is streamLine for a line that may come from the run's
+// history (replayed): that one gets replayedStamp instead of a time.
+func (c *cli) stampedLine(w io.Writer, s string, replayed bool) {
+	switch {
+	case !c.timestamps:
+	case replayed:
+		s = replayedStamp + " " + s
+	default:
 		s = time.Now().Format("15:04:05") + " " + s
 	}
 	fmt.Fprintln(w, s)

@@ -95,10 +95,11 @@ type runTracker struct {
 	inFlight  map[string][]int  // item/iteration numbers of each node in flight
 	inputs    map[string][]byte // input of each node's latest visit, by number
 	ambiguous map[string]bool   // nodes with an end not known to be which dispatch's
+	ends      map[string]int    // settlements of each node so far
 }
 
 func newRunTracker() *runTracker {
-	return &runTracker{visits: map[string]int{}, inFlight: map[string][]int{}, inputs: map[string][]byte{}, ambiguous: map[string]bool{}}
+	return &runTracker{visits: map[string]int{}, inFlight: map[string][]int{}, inputs: map[string][]byte{}, ambiguous: map[string]bool{}, ends: map[string]int{}}
 }
 
 // observe folds ev and reports whether the run now holds (the moment to
@@ -161,9 +162,14 @@ func (t *runTracker) label(ev protocol.WatchEvent) string {
 	if ev.Type == protocol.EventNodeBegin {
 		num = t.begin(n, ev)
 	} else {
+		t.ends[n]++
 		num, known = t.end(n)
 	}
 	switch {
+	case !known && mapped:
+		// Which item ended is not known: number the end among the
+		// node's dispatches instead.
+		return fmt.Sprintf("%s[?] (end %d of %d)", n, t.ends[n], t.visits[n])
 	case !known:
 		return n
 	case mapped:

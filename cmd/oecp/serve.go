@@ -23,6 +23,8 @@ import (
 	"github.com/oecp/oecp/transport/ndjson"
 	"github.com/oecp/oecp/transport/websocket"
 	"github.com/oecp/oecp/webui"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // multiFlag collects a repeatable string flag.
@@ -30,6 +32,7 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) Type() string       { return "value" }
 
 // serveConfig is everything `oecp serve` was asked for.
 type serveConfig struct {
@@ -48,14 +51,80 @@ type serveConfig struct {
 	ops               opsConfig
 }
 
-func runServe(args []string, stdout, stderr io.Writer) error {
+func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	var cfg serveConfig
-	fs := newFlags("serve", "serve [--listen ADDR | --stdio] [--store sqlite|memory] [--data DIR] [flags]",
+	fs := newFlags("serve", "serve [--listen ADDR | --stdio] [--store sqlite|memory|postgres] [--data DIR | --dsn URL] [--auth-tokens FILE | --auth-jwt FILE] [flags]",
 		`Runs a capsule: one cluster served over WebSocket (default 127.0.0.1:7300, upgrade at
-/oecp, health at /healthz) or over NDJSON on stdin/stdout (--stdio), with the engine and
-a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens and TLS
-(or --insecure-plaintext). SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
+/oecp, health at /healthz, the web view at /ui/) or over NDJSON on stdin/stdout (--stdio),
+with the engine and a durable ledger behind it: SQLite in --data (the default), or
+PostgreSQL at --dsn (or $OECP_DSN), which several replicas share. A non-loopback --listen
+needs authentication (--auth-tokens, --auth-jwt, or both) and TLS (or --insecure-plaintext).
+SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 	fs.note("Exit status: 0 stopped by a signal (or EOF on --stdio); 1 the server failed while serving;\n2 a flag, a file it names or the listen address is unusable.")
+	cfg.addFlags(fs.FlagSet)
+	return fs.run(func(args []string) error {
+		if len(args) > 0 {
+			return fs.usageErr("unexpected argument %q", args[0])
+		}
+		log, err := cfg.ops.logger(stderr, cfg.logLevel)
+		if err != nil {
+			return failf("serve", exitUsage, "%v", err)
+		}
+		// Packages that log without being handed a logger (the agent
+		// harness runner, the log package) go through the same handler:
+		// one format and one level for every line the server writes.
+		slog.SetDefault(log)
+		delays, err := parseFaultDelays(cfg.faultDelays)
+		if err != nil {
+			return failf("serve", exitUsage, "%v", err)
+		}
+		if err := cfg.backend.validate(); err != nil {
+			return failf("serve", exitUsage, "%v", err)
+		}
+		if cfg.cpuProfile != "" {
+			f, err := os.Create(cfg.cpuProfile)
+			if err != nil {
+				return failf("serve", exitUsage, "--cpuprofile: %v", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return failf("serve", exitUsage, "--cpuprofile: %v", err)
+			}
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
+		cfg.backend.sandbox.hide = []string{cfg.authTokens, cfg.authJWT, cfg.tlsCert, cfg.tlsKey}
+		op := newOperated(cfg.ops, log, &cfg.backend)
+		backend, closeBackend, err := newBackend(cfg.backend, log)
+		if err != nil {
+			// What fails here is a file a flag names: the workers file, or the
+			// data directory and its ledger.
+			return failf("serve", exitUsage, "%v", err)
+		}
+		defer closeBackend()
+
+		// The cluster backends answer initialize and get from one store
+		// snapshot without waiting, so the reader may run them in place.
+		disp := &server.Dispatcher{Backend: backend, Log: log, FaultDelay: delays, InlineReads: true}
+		opts := server.Options{ShutdownGrace: cfg.shutdownGrace, Log: log, Observer: op.observer()}
+
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := op.serveMetrics(ctx); err != nil {
+			return err
+		}
+
+		if cfg.stdio {
+			if err := ndjson.Serve(ctx, disp, os.Stdin, stdout, stderr, identity.Local(), opts); err != nil {
+				return failf("serve", exitError, "%v", err)
+			}
+			return nil
+		}
+		return serveWebSocket(ctx, cfg, disp, opts, op)
+	})
+}
+
+// addFlags registers every flag of `oecp serve` on fs: a new serve flag is
+// one more line here (or in the backend's or the operating flags).
+func (cfg *serveConfig) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:7300", "host:port `ADDR` to serve WebSocket on (upgrade at /oecp, health at /healthz)")
 	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one NDJSON connection on stdin/stdout instead (diagnostics on stderr)")
 	fs.StringVar(&cfg.authTokens, "auth-tokens", "", "JSON `FILE` of bearer tokens: [{\"token\",\"principal\",\"tenant\",\"expiresAt\"}]")
@@ -68,62 +137,8 @@ a durable SQLite ledger behind it. A non-loopback --listen needs --auth-tokens a
 	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 5*time.Second, "`DURATION` in-flight requests may take to finish on SIGTERM/SIGINT or EOF")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` until the server stops (diagnostics)")
-	cfg.backend.addFlags(fs.FlagSet)
-	cfg.ops.addFlags(fs.FlagSet)
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fs.usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	log, err := cfg.ops.logger(stderr, cfg.logLevel)
-	if err != nil {
-		return failf("serve", exitUsage, "%v", err)
-	}
-	delays, err := parseFaultDelays(cfg.faultDelays)
-	if err != nil {
-		return failf("serve", exitUsage, "%v", err)
-	}
-	if err := cfg.backend.validate(); err != nil {
-		return failf("serve", exitUsage, "%v", err)
-	}
-	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err != nil {
-			return failf("serve", exitUsage, "--cpuprofile: %v", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return failf("serve", exitUsage, "--cpuprofile: %v", err)
-		}
-		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
-	}
-	op := newOperated(cfg.ops, log, &cfg.backend)
-	backend, closeBackend, err := newBackend(cfg.backend, log)
-	if err != nil {
-		// What fails here is a file a flag names: the workers file, or the
-		// data directory and its ledger.
-		return failf("serve", exitUsage, "%v", err)
-	}
-	defer closeBackend()
-
-	// The cluster backends answer initialize and get from one store
-	// snapshot without waiting, so the reader may run them in place.
-	disp := &server.Dispatcher{Backend: backend, Log: log, FaultDelay: delays, InlineReads: true}
-	opts := server.Options{ShutdownGrace: cfg.shutdownGrace, Log: log, Observer: op.observer()}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := op.serveMetrics(ctx); err != nil {
-		return err
-	}
-
-	if cfg.stdio {
-		if err := ndjson.Serve(ctx, disp, os.Stdin, stdout, stderr, identity.Local(), opts); err != nil {
-			return failf("serve", exitError, "%v", err)
-		}
-		return nil
-	}
-	return serveWebSocket(ctx, cfg, disp, opts, op)
+	cfg.backend.addFlags(fs)
+	cfg.ops.addFlags(fs)
 }
 
 func parseFaultDelays(specs []string) (map[string]time.Duration, error) {
@@ -229,10 +244,13 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
 	mux.Handle(webui.Prefix, webui.New())
+	// The server's root is the web view.
+	mux.Handle("GET /{$}", http.RedirectHandler(webui.Prefix, http.StatusFound))
+	exportRoutes(mux, disp.Backend, resolver, cfg, log)
 	op.routes(mux)
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		return failf("serve", exitUsage, "listen on %s: %v", cfg.listen, err)
+		return listenError(cfg.listen, err)
 	}
 	scheme := "ws"
 	if tlsConfig != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
+	"github.com/spf13/pflag"
 )
 
 // opsConfig is the operating side of `oecp serve`: metrics, readiness,
@@ -43,6 +43,8 @@ func (r *rateFlag) String() string {
 	return strconv.FormatFloat(r.perSecond, 'g', -1, 64) + "/s"
 }
 
+func (r *rateFlag) Type() string { return "value" }
+
 func (r *rateFlag) Set(v string) error {
 	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "/s"), 64)
 	if err != nil || n < 0 {
@@ -52,7 +54,7 @@ func (r *rateFlag) Set(v string) error {
 	return nil
 }
 
-func (o *opsConfig) addFlags(fs *flag.FlagSet) {
+func (o *opsConfig) addFlags(fs *pflag.FlagSet) {
 	o.http = ops.DefaultHTTPConfig
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics (and /healthz, /readyz) on `ADDR` (host:port) instead of the main listener, to keep metrics private")
 	fs.Var(&o.allowHosts, "allow-host", "extra Host name `PATTERN` (path.Match, no port) a server without authentication answers (repeatable; loopback names always pass)")
@@ -138,6 +140,7 @@ func (o *operated) routes(mux *http.ServeMux) {
 func (o *operated) probes(mux *http.ServeMux, metrics bool) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set(healthHeader, healthVersion)
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("/readyz", o.ready)
@@ -207,7 +210,19 @@ func authResolver(cfg serveConfig, log *slog.Logger) (identity.Resolver, error) 
 	case 0:
 		return identity.Static(identity.Local()), nil
 	case 1:
-		return identity.Bearer(vs[0]), nil
+		return logRefusals(identity.Bearer(vs[0]), log), nil
 	}
-	return identity.Bearer(identity.AnyOf(vs...)), nil
+	return logRefusals(identity.Bearer(identity.AnyOf(vs...)), log), nil
+}
+
+// logRefusals logs at debug why r refused a connection's token (the peer
+// is told only that it was refused); never the token.
+func logRefusals(r identity.Resolver, log *slog.Logger) identity.Resolver {
+	return identity.ResolverFunc(func(req *http.Request) (identity.ConnectionIdentity, error) {
+		id, err := r.Resolve(req)
+		if err != nil {
+			log.Debug("bearer token refused", "reason", identity.RefusalReason(err), "remote", req.RemoteAddr)
+		}
+		return id, err
+	})
 }

@@ -2,27 +2,68 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// cmdFlags is one subcommand's flag set and the text of its usage: the
-// synopsis (after "oecp "), a paragraph about it, and notes printed after
-// the flags.
+// cmdFlags is one subcommand: its cobra command, flag set and the text of
+// its usage: the synopsis (after "oecp "), a paragraph about it, and notes
+// printed after the flags. The usage is the command's help (-h, --help,
+// oecp help CMD); the flags are the ones cobra parses and completes.
 type cmdFlags struct {
-	*flag.FlagSet
+	*pflag.FlagSet
+	cmd                   *cobra.Command
 	name, synopsis, about string
 	notes                 []string
 	stdout, stderr        io.Writer
 }
 
+// newFlags makes the cobra command of subcommand name ("run submit" is
+// submit under run). Its help prints the usage on stdout; a bad flag is a
+// usage error (exit 2) naming the command's help.
 func newFlags(name, synopsis, about string, stdout, stderr io.Writer) *cmdFlags {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // parse reports errors itself, on one line
-	fs.Usage = func() {}
-	return &cmdFlags{FlagSet: fs, name: name, synopsis: synopsis, about: about, stdout: stdout, stderr: stderr}
+	cmd := &cobra.Command{
+		Use:           name[strings.LastIndex(name, " ")+1:],
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	f := &cmdFlags{FlagSet: cmd.Flags(), cmd: cmd, name: name, synopsis: synopsis, about: about, stdout: stdout, stderr: stderr}
+	cmd.SetHelpFunc(func(*cobra.Command, []string) { f.usage(f.stdout) })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return f.usageErr("%s", flagError(err)) })
+	return f
+}
+
+// String is pflag's String, except that a one-letter name is also its
+// shorthand (-f and --f), as the docs write them: -f GRAPH, -o json.
+func (f *cmdFlags) String(name, value, usage string) *string {
+	p := new(string)
+	f.StringVar(p, name, value, usage)
+	return p
+}
+
+// StringVar is String with the variable given.
+func (f *cmdFlags) StringVar(p *string, name, value, usage string) {
+	f.StringVarP(p, name, shorthand(name), value, usage)
+}
+
+// shorthand is the shorthand of a one-letter flag name ("" for a longer
+// one).
+func shorthand(name string) string {
+	if len(name) == 1 {
+		return name
+	}
+	return ""
+}
+
+// run makes body the command's action: it gets the positional arguments,
+// the flags already parsed. It returns the command.
+func (f *cmdFlags) run(body func(args []string) error) *cobra.Command {
+	f.cmd.RunE = func(_ *cobra.Command, args []string) error { return body(args) }
+	return f.cmd
 }
 
 // note adds a paragraph printed after the flags, its long lines wrapped.
@@ -65,19 +106,17 @@ func (f *cmdFlags) usage(w io.Writer) {
 	}
 }
 
-// parse parses args. --help prints the usage on stdout and returns
-// flag.ErrHelp (exit 0); a bad flag prints one line and the hint
-// `oecp help CMD` on stderr and exits 2.
-func (f *cmdFlags) parse(args []string) error {
-	err := f.Parse(args)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, flag.ErrHelp):
-		f.usage(f.stdout)
-		return err
+// flagError is the text of a flag parsing error. An unknown flag reads as
+// it always has: "flag provided but not defined: --bogus".
+func flagError(err error) string {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return err.Error()
 	}
-	return f.usageErr("%v", err)
+	if sh := ne.GetSpecifiedShortnames(); sh != "" {
+		return "flag provided but not defined: -" + ne.GetSpecifiedName()
+	}
+	return "flag provided but not defined: --" + ne.GetSpecifiedName()
 }
 
 // usageErr reports a usage problem (exit 2) with the hint to the help.
@@ -85,20 +124,25 @@ func (f *cmdFlags) usageErr(format string, a ...any) *exitErr {
 	return failf(f.name, exitUsage, format, a...).hint(fmt.Sprintf("See 'oecp help %s'.", f.name))
 }
 
+// helpFlag is the flag cobra adds to every command; the usage lists it
+// last, as -h, --help.
+const helpFlag = "help"
+
 // printFlags lists fs's flags as the docs write them: --name (one dash for
 // one-letter names), the value's placeholder, then the help and default.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(fl *flag.Flag) {
-		placeholder, help := flag.UnquoteUsage(fl)
+func printFlags(w io.Writer, fs *pflag.FlagSet) {
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == helpFlag || fl.Hidden {
+			return
+		}
+		placeholder, help := pflag.UnquoteUsage(fl)
 		line := "  " + dashed(fl.Name)
 		if placeholder != "" {
 			line += " " + placeholder
 		}
-		if d := fl.DefValue; d != "" && d != "false" && d != "0" && d != "0s" {
-			if g, ok := fl.Value.(flag.Getter); ok {
-				if _, isString := g.Get().(string); isString {
-					d = fmt.Sprintf("%q", d)
-				}
+		if d := fl.DefValue; d != "" && d != "false" && d != "0" && d != "0s" && d != "[]" {
+			if fl.Value.Type() == "string" {
+				d = fmt.Sprintf("%q", d)
 			}
 			help += " (default " + d + ")"
 		}

@@ -20,7 +20,8 @@ func TestCLIHelpOnStdout(t *testing.T) {
 		}
 	}
 	expect(t, oecp(t, nil, "help", "stop"), 0, []string{"convenient, not atomic", "--if-generation N"}, nil)
-	expect(t, oecp(t, nil, "help", "serve"), 0, []string{"usage: oecp serve [--listen ADDR | --stdio]", "  --listen ADDR", "Exit status:"}, nil)
+	expect(t, oecp(t, nil, "help", "serve"), 0, []string{"usage: oecp serve [--listen ADDR | --stdio] [--store sqlite|memory|postgres] [--data DIR | --dsn URL] [--auth-tokens FILE | --auth-jwt FILE]",
+		"PostgreSQL at --dsn", "  --listen ADDR", "Exit status:"}, nil)
 	expect(t, oecp(t, nil, "help", "plan"), 0, []string{"  -f GRAPH"}, nil)
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
 		expect(t, oecp(t, nil, args...), 0, []string{"usage: oecp <command>", "  completion ", "oecp help <command>"}, nil)
@@ -58,16 +59,4 @@ func TestCLIVersion(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Version == "" || v.ProtocolVersion != protocol.Version {
 		t.Fatalf("version --json: %+v", r)
 	}
-}
-
-// TestCLICompletion: the bash and zsh scripts name every command and
-// each command's flags.
-func TestCLICompletion(t *testing.T) {
-	for _, sh := range []string{"bash", "zsh"} {
-		r := oecp(t, nil, "completion", sh)
-		expect(t, r, 0, []string{"_oecp", "resubmit", "--if-run", "--idempotency-key", "--dry-run", "--stdio"}, nil)
-	}
-	expect(t, oecp(t, nil, "completion", "bash"), 0, []string{"complete -o default -F _oecp oecp", `watch) flags="`}, nil)
-	expect(t, oecp(t, nil, "completion", "zsh"), 0, []string{"compdef _oecp oecp", "watch) flags=("}, nil)
-	expect(t, oecp(t, nil, "completion", "fish"), 2, nil, []string{"want bash or zsh"})
 }

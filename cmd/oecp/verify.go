@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/verifier"
+	"github.com/spf13/cobra"
 )
 
 // decodeRegistry decodes a --registry file: a registry table (the
@@ -31,7 +32,7 @@ func decodeRegistry(data []byte) (verifier.Registry, error) {
 	return reg, err
 }
 
-func runVerify(args []string, stdout, stderr io.Writer) error {
+func verifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("verify", "verify (--graph FILE [--registry FILE] | --worker FILE) [--json]",
 		`Verifies a graph offline with the server's verifier (the built-in workers, or the
 workers of --registry), or validates a worker descriptor. Nothing is dialled.`, stdout, stderr)
@@ -40,16 +41,15 @@ workers of --registry), or validates a worker descriptor. Nothing is dialled.`, 
 	registryFile := fs.String("registry", "", "worker registry `FILE`: a registry table (registry.json layout) or the workers file of serve --workers; default: the built-in workers")
 	workerFile := fs.String("worker", "", "worker descriptor JSON `FILE` to validate")
 	asJSON := fs.Bool("json", false, "print exactly one JSON document")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 || (*graphFile == "") == (*workerFile == "") || (*workerFile != "" && *registryFile != "") {
-		return fs.usageErr("bad usage: give --graph FILE (optionally with --registry FILE) or --worker FILE")
-	}
-	if *workerFile != "" {
-		return verifyWorker(*workerFile, *asJSON, stdout)
-	}
-	return verifyGraph(*graphFile, *registryFile, *asJSON, stdout)
+	return fs.run(func(args []string) error {
+		if len(args) > 0 || (*graphFile == "") == (*workerFile == "") || (*workerFile != "" && *registryFile != "") {
+			return fs.usageErr("bad usage: give --graph FILE (optionally with --registry FILE) or --worker FILE")
+		}
+		if *workerFile != "" {
+			return verifyWorker(*workerFile, *asJSON, stdout)
+		}
+		return verifyGraph(*graphFile, *registryFile, *asJSON, stdout)
+	})
 }
 
 func verifyGraph(graphFile, registryFile string, asJSON bool, stdout io.Writer) error {
@@ -86,6 +86,9 @@ func readDecoded[T any](file, what, valid string, decode func([]byte) (T, error)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return zero, failf("verify", exitUsage, "cannot read %s %s: %v", what, file, err)
+	}
+	if err := jsonSyntax(data); err != nil {
+		return zero, failf("verify", exitUsage, "%s is not valid JSON: %v", file, err)
 	}
 	v, err := decode(data)
 	if err != nil {

@@ -12,12 +12,11 @@ import (
 
 // Bounds of a Claude process.
 const (
-	// maxClaudePromptBytes bounds the prompt, which travels in argv.
+	// maxClaudePromptBytes bounds the prompt, which travels in argv. A
+	// line of the stream is bounded only by the process's stdout cap
+	// (MaxStreamBytes): Claude Code repeats a tool's whole output in one
+	// event, and a long session emits thousands of events.
 	maxClaudePromptBytes = 64 << 10
-	// maxClaudeEvents bounds the events of one process.
-	maxClaudeEvents = 4096
-	// maxClaudeLineBytes bounds one line of the stream.
-	maxClaudeLineBytes = 64 << 10
 	// openRouterAnthropicURL is the Anthropic-compatible OpenRouter API.
 	openRouterAnthropicURL = "https://openrouter.ai/api"
 )
@@ -25,7 +24,7 @@ const (
 var (
 	// claudeBase are the variables the driver itself sets; a node may not
 	// declare them.
-	claudeBase = []string{"HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR"}
+	claudeBase = []string{"HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR", "IS_SANDBOX"}
 	// claudeForbidden are variables that would send the prompt elsewhere
 	// or replace the private configuration.
 	claudeForbidden = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"}
@@ -52,13 +51,15 @@ func (d *claudeDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Re
 	case t.Resume && t.Session == "":
 		return Reply{}, driverErr(d.name, "no session id to continue")
 	}
-	env, err := claudeEnv(t)
+	env, err := claudeEnv(t, d.baseURL)
 	if err != nil {
 		return Reply{}, driverErr(d.name, "%v", err)
 	}
 	run := func(ctx context.Context, session, prompt string) attempt {
-		s := &claudeStream{session: session, text: lineBuffer{sinks: sinks, st: streamOutput}, thinking: lineBuffer{sinks: sinks, st: streamSystem}}
-		res, err := d.launch(ctx, t, claudeArgs(t, session, prompt), env, nil, sinks, s.line)
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		s := &claudeStream{session: session, text: lineBuffer{sinks: sinks, st: streamOutput}, thinking: lineBuffer{sinks: sinks, st: streamSystem}, stop: stop}
+		res, err := d.launch(pctx, t, claudeArgs(t, session, prompt), env, nil, sinks, s.line)
 		if err != nil {
 			return attempt{problem: err.Error()}
 		}
@@ -71,8 +72,11 @@ func (d *claudeDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Re
 // claudeEnv is the process environment: PATH and whichever of LANG,
 // LC_ALL and TERM the server has, HOME and TMPDIR set to the private home,
 // and the declared variables. With the openrouter provider the key goes
-// to ANTHROPIC_AUTH_TOKEN against OpenRouter's Anthropic API.
-func claudeEnv(t Turn) ([]string, error) {
+// to ANTHROPIC_AUTH_TOKEN against OpenRouter's Anthropic API. baseURL,
+// when set, is ANTHROPIC_BASE_URL. A server running as root sets
+// IS_SANDBOX=1, without which Claude Code refuses to skip permission
+// prompts as root.
+func claudeEnv(t Turn, baseURL string) ([]string, error) {
 	env := declared(t.Env)
 	for _, n := range append(claudeBase, claudeForbidden...) {
 		if _, ok := env[n]; ok {
@@ -93,13 +97,24 @@ func claudeEnv(t Turn) ([]string, error) {
 			env[n] = v
 		}
 	}
+	if baseURL != "" {
+		env["ANTHROPIC_BASE_URL"] = baseURL
+	}
+	if os.Geteuid() == 0 {
+		env["IS_SANDBOX"] = "1"
+	}
 	env["PATH"], env["HOME"], env["TMPDIR"] = serverPath(), t.Home, t.Home
 	return envList(env), nil
 }
 
-// claudeArgs is the argv after the entry's.
+// claudeArgs is the argv after the entry's. Only the private home's user
+// settings apply (--setting-sources user) and no MCP server configuration
+// (--strict-mcp-config): the workspace's .claude/ settings and .mcp.json
+// could otherwise send the request and its key elsewhere or change the
+// permissions the turn runs with.
 func claudeArgs(t Turn, session, prompt string) []string {
-	a := []string{"--print", "--input-format", "text", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model", t.Model}
+	a := []string{"--print", "--input-format", "text", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+		"--setting-sources", "user", "--strict-mcp-config", "--model", t.Model}
 	if t.Effort != "" {
 		a = append(a, "--effort", t.Effort)
 	}
@@ -123,7 +138,12 @@ type claudeStream struct {
 	retrySeen      bool
 	newline        bool
 	result         *claudeResult
-	bad            error
+	// auth is the 401/403 status of an API retry; stop ends the process
+	// at once.
+	auth  int
+	stop  func()
+	usage Usage
+	bad   error
 }
 
 type claudeResult struct {
@@ -140,10 +160,6 @@ func (s *claudeStream) line(raw []byte) {
 	s.newline = strings.HasSuffix(string(raw), "\n")
 	line := strings.TrimSuffix(string(raw), "\n")
 	switch {
-	case len(raw) > maxClaudeLineBytes:
-		s.bad = fmt.Errorf("a line is over %d bytes", maxClaudeLineBytes)
-	case s.events > maxClaudeEvents:
-		s.bad = fmt.Errorf("more than %d events", maxClaudeEvents)
 	case line == "":
 		s.bad = fmt.Errorf("an empty line")
 	case s.result != nil:
@@ -165,6 +181,10 @@ func (s *claudeStream) line(raw []byte) {
 		if str(m["subtype"]) == "api_retry" {
 			s.retrySeen = true
 			emit(s.text.sinks, streamSystem, fmt.Sprintf("API retry %s of %s: %s", m["attempt"], m["max_retries"], str(m["error"])))
+			if n := int(int64Of(m["error_status"])); isAuthStatus(n) && s.auth == 0 {
+				s.auth = n
+				s.stop()
+			}
 		}
 	case "stream_event":
 		s.delta(object(m["event"]))
@@ -242,6 +262,14 @@ func (s *claudeStream) onResult(m map[string]json.RawMessage) {
 	var isError bool
 	_ = json.Unmarshal(m["is_error"], &isError)
 	subtype := str(m["subtype"])
+	if u := object(m["usage"]); u != nil {
+		cached := int64Of(u["cache_read_input_tokens"])
+		s.usage = Usage{Input: int64Of(u["input_tokens"]) + cached + int64Of(u["cache_creation_input_tokens"]), CachedInput: cached,
+			Output: int64Of(u["output_tokens"]), CostUSD: float64Of(m["total_cost_usd"])}
+	}
+	if n := int(int64Of(m["api_error_status"])); isAuthStatus(n) && s.auth == 0 {
+		s.auth = n
+	}
 	if subtype != "success" || isError {
 		diag := str(m["result"])
 		if diag == "" {
@@ -270,8 +298,13 @@ func (s *claudeStream) onResult(m map[string]json.RawMessage) {
 func (s *claudeStream) end(res worker.ProcessResult) attempt {
 	s.text.flush()
 	s.thinking.flush()
-	a := attempt{session: s.session, problem: broken(res, s.bad)}
+	a := attempt{session: s.session, problem: broken(res, s.bad), usage: s.usage}
 	switch {
+	case s.auth != 0 && (s.result == nil || !s.result.ok):
+		a.auth, a.problem = s.auth, fmt.Sprintf("the provider answered HTTP %d", s.auth)
+		if s.result != nil {
+			a.problem += ": " + s.result.diag
+		}
 	case a.problem != "":
 	case s.events > 0 && !s.newline:
 		a.problem = "malformed event stream: it does not end with a newline"

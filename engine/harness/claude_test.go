@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +17,7 @@ func TestClaudeTurn(t *testing.T) {
 	rec := f.fixtureTurn("claude-success.jsonl", harness.Binding{Model: "claude-sonnet-5", Effort: "max", Env: []string{"ANTHROPIC_API_KEY"}}, "anthropic")
 	argv := f.argv(0)
 	want := []string{"--print", "--input-format", "text", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--model", "claude-sonnet-5", "--effort", "max", "--dangerously-skip-permissions"}
+		"--setting-sources", "user", "--strict-mcp-config", "--model", "claude-sonnet-5", "--effort", "max", "--dangerously-skip-permissions"}
 	if !slices.Equal(argv[:len(want)], want) || !strings.HasPrefix(argv[len(want)], "Execute this graph node") {
 		t.Fatalf("argv %q", argv)
 	}
@@ -29,9 +30,13 @@ func TestClaudeTurn(t *testing.T) {
 		t.Fatalf("env %v", env)
 	}
 	for k := range env {
-		if !slices.Contains([]string{"ANTHROPIC_API_KEY", "HOME", "TMPDIR", "LANG", "LC_ALL", "TERM", "PATH"}, k) {
+		if !slices.Contains([]string{"ANTHROPIC_API_KEY", "HOME", "TMPDIR", "LANG", "LC_ALL", "TERM", "PATH", "IS_SANDBOX"}, k) {
 			t.Fatalf("unexpected variable %s", k)
 		}
+	}
+	// As root, Claude Code skips permission prompts only with IS_SANDBOX=1.
+	if root := os.Geteuid() == 0; (env["IS_SANDBOX"] == "1") != root {
+		t.Fatalf("IS_SANDBOX=%q as root=%v", env["IS_SANDBOX"], root)
 	}
 	// Deltas come out as whole lines, the assistant message does not
 	// repeat them, and the tool call is a system line.

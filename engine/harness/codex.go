@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -20,7 +22,7 @@ const (
 // codexForbidden are variables a Codex node must not declare: the driver
 // owns CODEX_HOME, HOME and PATH, and a base URL would send the prompt and
 // the key elsewhere.
-var codexForbidden = []string{"CODEX_HOME", "HOME", "PATH", "CODEX_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_BASE"}
+var codexForbidden = []string{"CODEX_HOME", "HOME", "PATH", "TMPDIR", "CODEX_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_BASE"}
 
 // codexDriver runs the Codex CLI: `codex exec --json … -` once per process,
 // the prompt on stdin, in the turn's directory with a private CODEX_HOME
@@ -42,20 +44,32 @@ func (d *codexDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Rep
 	if err != nil {
 		return Reply{}, driverErr(d.name, "%v", err)
 	}
+	base := t.ThreadUsage
 	run := func(ctx context.Context, session, prompt string) attempt {
-		s := &codexStream{sinks: sinks, thread: session}
-		res, err := d.launch(ctx, t, codexArgs(t, session), env, []byte(prompt), sinks, s.line)
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		s := &codexStream{sinks: sinks, thread: session, stop: stop}
+		res, err := d.launch(pctx, t, codexArgs(t, session, d.baseURL), env, []byte(prompt), sinks, s.line)
 		if err != nil {
 			return attempt{problem: err.Error()}
 		}
-		return s.end(res)
+		a := s.end(res)
+		if s.usage != nil {
+			if session == "" {
+				base = Usage{}
+			}
+			a.usage, a.thread, base = s.usage.since(base), *s.usage, *s.usage
+		}
+		return a
 	}
 	// Codex continues once after any failure, its own or the process's.
 	return withContinuation(ctx, d.name, "Codex", t, sinks, func(attempt) bool { return true }, run)
 }
 
 // codexEnv is the process environment: the declared variables, CODEX_HOME
-// and HOME (the private home) and PATH. With the openai provider a
+// and HOME (the private home), TMPDIR (a directory inside it: Codex
+// refuses to set up its sandbox helpers when its home lies under the
+// temporary directory) and PATH. With the openai provider a
 // declared OPENAI_API_KEY becomes CODEX_API_KEY (a declared CODEX_API_KEY
 // wins) and one of the two is required; with openrouter OPENROUTER_API_KEY
 // must be set and not empty.
@@ -82,48 +96,69 @@ func codexEnv(t Turn) ([]string, error) {
 			return nil, fmt.Errorf("the openai provider needs a declared OPENAI_API_KEY or CODEX_API_KEY")
 		}
 	}
-	env["CODEX_HOME"], env["HOME"], env["PATH"] = t.Home, t.Home, serverPath()
+	tmp := filepath.Join(t.Home, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("private temporary directory: %w", err)
+	}
+	env["CODEX_HOME"], env["HOME"], env["TMPDIR"], env["PATH"] = t.Home, t.Home, tmp, serverPath()
 	return envList(env), nil
 }
 
-// codexArgs is the argv after the entry's: exec, the provider, the
-// sandbox policy, resume when session is set, the JSON stream, the model
-// and effort, and "-" (the prompt comes on stdin).
-func codexArgs(t Turn, session string) []string {
+// codexArgs is the argv after the entry's: exec, the sandbox policy,
+// resume when session is set, then every --config override (all after
+// resume: on a resumed turn Codex 0.148 drops the overrides before
+// `resume` once any follows it, and the provider, its base URL and network
+// access fall back to the defaults), the JSON stream, the model, the
+// thread and "-" (the prompt comes on stdin). baseURL, when set, is where the provider's Responses API is.
+func codexArgs(t Turn, session, baseURL string) []string {
 	conf := func(kv string) []string { return []string{"--config", kv} }
 	a := []string{"exec"}
+	if t.Verifier {
+		a = append(a, "--sandbox", "read-only")
+	} else {
+		a = append(a, "--sandbox", "workspace-write")
+	}
+	if session != "" {
+		a = append(a, "resume")
+	}
 	model := t.Model
 	if t.Provider == providerOpenRouter {
+		url := openRouterURL
+		if baseURL != "" {
+			url = baseURL
+		}
 		a = append(a, conf(`model_provider="openrouter"`)...)
 		a = append(a, conf(`model_providers.openrouter.name="OpenRouter"`)...)
-		a = append(a, conf(`model_providers.openrouter.base_url="`+openRouterURL+`"`)...)
+		a = append(a, conf(`model_providers.openrouter.base_url=`+tomlString(url))...)
 		a = append(a, conf(`model_providers.openrouter.env_key="OPENROUTER_API_KEY"`)...)
 		a = append(a, conf(`model_providers.openrouter.wire_api="responses"`)...)
 		model = "openai/" + model
 	} else {
 		a = append(a, conf(`model_provider="openai"`)...)
+		if baseURL != "" {
+			a = append(a, conf(`openai_base_url=`+tomlString(baseURL))...)
+		}
 	}
-	if t.Verifier {
-		a = append(a, "--sandbox", "read-only")
-		a = append(a, conf(`approval_policy="never"`)...)
-	} else {
-		a = append(a, "--sandbox", "workspace-write")
-		a = append(a, conf(`approval_policy="never"`)...)
+	a = append(a, conf(`approval_policy="never"`)...)
+	if !t.Verifier {
 		a = append(a, conf(`sandbox_workspace_write.network_access=true`)...)
 	}
-	if session != "" {
-		a = append(a, "resume")
-	}
-	a = append(a, "--json", "--model", model)
 	if t.Effort != "" {
 		a = append(a, conf(`model_reasoning_effort="`+t.Effort+`"`)...)
 	}
-	a = append(a, "--skip-git-repo-check")
 	a = append(a, conf(`web_search="disabled"`)...)
+	a = append(a, "--json", "--model", model, "--skip-git-repo-check")
 	if session != "" {
 		a = append(a, session)
 	}
 	return append(a, "-")
+}
+
+// tomlString is s as a TOML basic string (JSON's escaping is valid TOML
+// for the characters a URL holds).
+func tomlString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // codexStream folds one process's JSONL events. thread is the thread id
@@ -136,7 +171,16 @@ type codexStream struct {
 	completed bool
 	failed    bool
 	failure   string
-	bad       error
+	// lastError is the last top-level error event: Codex reports the
+	// transport retries it recovers from that way, so it fails nothing by
+	// itself and only explains a turn that ended without turn.completed.
+	lastError string
+	// auth is the 401/403 status an error named; stop ends the process
+	// at once.
+	auth  int
+	stop  func()
+	usage *Usage
+	bad   error
 }
 
 func (s *codexStream) line(raw []byte) {
@@ -166,11 +210,32 @@ func (s *codexStream) line(raw []byte) {
 		emit(s.sinks, streamSystem, "turn started")
 	case "turn.completed":
 		s.completed = true
+		s.onUsage(object(m["usage"]))
 	case "turn.failed":
 		s.fail(str(object(m["error"])["message"]))
 	case "error":
-		s.fail(str(m["message"]))
+		s.onError(str(m["message"]))
 	}
+}
+
+// onError handles a top-level error event: a system line, and the end of
+// the process when it names a refused credential.
+func (s *codexStream) onError(msg string) {
+	emit(s.sinks, streamSystem, "provider error: "+msg)
+	s.lastError = msg
+	if n := authStatus(msg); n != 0 && s.auth == 0 {
+		s.auth = n
+		s.stop()
+	}
+}
+
+// onUsage records turn.completed's usage, cumulative over the thread.
+func (s *codexStream) onUsage(u map[string]json.RawMessage) {
+	if u == nil {
+		return
+	}
+	s.usage = &Usage{Input: int64Of(u["input_tokens"]), CachedInput: int64Of(u["cached_input_tokens"]),
+		Output: int64Of(u["output_tokens"]), Reasoning: int64Of(u["reasoning_output_tokens"])}
 }
 
 func (s *codexStream) fail(msg string) {
@@ -179,6 +244,9 @@ func (s *codexStream) fail(msg string) {
 	}
 	if !s.failed {
 		s.failed, s.failure = true, msg
+	}
+	if n := authStatus(msg); n != 0 && s.auth == 0 {
+		s.auth = n
 	}
 }
 
@@ -253,13 +321,20 @@ func codexSummary(kind string, item map[string]json.RawMessage) string {
 	return kind
 }
 
-// end judges the process: exactly one of completed and failed must hold;
-// a failure is the provider's (accepted with any exit status); a
-// completed turn needs an agent message and exit status 0, and its answer
-// is the last message.
+// end judges the process: a refused credential ends it first; else
+// exactly one of completed and failed must hold; a failure is the
+// provider's (accepted with any exit status); a completed turn needs an
+// agent message and exit status 0, and its answer is the last message. A
+// stream that ended without either is explained by its last error event.
 func (s *codexStream) end(res worker.ProcessResult) attempt {
 	a := attempt{session: s.thread, problem: broken(res, s.bad)}
 	switch {
+	case s.auth != 0 && !s.completed:
+		a.auth = s.auth
+		a.problem = s.failure
+		if a.problem == "" {
+			a.problem = s.lastError
+		}
 	case a.problem != "":
 	case s.failed && s.completed:
 		a.problem = "the stream reported both a failure and a completed turn"
@@ -267,6 +342,9 @@ func (s *codexStream) end(res worker.ProcessResult) attempt {
 		a.problem = s.failure
 	case !s.completed:
 		a.problem = unfinished("turn.completed", res)
+		if s.lastError != "" {
+			a.problem += "; last error: " + s.lastError
+		}
 	case len(s.messages) == 0:
 		a.problem = "the turn completed without an agent message"
 	case res.Exit != nil:

@@ -15,10 +15,10 @@ func TestCodexTurn(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-openai-secret")
 	f := newFakeCLI(t, "codex")
 	rec := f.fixtureTurn("codex-success.jsonl", harness.Binding{Model: "gpt-5.6", Effort: "high", Env: []string{"OPENAI_API_KEY"}}, "openai")
-	want := []string{"exec", "--config", `model_provider="openai"`, "--sandbox", "workspace-write",
+	want := []string{"exec", "--sandbox", "workspace-write", "--config", `model_provider="openai"`,
 		"--config", `approval_policy="never"`, "--config", "sandbox_workspace_write.network_access=true",
-		"--json", "--model", "gpt-5.6", "--config", `model_reasoning_effort="high"`,
-		"--skip-git-repo-check", "--config", `web_search="disabled"`, "-"}
+		"--config", `model_reasoning_effort="high"`, "--config", `web_search="disabled"`,
+		"--json", "--model", "gpt-5.6", "--skip-git-repo-check", "-"}
 	if argv := f.argv(0); !slices.Equal(argv, want) {
 		t.Fatalf("argv\n%q\nwant\n%q", argv, want)
 	}
@@ -28,11 +28,13 @@ func TestCodexTurn(t *testing.T) {
 	if cwd := strings.TrimSpace(f.read("calls/0.cwd")); cwd != f.work {
 		t.Fatalf("cwd %s", cwd)
 	}
-	// Only the key (renamed), the private home and PATH reach the process;
-	// the execution's home is gone once it ended.
+	// Only the key (renamed), the private home, a temporary directory in
+	// it and PATH reach the process; the execution's home is gone once it
+	// ended.
 	env := f.env(0)
 	home := filepath.Join(f.run, "writer-execution-12")
-	if len(env) != 4 || env["CODEX_API_KEY"] != "sk-openai-secret" || env["CODEX_HOME"] != home || env["HOME"] != home || env["PATH"] != os.Getenv("PATH") {
+	if len(env) != 5 || env["CODEX_API_KEY"] != "sk-openai-secret" || env["CODEX_HOME"] != home || env["HOME"] != home ||
+		env["TMPDIR"] != filepath.Join(home, "tmp") || env["PATH"] != os.Getenv("PATH") {
 		t.Fatalf("env %v", env)
 	}
 	if _, err := os.Stat(home); !os.IsNotExist(err) {
@@ -60,8 +62,8 @@ func TestCodexVerifierAndOpenRouter(t *testing.T) {
 	}
 	argv := strings.Join(f.argv(0), " ")
 	for _, part := range []string{
-		`exec --config model_provider="openrouter" --config model_providers.openrouter.name="OpenRouter" --config model_providers.openrouter.base_url="https://openrouter.ai/api/v1" --config model_providers.openrouter.env_key="OPENROUTER_API_KEY" --config model_providers.openrouter.wire_api="responses"`,
-		`--sandbox read-only --config approval_policy="never" --json --model openai/gpt-5.6`,
+		`exec --sandbox read-only --config model_provider="openrouter" --config model_providers.openrouter.name="OpenRouter" --config model_providers.openrouter.base_url="https://openrouter.ai/api/v1" --config model_providers.openrouter.env_key="OPENROUTER_API_KEY" --config model_providers.openrouter.wire_api="responses"`,
+		`--config approval_policy="never" --config model_reasoning_effort="max" --config web_search="disabled" --json --model openai/gpt-5.6`,
 	} {
 		if !strings.Contains(argv, part) {
 			t.Fatalf("argv lacks %q:\n%s", part, argv)
@@ -83,6 +85,14 @@ func TestCodexCorrectionResumesThread(t *testing.T) {
 	argv := f.argv(1)
 	if i := indexOf(argv, "resume"); i < 0 || argv[len(argv)-2] != "th-1" || argv[len(argv)-1] != "-" || indexOf(argv, "--json") < i {
 		t.Fatalf("correction argv %q", argv)
+	}
+	// Codex 0.148 drops the --config overrides before `resume` once any
+	// follows it; --sandbox belongs to exec, before it.
+	r := indexOf(argv, "resume")
+	for i, a := range argv {
+		if (a == "--config" && i < r) || (a == "--sandbox" && i > r) {
+			t.Fatalf("%s at %d, resume at %d: %q", a, i, r, argv)
+		}
 	}
 	if p := f.stdin(1); !strings.Contains(p, "Validation error:") || strings.Contains(p, "draft") {
 		t.Fatalf("correction prompt:\n%s", p)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -40,6 +41,8 @@ const (
 	maxArgvBytes = 64 << 10
 	maxEnvNames  = 256
 	maxEnvName   = 128
+	// maxBaseURLBytes bounds a harness entry's baseUrl.
+	maxBaseURLBytes = 2048
 )
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -65,6 +68,11 @@ type Entry struct {
 	// Env lists the server environment variables a binding may declare;
 	// only their values ever reach the process, and only when declared.
 	Env []string `json:"env,omitempty"`
+	// BaseURL, when set, pins where the CLI sends its model requests (a
+	// gateway or proxy): for codex the Responses API base including its
+	// path (http://host:port/v1), for claude the Anthropic API root
+	// (http://host:port). Empty: the CLI's own default.
+	BaseURL string `json:"baseUrl,omitempty"`
 }
 
 // Config is the host's harness file: entries keyed by harness name. A nil
@@ -72,6 +80,9 @@ type Entry struct {
 type Config struct {
 	file    string
 	entries map[string]Entry
+	// usage and maxUSD are the accounting of the runners it builds.
+	usage  UsageObserver
+	maxUSD float64
 }
 
 // Load reads and validates a harness file.
@@ -103,7 +114,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw[key]))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			return nil, bad("key %q: want {\"driver\", \"argv\", \"env\"}: %v", key, err)
+			return nil, bad("key %q: want {\"driver\", \"argv\", \"env\", \"baseUrl\"}: %v", key, err)
 		}
 		if err := e.validate(key); err != nil {
 			return nil, bad("key %q: %v", key, err)
@@ -142,6 +153,19 @@ func (e *Entry) validate(name string) error {
 		if !validEnvName(n) {
 			return fmt.Errorf("env %q is not a variable name", n)
 		}
+	}
+	return validBaseURL(e.BaseURL)
+}
+
+// validBaseURL accepts "" or an absolute http(s) URL without credentials,
+// query or fragment.
+func validBaseURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || len(s) > maxBaseURLBytes {
+		return fmt.Errorf("baseUrl %q: want an absolute http or https URL (at most %d bytes) without credentials, query or fragment", s, maxBaseURLBytes)
 	}
 	return nil
 }
@@ -187,7 +211,7 @@ func (c *Config) Check(harness string, agents map[string]Binding) error {
 	for _, node := range sortedKeys(agents) {
 		for _, n := range agents[node].Env {
 			if !allowed[n] {
-				return fmt.Errorf("%w: node %q declares env %q, which the server's --harness entry %q does not list", ErrEnvNotAllowed, node, n, harness)
+				return fmt.Errorf("%w: node %q declares env %q, which the server's --harness entry %q does not list (its operator must add it)", ErrEnvNotAllowed, node, n, harness)
 			}
 		}
 	}
@@ -204,9 +228,18 @@ func (c *Config) entry(harness string) (Entry, bool) {
 
 func (c *Config) notConfigured(harness string) error {
 	if c == nil {
-		return fmt.Errorf("%w: the plan uses harness %q but this server has none (start oecp serve with --harness FILE declaring %q)", ErrNotConfigured, harness, harness)
+		return fmt.Errorf("%w: the plan uses harness %q but this server has none (its operator must start oecp serve with --harness FILE declaring %q)", ErrNotConfigured, harness, harness)
 	}
-	return fmt.Errorf("%w: the plan uses harness %q but the server's --harness file %s does not declare it", ErrNotConfigured, harness, c.file)
+	return fmt.Errorf("%w: the plan uses harness %q, which this server does not offer (its operator declares harnesses in the server's --harness file)", ErrNotConfigured, harness)
+}
+
+// File is the harness file's name, for the server's own log: refusals sent
+// to clients never name it.
+func (c *Config) File() string {
+	if c == nil {
+		return ""
+	}
+	return c.file
 }
 
 // Driver returns the driver of a configured harness; the error is Check's
@@ -226,3 +259,25 @@ func (c *Config) Driver(harness string) (Driver, error) {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// SetAccounting makes the runners this configuration builds report every
+// agent turn's usage to obs (nil: none) and end an execution whose run's
+// agents reported more than maxUSD of cost (0: no budget).
+func (c *Config) SetAccounting(obs UsageObserver, maxUSD float64) {
+	if c == nil {
+		return
+	}
+	c.usage, c.maxUSD = obs, maxUSD
+}
+
+// Runner returns a runner over the driver of a configured harness, with
+// the DefaultDeadline and the configuration's accounting.
+func (c *Config) Runner(harness string) (*Runner, error) {
+	d, err := c.Driver(harness)
+	if err != nil {
+		return nil, err
+	}
+	r := NewRunner(d, 0)
+	r.harness, r.usage, r.budget.maxUSD = harness, c.usage, c.maxUSD
+	return r, nil
+}

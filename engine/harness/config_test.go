@@ -23,6 +23,14 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// A baseUrl is taken as given: the Responses API base with its path for
+// codex, the API root for claude.
+func TestParseBaseURL(t *testing.T) {
+	if _, err := harness.Parse("h.json", []byte(`{"codex":{"baseUrl":"http://127.0.0.1:4000/v1"},"claude":{"baseUrl":"https://gateway.example"}}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestParseConfigRefusals(t *testing.T) {
 	cases := []struct{ file, want string }{
 		{`[]`, "JSON object keyed by harness name"},
@@ -35,6 +43,10 @@ func TestParseConfigRefusals(t *testing.T) {
 		{`{"claude":{"driver":"command","argv":[]}}`, `key "claude": argv needs at least the program`},
 		{`{"claude":{"driver":"command"}}`, `key "claude": argv needs at least the program`},
 		{`{"claude":{"driver":"command","argv":["x"],"env":["BAD-NAME"]}}`, `key "claude": env "BAD-NAME"`},
+		{`{"codex":{"baseUrl":"127.0.0.1:4000/v1"}}`, `key "codex": baseUrl "127.0.0.1:4000/v1": want an absolute http or https URL`},
+		{`{"codex":{"baseUrl":"ftp://gateway/v1"}}`, `baseUrl "ftp://gateway/v1"`},
+		{`{"claude":{"baseUrl":"https://user:pw@gateway"}}`, `without credentials`},
+		{`{"claude":{"baseUrl":"https://gateway/?key=1"}}`, `without credentials, query or fragment`},
 	}
 	for _, tc := range cases {
 		_, err := harness.Parse("h.json", []byte(tc.file))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"unicode"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -13,8 +14,14 @@ import (
 
 // Limits of the command driver.
 const (
-	// MaxStdoutBytes bounds one turn's stdout; more is a driver error.
+	// MaxStdoutBytes bounds one turn's stdout under the command driver,
+	// which holds it whole; more is a driver error.
 	MaxStdoutBytes = 8 << 20
+	// MaxStreamBytes bounds the event stream of one CLI process (Codex,
+	// Claude Code), which is read a line at a time and never held whole:
+	// a long honest session with large tool outputs streams tens of MiB.
+	// One line may be as long as the whole cap; more is a driver error.
+	MaxStreamBytes = 64 << 20
 	// maxSessionBytes bounds a session id.
 	maxSessionBytes = 512
 )
@@ -23,6 +30,11 @@ const (
 // ending: the process could not start, exited non-zero, answered something
 // other than the reply shape, exceeded the stdout cap, or changed session.
 var ErrDriver = errors.New("harness driver failed")
+
+// ErrProviderAuth wraps a turn the provider refused for its credential
+// (HTTP 401 or 403); the driver stops the CLI at the first report instead
+// of waiting out its own retries.
+var ErrProviderAuth = errors.New("the provider refused the credential")
 
 // Turn is one prompt sent to a harness session.
 type Turn struct {
@@ -60,6 +72,12 @@ type Turn struct {
 	// Started, when set, is called with the process group id of the
 	// turn's process once it runs.
 	Started func(pgid int)
+	// ThreadUsage is the session's cumulative usage before this turn, for
+	// a harness that reports usage cumulatively per session (Codex).
+	ThreadUsage Usage
+	// Confine, when set, confines the turn's process (worker.Process's
+	// Confine).
+	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // Reply is a successful turn's answer.
@@ -71,15 +89,23 @@ type Reply struct {
 	// Streamed is set when the driver already published the answer's
 	// text as live output while the turn ran.
 	Streamed bool
+	// Usage is what the turn's processes reported consuming; a driver
+	// sets it on a failed turn too.
+	Usage Usage
+	// ThreadUsage is the session's cumulative usage after the turn (pass
+	// it back in Turn.ThreadUsage).
+	ThreadUsage Usage
 }
 
 // Driver is the port a harness implements.
 type Driver interface {
 	// Turn starts (t.Session == "") or resumes a session in t.Dir and runs
 	// one turn. Progress lines go to sinks as they arrive (either func may
-	// be nil). It returns the final text and the session id, or an error:
+	// be nil). It returns the final text and the session id (and the
+	// usage, which a failed turn may carry too), or an error:
 	// one wrapping ctx's error when ctx ended first (the process is then
-	// killed), ErrEnvNotAllowed for a refused env name, else ErrDriver.
+	// killed), ErrEnvNotAllowed for a refused env name, ErrProviderAuth
+	// when the provider refused the credential, else ErrDriver.
 	// Turn never leaves a process running once it returns.
 	Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Reply, error)
 }
@@ -96,15 +122,17 @@ type commandDriver struct{ cli }
 func newCommandDriver(name string, e Entry) *commandDriver { return &commandDriver{newCLI(name, e)} }
 
 // cli is what every driver knows of its harness entry: the harness name,
-// the argv prefix and the environment names the entry allows.
+// the argv prefix, the environment names the entry allows and the
+// model API base URL ("" for the CLI's default).
 type cli struct {
 	name    string
 	argv    []string
 	allowed map[string]bool
+	baseURL string
 }
 
 func newCLI(name string, e Entry) cli {
-	c := cli{name: name, argv: append([]string(nil), e.Argv...), allowed: map[string]bool{}}
+	c := cli{name: name, argv: append([]string(nil), e.Argv...), allowed: map[string]bool{}, baseURL: e.BaseURL}
 	for _, n := range e.Env {
 		c.allowed[n] = true
 	}
@@ -150,7 +178,7 @@ func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (R
 	}
 	res := worker.Process{
 		Argv: d.argv, Dir: t.Dir, Env: worker.EnvFrom(t.Env),
-		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started,
+		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started, Confine: t.Confine,
 	}.Run(ctx)
 	if ctx.Err() != nil {
 		return Reply{}, fmt.Errorf("harness %s turn ended: %w", d.name, ctx.Err())

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -148,7 +150,7 @@ func driverErr(name, format string, args ...any) error {
 // launch runs one CLI process of turn t: the entry's argv followed by
 // args, in t.Dir, in its own process group (passed to t.Started once it
 // runs), with exactly env and stdin;
-// stdout goes to onLine as it arrives, bounded by MaxStdoutBytes, and each
+// stdout goes to onLine as it arrives, bounded by MaxStreamBytes, and each
 // stderr line becomes a system line. argv over maxArgvItems items or
 // maxArgvBytes bytes, and an environment over maxEnvNames entries or
 // maxArgvBytes bytes, are refused before anything starts.
@@ -164,7 +166,7 @@ func (c cli) launch(ctx context.Context, t Turn, args, env []string, stdin []byt
 	if sinks.Log != nil {
 		stderr.Log = func(_, msg string) { sinks.Log(string(streamSystem), msg) }
 	}
-	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStdoutBytes, Sinks: stderr, Lines: onLine, Started: t.Started}.Run(ctx), nil
+	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: onLine, Started: t.Started, Confine: t.Confine}.Run(ctx), nil
 }
 
 func totalBytes(ss []string) int {
@@ -204,7 +206,7 @@ func processProblem(res worker.ProcessResult) string {
 	case res.StartErr != nil:
 		return fmt.Sprintf("the process could not start: %v", res.StartErr)
 	case res.Overflow:
-		return fmt.Sprintf("stdout is over %d bytes", MaxStdoutBytes)
+		return fmt.Sprintf("the event stream is over %d bytes", MaxStreamBytes)
 	case res.Exit != nil:
 		return "the process exited non-zero: " + res.Exit.Error()
 	}
@@ -221,6 +223,12 @@ type attempt struct {
 	ok        bool
 	problem   string
 	retryable bool
+	// auth is the HTTP status (401, 403) of a credential the provider
+	// refused; 0 otherwise.
+	auth int
+	// usage is what the process reported; thread the session's
+	// cumulative usage after it (Codex).
+	usage, thread Usage
 }
 
 // runAttempt is one CLI process of a turn, resuming session when it is
@@ -239,17 +247,26 @@ func withContinuation(ctx context.Context, name, label string, t Turn, sinks wor
 	if t.Resume {
 		session = t.Session
 	}
+	spent := Reply{ThreadUsage: t.ThreadUsage}
 	a := run(ctx, session, t.Prompt)
 	for again := true; ; again = false {
+		spent.Usage = spent.Usage.Plus(a.usage)
+		if a.thread != (Usage{}) {
+			spent.ThreadUsage = a.thread
+		}
 		if ctx.Err() != nil {
-			return Reply{}, fmt.Errorf("harness %s turn ended: %w", name, ctx.Err())
+			return spent, fmt.Errorf("harness %s turn ended: %w", name, ctx.Err())
 		}
 		if a.ok {
+			a.reply.Usage, a.reply.ThreadUsage = spent.Usage, spent.ThreadUsage
 			return a.reply, nil
 		}
 		emit(sinks, streamError, label+" provider failure: "+diagnostic(a.problem))
+		if a.auth != 0 {
+			return spent, fmt.Errorf("%w: harness %s: HTTP %d: %s", ErrProviderAuth, name, a.auth, a.problem)
+		}
 		if !again || !retry(a) {
-			return Reply{}, driverErr(name, "%s", a.problem)
+			return spent, driverErr(name, "%s", a.problem)
 		}
 		prompt := t.Prompt
 		if session = a.session; session != "" {
@@ -290,3 +307,22 @@ func object(raw json.RawMessage) map[string]json.RawMessage {
 	_ = json.Unmarshal(raw, &m)
 	return m
 }
+
+// authStatusRE finds an HTTP 401 or 403 in a provider error message
+// ("unexpected status 401 Unauthorized", "HTTP 403", "403 Forbidden").
+var authStatusRE = regexp.MustCompile(`(?i)(?:status:?\s*|http\s*)(401|403)\b|\b(401) unauthorized\b|\b(403) forbidden\b`)
+
+// authStatus is the credential status (401 or 403) a provider error
+// message names, or 0.
+func authStatus(msg string) int {
+	m := authStatusRE.FindStringSubmatch(msg)
+	for _, g := range m[min(1, len(m)):] {
+		if n, err := strconv.Atoi(g); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// isAuthStatus reports whether an HTTP status is a refused credential.
+func isAuthStatus(n int) bool { return n == 401 || n == 403 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
@@ -33,12 +35,22 @@ const redactedValue = "[REDACTED]"
 // errDeadline is the cause of the driver deadline.
 var errDeadline = errors.New("harness driver deadline passed")
 
+// errBudget ends an execution whose run went over the agent budget.
+var errBudget = errors.New("agent budget exceeded")
+
 // Runner runs executions of agent nodes through one harness driver. It
 // keeps the node_instance session table; it is safe for concurrent use.
 type Runner struct {
 	driver   Driver
 	deadline time.Duration
 	sessions sessionTable
+	// harness names the runner's harness in usage reports; usage, when
+	// set, sees every turn's usage; budget bounds each run's reported
+	// cost.
+	harness string
+	usage   UsageObserver
+	budget  budget
+	sandbox *sandbox.Host
 }
 
 // NewRunner returns a runner over d with the DefaultDeadline; a deadline
@@ -73,6 +85,9 @@ type Job struct {
 	// node_instance session, "{writer,verifier}-execution-<Execution>"
 	// otherwise, removed when the execution ends. "" gives no home.
 	Runtime string
+	// GitDir is the run's git directory outside Dir ("" none); a sandbox
+	// shows it to the execution as git needs it.
+	GitDir string
 }
 
 // Worker adapts one job to engine/worker's Worker.
@@ -80,9 +95,13 @@ func (r *Runner) Worker(job Job) worker.Worker {
 	return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome { return r.Run(ctx, job, ex) })
 }
 
-// CloseRun forgets a finished run's sessions; a session still in use is
-// marked lost.
-func (r *Runner) CloseRun(runID string) { r.sessions.closeRun(runID) }
+// CloseRun forgets a finished run's sessions and spending; a session
+// still in use is marked lost.
+func (r *Runner) CloseRun(runID string) {
+	r.sessions.closeRun(runID)
+	r.budget.forget(runID)
+	r.sandbox.CloseRun(runID)
+}
 
 // Run executes one job with ex.Input and returns its outcome:
 //   - a valid answer: "verified" (step) or "verifier";
@@ -109,6 +128,11 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		log.Error("agent input refused", "err", err)
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
+	if spent, over := r.budget.over(job.RunID); over {
+		log.Warn("agent budget exceeded: the run's agents reported more cost than --max-agent-usd-per-run", "spentUsd", spent, "maxUsd", r.budget.maxUSD)
+		publish(ex.Sinks, string(streamError), fmt.Sprintf("%v: the run's agents reported %.6f USD, over the --max-agent-usd-per-run budget of %.6f USD", errBudget, spent, r.budget.maxUSD))
+		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
+	}
 	values, missing := envValues(job.Binding.Env)
 	if missing != "" {
 		log.Warn("declared env variable unset on the server", "env", missing)
@@ -122,7 +146,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 			log.Warn("node instance session unavailable", "err", err)
 			return r.failure(ctx, ctx, err)
 		}
-		conv.session, conv.resume = entry.id, entry.used
+		conv.session, conv.resume, conv.thread = entry.id, entry.used, entry.thread
 	}
 	if conv.home, err = makeHome(job, c.Verifier); err != nil {
 		log.Error("agent home unavailable", "err", err)
@@ -134,17 +158,56 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	if job.Binding.SessionScope != ScopeNodeInstance && conv.home != "" {
 		defer os.RemoveAll(conv.home)
 	}
+	exe, err := r.confine(job, conv.home, c.Verifier)
+	if err != nil {
+		log.Error("agent sandbox unavailable", "err", err)
+		if entry != nil {
+			r.sessions.release(entry, "", false)
+		}
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+	}
+	defer exe.Close()
+	conv.confine = exe.Confine
 	dctx, cancel := context.WithTimeoutCause(ctx, r.deadline, errDeadline)
 	defer cancel()
 	out, err := conv.run(dctx, prompt)
 	if entry != nil {
+		entry.thread = conv.thread
 		r.sessions.release(entry, conv.session, err == nil)
+	}
+	if limit := exe.Limit(); limit != "" && ctx.Err() == nil {
+		log.Error("agent execution ended: it hit its limit", "limit", limit)
+		system(ex.Sinks, "the execution was stopped: it hit its --"+limit+" limit")
+		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	if err != nil {
 		log.Warn("agent execution failed", "err", err)
+		if errors.Is(err, ErrProviderAuth) {
+			log.Warn("the provider refused the agent's credential", "status", authStatus(err.Error()))
+		}
+		if errors.Is(err, errBudget) {
+			publish(ex.Sinks, string(streamError), err.Error())
+		}
 		return r.failure(ctx, dctx, err)
 	}
 	return out
+}
+
+// account records one turn's usage: a log line, the observer, and the
+// run's budget; it returns an error when the run is over its budget.
+func (r *Runner) account(job Job, ex worker.Execution, log *slog.Logger, u Usage) error {
+	if u == (Usage{}) {
+		return nil
+	}
+	publish(ex.Sinks, string(streamOutput), u.String())
+	log.Info("agent usage", "input", u.Input, "cachedInput", u.CachedInput, "output", u.Output, "reasoning", u.Reasoning, "costUsd", u.CostUSD)
+	if r.usage != nil {
+		r.usage.AgentUsage(r.harness, job.Binding.Model, u)
+	}
+	if spent, over := r.budget.charge(job.RunID, u.CostUSD); over {
+		return fmt.Errorf("%w: the run's agents reported %.6f USD, over the --max-agent-usd-per-run budget of %.6f USD", errBudget, spent, r.budget.maxUSD)
+	}
+	return nil
 }
 
 // failure maps a turn error to an outcome; ctx is the caller's context and
@@ -157,8 +220,10 @@ func (r *Runner) failure(ctx, dctx context.Context, err error) worker.Outcome {
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	case errors.Is(context.Cause(dctx), errDeadline):
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
-	case errors.Is(err, ErrEnvNotAllowed):
+	case errors.Is(err, ErrEnvNotAllowed), errors.Is(err, errBudget):
 		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
+	case errors.Is(err, ErrProviderAuth):
+		return worker.Failed(worker.CodeRefusal, ReasonAuthenticationRequired)
 	}
 	return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 }
@@ -196,6 +261,9 @@ type conversation struct {
 	resume  bool
 	home    string
 	log     *slog.Logger
+	// thread is the session's cumulative usage (Codex reports it so).
+	thread  Usage
+	confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // run sends the prompt, then up to MaxCorrections corrections in the same
@@ -206,8 +274,13 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 		reply, err := v.r.driver.Turn(ctx, Turn{
 			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
 			Session: v.session, Resume: v.resume, Prompt: prompt, Env: v.job.Binding.Env,
-			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home, Started: v.ex.Started,
+			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home, Started: v.ex.Started, ThreadUsage: v.thread,
+			Confine: v.confine,
 		}, v.ex.Sinks)
+		v.thread = reply.ThreadUsage
+		if berr := v.r.account(v.job, v.ex, v.log, reply.Usage); berr != nil && err == nil {
+			err = berr
+		}
 		if err != nil {
 			return worker.Outcome{}, err
 		}

@@ -18,12 +18,14 @@ type sessionKey struct{ run, instance string }
 // harness session id once a turn returned one; lost (guarded by the
 // table's mu) is set when an execution using it ended unclean or its run
 // was closed, and stays set; used is set once an execution ended clean
-// with it, so later ones continue its conversation.
+// with it, so later ones continue its conversation; thread (guarded by
+// lock) is the session's cumulative usage.
 type sessionEntry struct {
-	lock chan struct{}
-	id   string
-	lost bool
-	used bool
+	lock   chan struct{}
+	id     string
+	lost   bool
+	used   bool
+	thread Usage
 }
 
 // sessionTable holds the node_instance sessions of every run. An entry is

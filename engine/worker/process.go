@@ -44,6 +44,10 @@ type Process struct {
 	// the output ends), and ProcessResult.Stdout stays empty; the slice is
 	// only valid during the call. MaxStdout still bounds the total.
 	Lines func(line []byte)
+	// Confine, when set, may change the command before it starts (to run
+	// it in a sandbox); its cleanup runs once the process group was killed
+	// and its output read. An error is reported as StartErr.
+	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
 }
 
 // ProcessResult is how a Process ended. Exactly one of StartErr,
@@ -83,6 +87,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	if err != nil {
 		return ProcessResult{StartErr: err}
 	}
+	growPipe(outW)
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
@@ -98,6 +103,17 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdin = bytes.NewReader(p.Stdin)
 	cmd.Stdout, cmd.Stderr = outW, errW
+	if p.Confine != nil {
+		cleanup, cerr := p.Confine(cmd)
+		if cerr != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return ProcessResult{StartErr: cerr}
+		}
+		defer cleanup()
+	}
 	err = cmd.Start()
 	// The parent's write ends are closed at once: EOF on a pipe then
 	// means every process of the group holding it is gone.
@@ -112,6 +128,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	if p.Started != nil {
 		p.Started(pgid)
 	}
+	raw, rawDone := tapped(ctx, p.Argv, p.Stdin)
 	kill := sync.OnceFunc(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 
 	overflow := make(chan struct{})
@@ -121,8 +138,8 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	}
 	var pipes sync.WaitGroup
 	pipes.Add(2)
-	go func() { defer pipes.Done(); _, _ = io.Copy(stdout, outR) }()
-	go func() { defer pipes.Done(); pumpStderr(errR, p.Sinks) }()
+	go func() { defer pipes.Done(); _, _ = io.Copy(stdout, tap(outR, raw, "stdout")) }()
+	go func() { defer pipes.Done(); pumpStderr(tap(errR, raw, "stderr"), p.Sinks) }()
 
 	exited := make(chan error, 1)
 	go func() { exited <- waitLeader(cmd) }()
@@ -139,6 +156,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	}
 	kill()
 	drainPipes(&pipes, outR, errR)
+	rawDone()
 	if stdout.over {
 		res.Overflow = true
 	}

@@ -383,7 +383,17 @@ var servingURL = regexp.MustCompile(`url=(ws://127\.0\.0\.1:\d+/oecp)`)
 // line is copied to log (nil discards it).
 func StartServer(t testing.TB, bin string, log io.Writer, args ...string) *Server {
 	t.Helper()
+	return StartServerEnv(t, bin, log, nil, args...)
+}
+
+// StartServerEnv is StartServer with env added to the test's environment
+// (a later entry for a name wins).
+func StartServerEnv(t testing.TB, bin string, log io.Writer, env []string, args ...string) *Server {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

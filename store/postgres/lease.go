@@ -32,7 +32,16 @@ RETURNING epoch, coalesce((SELECT owner FROM prev), '')`
 	qLeaseHolder  = `SELECT owner, epoch, greatest(0, extract(epoch FROM expires - now()) * 1e6)::bigint FROM leases WHERE name = $1`
 	qReleaseLease = `UPDATE leases SET owner = '' WHERE name = $1 AND owner = $2 AND owner <> '' AND epoch = $3`
 	qRenewLeases  = `UPDATE leases SET expires = now() + $2::float8 * interval '1 microsecond' WHERE owner = $1 RETURNING name, epoch`
+	// qReleaseNotify tells the other stores that a lease was released:
+	// they drop what they remember of its holder and wake their
+	// supervisors, which take the run over at once.
+	qReleaseNotify = `SELECT pg_notify(convert_from($1, 'UTF8'), convert_from($2, 'UTF8'))`
 )
+
+// releasedPrefix starts the payload of a lease release's notification,
+// followed by the lease name; a commit's payload starts with a store id,
+// which never has this prefix (hex digits only).
+const releasedPrefix = "released "
 
 // heldLeases remembers, per lease name, until when (local monotonic
 // clock) another owner holds it, so that a supervisor scanning its runs
@@ -52,6 +61,13 @@ func (h *heldLeases) get(name string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return u, ok
+}
+
+// drop forgets the holder of a lease that was released.
+func (h *heldLeases) drop(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.until, name)
 }
 
 func (h *heldLeases) set(name string, until time.Time) {
@@ -131,6 +147,11 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string, epoch uint
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: release %s by %q at epoch %d", store.ErrLeaseLost, name, owner, epoch)
+		}
+		// Released: a lost notification only costs the others the wait
+		// for the expiry they remember.
+		if _, err := s.pool.Exec(ctx, qReleaseNotify, []byte(s.channel), []byte(releasedPrefix+name)); err != nil {
+			s.log.Debug("store/postgres: announce a released lease", "lease", name, "err", err)
 		}
 		return nil
 	})

@@ -89,6 +89,15 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
+			if live, ok := strings.CutPrefix(n.Payload, livePrefix); ok {
+				if !strings.HasPrefix(live, self) {
+					s.received(live)
+				}
+				continue
+			}
+			if name, ok := strings.CutPrefix(n.Payload, releasedPrefix); ok {
+				s.held.drop(name)
+			}
 			if !strings.HasPrefix(n.Payload, self) {
 				s.wakeForeign()
 			}

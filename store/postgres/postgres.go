@@ -135,6 +135,7 @@ type Store struct {
 	listenDone chan struct{}
 
 	held heldLeases
+	bc   broadcaster
 }
 
 var (
@@ -265,6 +266,7 @@ func (s *Store) Close() error {
 	if err := s.gate.Close(); err != nil {
 		return err
 	}
+	s.stopBroadcasts()
 	s.stopListen()
 	<-s.listenDone
 	s.pool.Close()

@@ -76,6 +76,20 @@ CREATE TABLE leases (
 );
 CREATE INDEX leases_by_owner ON leases (owner);
 `,
+	// 3: runs' agent evidence (store.Evidence), deleted with the run.
+	`
+CREATE TABLE evidence (
+	id        bigserial PRIMARY KEY,
+	tenant    bytea NOT NULL,
+	run_id    bytea NOT NULL,
+	execution bytea NOT NULL,
+	turn      bigint NOT NULL,
+	kind      bytea NOT NULL,
+	attr      bytea NOT NULL,
+	data      bytea NOT NULL
+);
+CREATE INDEX evidence_by_run ON evidence (tenant, run_id, id);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

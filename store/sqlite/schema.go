@@ -75,6 +75,20 @@ CREATE TABLE leases (
 	epoch INTEGER NOT NULL
 ) STRICT;
 `,
+	// 3: runs' agent evidence (store.Evidence), deleted with the run.
+	`
+CREATE TABLE evidence (
+	id        INTEGER PRIMARY KEY,
+	tenant    TEXT NOT NULL,
+	run_id    TEXT NOT NULL,
+	execution TEXT NOT NULL,
+	turn      INTEGER NOT NULL,
+	kind      TEXT NOT NULL,
+	attr      TEXT NOT NULL,
+	data      BLOB
+) STRICT;
+CREATE INDEX evidence_by_run ON evidence (tenant, run_id, id);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

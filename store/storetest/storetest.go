@@ -42,6 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteRun", testDeleteRun},
 		{"DeleteReceiptAndCluster", testDeleteRecords},
 		{"DeleteRollsBack", testDeleteRollback},
+		// The evidence port (store.Evidence, evidence.go).
+		{"Evidence", testEvidence},
 	})
 }
 

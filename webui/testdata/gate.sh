@@ -4,13 +4,14 @@
 # until the file "$2.go" exists (the test creates it), then answers as $1
 # says: "step" echoes its input; "approve" and "reject" answer as a
 # verifier with that verdict; "flaky" fails (exit 1) unless "$2.ok"
-# exists, else echoes; "agent" answers an agent turn (one line read) with
-# null.
+# exists, else echoes; "agent" reports a turn's usage line, then answers
+# an agent turn (one line read) with null.
 PATH=/usr/local/bin:/usr/bin:/bin
 mode=$1
 gate=$2
 if [ "$mode" = agent ]; then
   read -r input || true
+  echo "usage: input 120 tokens (20 cached), output 30 (5 reasoning), cost 0.012500 USD" >&2
 else
   input=$(cat)
 fi

@@ -4,6 +4,7 @@
 // with the actions the run admits.
 import {h, replace, compact} from './dom.js';
 import {explain} from './errors.js';
+import {RpcError} from './rpc.js';
 import {followCluster} from './follow.js';
 import {phaseLabel, running, setTerminal, executionRef} from './fold.js';
 import {drawGraph, paint} from './graph.js';
@@ -72,6 +73,10 @@ function clusterPage(conn, main, runId) {
       update(run);
     },
     onError(err) {
+      if (err instanceof RpcError && err.data?.code === 'NOT_FOUND') {
+        close();
+        return notFoundPage(main, runId, err);
+      }
       failure = explain(err);
       update(follower.run);
     },
@@ -85,12 +90,26 @@ function clusterPage(conn, main, runId) {
   });
   const logStream = conn.stream({method: 'logs', params: () => ({}), onEvent: (p) => logs.add(p.record),
     onError: (err) => logs.add({level: 'info', target: 'page', message: explain(err)})});
-  return {close() {
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
     poller.close();
     follower.close();
     logStream.close();
     attach.close();
-  }};
+  };
+  return {close};
+}
+
+// notFoundPage replaces a run's page by the one thing there is to say about
+// a run the server does not know (or does not show this identity): no
+// graph waiting for an admission, no result waiting for an end.
+function notFoundPage(main, runId, err) {
+  const head = runHeader('Unknown', runId);
+  head.set('not found', explain(err));
+  replace(main, head.el, h('p', {class: 'page-message', role: 'status'},
+    `There is no run ${runId} on this server. `, h('a', {href: '/ui/'}, 'See the runs.')));
 }
 
 // selectNode follows the live output of a node's running execution, and

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+
+	"github.com/oecp/oecp/store"
+)
+
+// Live streams across replicas. On a store shared by several replicas
+// (store.Broadcaster) every logs record and agent/attach event this
+// process publishes is also broadcast, numbered by this process; another
+// replica publishes it to its own subscribers (and registers, for
+// agent/attach, the executions it hears start), so a client on any
+// replica follows the cluster's live output. A gap in a sender's numbers
+// (a message dropped on the way) closes every live subscriber of the
+// receiving replica with SLOW_CONSUMER, as falling behind does: no one
+// misses a line without being told.
+
+// liveTopic is the broadcast topic of the clusters' live streams.
+const liveTopic = "clusterlive"
+
+// Kinds of live message.
+const (
+	liveLog   = "log"
+	liveStart = "start"
+	liveEvent = "event"
+	liveEnd   = "end"
+)
+
+// liveMsg is one broadcast live item: Rest is its encoded notification
+// tail.
+type liveMsg struct {
+	Origin    string `json:"o"`
+	Seq       uint64 `json:"s"`
+	Kind      string `json:"k"`
+	Tenant    string `json:"t"`
+	Execution string `json:"x,omitempty"`
+	Rest      string `json:"r,omitempty"`
+}
+
+// liveRelay is the backend's side of live streams across replicas.
+type liveRelay struct {
+	bc     store.Broadcaster // nil: no other replicas
+	origin string
+
+	mu   sync.Mutex
+	seq  uint64            // last number sent
+	last map[string]uint64 // last number received, by origin
+}
+
+// newLiveRelay starts b's relay when its store has other replicas.
+func newLiveRelay(st store.Store, b *Backend) *liveRelay {
+	r := &liveRelay{last: map[string]uint64{}}
+	bc, ok := st.(store.Broadcaster)
+	if !ok || !store.IsShared(st) {
+		return r
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	r.bc, r.origin = bc, hex.EncodeToString(id[:])
+	bc.OnBroadcast(liveTopic, func(p []byte) { r.received(b, p) })
+	return r
+}
+
+// send broadcasts one live item this process published.
+func (r *liveRelay) send(kind, tenant, execution string, rest []byte) {
+	if r.bc == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	msg, err := json.Marshal(liveMsg{Origin: r.origin, Seq: r.seq, Kind: kind, Tenant: tenant, Execution: execution, Rest: string(rest)})
+	if err == nil {
+		r.bc.Broadcast(liveTopic, msg)
+	}
+}
+
+// received publishes another replica's live item to this replica's
+// subscribers.
+func (r *liveRelay) received(b *Backend, payload []byte) {
+	var m liveMsg
+	if json.Unmarshal(payload, &m) != nil {
+		return
+	}
+	r.mu.Lock()
+	last, seen := r.last[m.Origin]
+	r.last[m.Origin] = m.Seq
+	r.mu.Unlock()
+	h := b.live
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if seen && m.Seq != last+1 {
+		h.overflowAll()
+	}
+	key := m.Tenant + "\x00" + m.Execution
+	switch m.Kind {
+	case liveLog:
+		h.publish(h.logs[m.Tenant], []byte(m.Rest))
+	case liveStart:
+		if e, ok := h.execs[key]; ok {
+			e.active = true
+		} else {
+			h.execs[key] = &execState{active: true, subs: map[*liveSub]struct{}{}}
+		}
+	case liveEvent:
+		if e, ok := h.execs[key]; ok && e.active {
+			h.publish(e.subs, []byte(m.Rest))
+		}
+	case liveEnd:
+		if e, ok := h.execs[key]; ok {
+			e.active = false
+			h.endAll(e.subs)
+		}
+	}
+}
+
+// overflowAll closes every live subscriber with SLOW_CONSUMER; the caller
+// holds h.mu.
+func (h *liveHub) overflowAll() {
+	sets := []map[*liveSub]struct{}{}
+	for _, set := range h.logs {
+		sets = append(sets, set)
+	}
+	for _, e := range h.execs {
+		sets = append(sets, e.subs)
+	}
+	for _, set := range sets {
+		for s := range set {
+			s.overflowed = true
+			delete(set, s)
+			close(s.ch)
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits an execution can hit, as log lines name them.
+const (
+	LimitProcs  = "agent-max-procs"
+	LimitMemory = "agent-max-memory"
+)
+
+// cgroupRoot is where the cgroup v1 controller hierarchies are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// limitPollInterval is how often an execution's process count is checked
+// against its bound.
+const limitPollInterval = 100 * time.Millisecond
+
+// removeRounds bounds the attempts to empty and remove an execution's
+// group after its processes were killed.
+const removeRounds = 1000
+
+// cgroups creates the execution groups of the pids and memory
+// controllers beneath the server's own groups, so an execution never
+// escapes a limit the host put on the server.
+type cgroups struct {
+	maxProcs  int64
+	maxMemory int64
+	pids      string // the server's pids group ("" without a bound)
+	memory    string // the server's memory group ("" without a bound)
+	seq       atomic.Uint64
+}
+
+func newCgroups(maxProcs, maxMemory int64) (*cgroups, error) {
+	own, err := ownGroups()
+	if err != nil {
+		return nil, err
+	}
+	c := &cgroups{maxProcs: maxProcs, maxMemory: maxMemory}
+	if maxProcs > 0 {
+		if c.pids, err = controllerDir(own, "pids"); err != nil {
+			return nil, err
+		}
+	}
+	if maxMemory > 0 {
+		if c.memory, err = controllerDir(own, "memory"); err != nil {
+			return nil, err
+		}
+	}
+	g, err := c.create()
+	if err != nil {
+		return nil, fmt.Errorf("cannot create a cgroup beneath the server's: %w", err)
+	}
+	g.remove()
+	return c, nil
+}
+
+// ownGroups maps each cgroup v1 controller to the server's group path.
+func ownGroups() (map[string]string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctrl := range strings.Split(parts[1], ",") {
+			if ctrl != "" {
+				out[ctrl] = parts[2]
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+func controllerDir(own map[string]string, ctrl string) (string, error) {
+	path, ok := own[ctrl]
+	if !ok {
+		return "", fmt.Errorf("no cgroup v1 %s controller", ctrl)
+	}
+	dir := filepath.Join(cgroupRoot, ctrl, path)
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
+		return "", fmt.Errorf("the %s controller is not mounted at %s: %w", ctrl, filepath.Join(cgroupRoot, ctrl), err)
+	}
+	return dir, nil
+}
+
+// group is one execution's groups.
+type group struct {
+	dirs []string
+	pids string
+	mem  string
+
+	mu      sync.Mutex
+	closers []*os.File
+	stops   []chan struct{}
+}
+
+func (c *cgroups) create() (*group, error) {
+	name := fmt.Sprintf("oecp-agent-%d-%d", os.Getpid(), c.seq.Add(1))
+	g := &group{}
+	if c.pids != "" {
+		g.pids = filepath.Join(c.pids, name)
+		if err := mkgroup(g.pids, "pids.max", c.maxProcs); err != nil {
+			return nil, err
+		}
+		g.dirs = append(g.dirs, g.pids)
+	}
+	if c.memory != "" {
+		g.mem = filepath.Join(c.memory, name)
+		if err := mkgroup(g.mem, "memory.limit_in_bytes", c.maxMemory); err != nil {
+			g.remove()
+			return nil, err
+		}
+		g.dirs = append(g.dirs, g.mem)
+		// Without swap accounting the file is absent; memory alone bounds.
+		_ = os.WriteFile(filepath.Join(g.mem, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(c.maxMemory, 10)), 0)
+	}
+	return g, nil
+}
+
+func mkgroup(dir, file string, limit int64) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+		_ = os.Remove(dir)
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+// add moves a process into the groups; its later children stay there.
+func (g *group) add(pid int) error {
+	for _, d := range g.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("joining %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// watch calls hit with the limit's name, at most once, as soon as the
+// execution reaches its process bound or the kernel's OOM killer acts
+// on its memory bound.
+func (g *group) watch(hit func(limit string)) error {
+	var once sync.Once
+	report := func(limit string) { once.Do(func() { hit(limit) }) }
+	if g.pids != "" {
+		if err := g.watchPids(report); err != nil {
+			return err
+		}
+	}
+	if g.mem != "" {
+		if err := g.watchOOM(report); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchPids checks pids.events every limitPollInterval: cgroup v1 counts
+// each fork refused at pids.max there but does not notify it.
+func (g *group) watchPids(hit func(string)) error {
+	events := filepath.Join(g.pids, "pids.events")
+	if _, err := os.Stat(events); err != nil {
+		return fmt.Errorf("pids events: %w", err)
+	}
+	stop := make(chan struct{})
+	g.mu.Lock()
+	g.stops = append(g.stops, stop)
+	g.mu.Unlock()
+	go func() {
+		t := time.NewTicker(limitPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if counter(events, "max") > 0 {
+					hit(LimitProcs)
+					return
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// watchOOM registers an eventfd for the memory group's OOM notifications.
+func (g *group) watchOOM(hit func(string)) error {
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("eventfd: %w", err)
+	}
+	ev := os.NewFile(uintptr(efd), "eventfd")
+	ctl, err := os.Open(filepath.Join(g.mem, "memory.oom_control"))
+	if err != nil {
+		ev.Close()
+		return err
+	}
+	g.keep(ev)
+	g.keep(ctl)
+	reg := fmt.Sprintf("%d %d", efd, ctl.Fd())
+	if err := os.WriteFile(filepath.Join(g.mem, "cgroup.event_control"), []byte(reg), 0); err != nil {
+		return fmt.Errorf("OOM notification: %w", err)
+	}
+	go func() {
+		buf := make([]byte, 8)
+		if _, err := ev.Read(buf); err == nil {
+			hit(LimitMemory)
+		}
+	}()
+	return nil
+}
+
+func (g *group) keep(f *os.File) {
+	g.mu.Lock()
+	g.closers = append(g.closers, f)
+	g.mu.Unlock()
+}
+
+// hit names the limit the execution reached, or "".
+func (g *group) hit() string {
+	if g.pids != "" && counter(filepath.Join(g.pids, "pids.events"), "max") > 0 {
+		return LimitProcs
+	}
+	if g.mem != "" && (counter(filepath.Join(g.mem, "memory.oom_control"), "oom_kill") > 0 || counter(filepath.Join(g.mem, "memory.oom_control"), "under_oom") > 0) {
+		return LimitMemory
+	}
+	return ""
+}
+
+// counter reads "name N" from a cgroup key-value file (0 when absent).
+func counter(file, name string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == name {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// remove stops the watches, kills whatever is left in the groups and
+// removes them.
+func (g *group) remove() {
+	g.mu.Lock()
+	for _, f := range g.closers {
+		f.Close()
+	}
+	for _, c := range g.stops {
+		close(c)
+	}
+	g.closers, g.stops = nil, nil
+	g.mu.Unlock()
+	for _, d := range g.dirs {
+		for range removeRounds {
+			err := os.Remove(d)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			killProcs(d)
+		}
+	}
+}
+
+func killProcs(dir string) {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

@@ -1,0 +1,416 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// agentName is the user and group name of an agent's UID inside its
+// sandbox.
+const agentName = "oecp-agent"
+
+// Spec is one agent execution to confine.
+type Spec struct {
+	// Run keys the writer identity: every writer execution of a run runs
+	// under the same leased UID, until CloseRun.
+	Run string
+	// Workspace is the run's workspace, the processes' working directory.
+	Workspace string
+	// GitDir is the run's git directory outside the workspace ("" none).
+	GitDir string
+	// Home is the session's private home ("" none).
+	Home string
+	// Scratch is a directory of the host's, never shown to the sandbox,
+	// where the execution's generated files (passwd, group) are kept (""
+	// uses the system's temporary directory).
+	Scratch string
+	// Verifier executions see the workspace and git directory read-only,
+	// under a UID of their own.
+	Verifier bool
+}
+
+// Execution confines the processes of one agent execution. A nil
+// *Execution confines nothing.
+type Execution struct {
+	h     *Host
+	spec  Spec
+	uid   int // -1: the server's own
+	lease *lease
+	files string
+	cg    *group
+
+	mu    sync.Mutex
+	inits map[int]bool
+	limit string
+}
+
+// Start prepares an execution: its identity (a leased UID owning its
+// home, and for a writer the workspace and git directory), its generated
+// files and its limits. Close ends it.
+func (h *Host) Start(spec Spec) (*Execution, error) {
+	if h == nil {
+		return nil, nil
+	}
+	e := &Execution{h: h, spec: spec, uid: -1, inits: map[int]bool{}}
+	if h.cfg.Unconfined {
+		return e, nil
+	}
+	// Mounts go where the paths really are, as the hidden paths do.
+	for _, p := range []*string{&e.spec.Workspace, &e.spec.GitDir, &e.spec.Home} {
+		if real, err := filepath.EvalSymlinks(*p); *p != "" && err == nil {
+			*p = real
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			e.Close()
+		}
+	}()
+	if h.root {
+		if err := e.identity(); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.writeFiles(); err != nil {
+		return nil, fmt.Errorf("sandbox files: %w", err)
+	}
+	if h.cg != nil {
+		g, err := h.cg.create()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox limits: %w", err)
+		}
+		e.cg = g
+		if err := g.watch(e.hitLimit); err != nil {
+			return nil, fmt.Errorf("sandbox limits: %w", err)
+		}
+	}
+	ok = true
+	return e, nil
+}
+
+// identity leases the execution's UID and gives it what it owns: the
+// workspace and git directory always belong to the run's writer (even
+// when a verifier runs first), a verifier gets a UID of its own.
+func (e *Execution) identity() error {
+	w, err := e.h.writer(e.spec.Run)
+	if err != nil {
+		return err
+	}
+	e.uid = int(w.uid)
+	for _, d := range []string{e.spec.Workspace, e.spec.GitDir} {
+		if err := chownTree(d, e.uid); err != nil {
+			return fmt.Errorf("giving the run's writer its workspace: %w", err)
+		}
+	}
+	if e.spec.Workspace != "" {
+		if err := os.Chmod(e.spec.Workspace, 0o755); err != nil {
+			return err
+		}
+	}
+	if e.spec.Verifier {
+		l, err := e.h.leases.acquire()
+		if err != nil {
+			return err
+		}
+		e.lease, e.uid = l, int(l.uid)
+	}
+	if e.spec.Home != "" {
+		if err := chownTree(e.spec.Home, e.uid); err != nil {
+			return fmt.Errorf("giving the session its home: %w", err)
+		}
+		return os.Chmod(e.spec.Home, 0o700)
+	}
+	return nil
+}
+
+// writer returns the run's writer lease, leasing one on first use.
+func (h *Host) writer(run string) (*lease, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l, ok := h.writers[run]; ok {
+		return l, nil
+	}
+	l, err := h.leases.acquire()
+	if err != nil {
+		return nil, err
+	}
+	h.writers[run] = l
+	return l, nil
+}
+
+// CloseRun ends a finished run's writer identity: every process of its
+// UID is killed and the UID may be leased again.
+func (h *Host) CloseRun(run string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	l, ok := h.writers[run]
+	delete(h.writers, run)
+	h.mu.Unlock()
+	if ok {
+		if err := l.release(); err != nil {
+			h.log.Error("sandbox: releasing a run's writer UID", "uid", l.uid, "err", err)
+		}
+	}
+}
+
+// chownTree gives every file of the tree at dir (not following links) to
+// uid, changing only those another owns.
+func chownTree(dir string, uid int) error {
+	if dir == "" {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == uid {
+			return nil
+		}
+		return os.Lchown(path, uid, uid)
+	})
+}
+
+// writeFiles writes the sandbox's passwd, group and system git
+// configuration.
+func (e *Execution) writeFiles() error {
+	dir, err := os.MkdirTemp(e.spec.Scratch, "sandbox-")
+	if err != nil {
+		return err
+	}
+	e.files = dir
+	uid := e.uid
+	if uid < 0 {
+		uid = os.Getuid()
+	}
+	home := e.spec.Home
+	if home == "" {
+		home = "/tmp"
+	}
+	id := strconv.Itoa(uid)
+	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+	group := "root:x:0:\n"
+	if uid != 0 {
+		passwd += agentName + ":x:" + id + ":" + id + ":oecp agent:" + home + ":/bin/sh\n"
+		group += agentName + ":x:" + id + ":\n"
+	}
+	passwd += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	group += "nogroup:x:65534:\n"
+	// The workspace and git directory belong to the writer; a verifier's
+	// git must still read them.
+	gitconfig := "[safe]\n\tdirectory = *\n"
+	for name, body := range map[string]string{"passwd": passwd, "group": group, "gitconfig": gitconfig} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close ends the execution: a verifier's UID is released (every process
+// of it killed), the limits' groups are removed.
+func (e *Execution) Close() {
+	if e == nil {
+		return
+	}
+	if e.lease != nil {
+		if err := e.lease.release(); err != nil {
+			e.h.log.Error("sandbox: releasing a verifier UID", "uid", e.lease.uid, "err", err)
+		}
+	}
+	if e.cg != nil {
+		e.cg.remove()
+	}
+	if e.files != "" {
+		_ = os.RemoveAll(e.files)
+	}
+}
+
+// Limit names the limit the execution hit (LimitProcs, LimitMemory), or
+// "".
+func (e *Execution) Limit() string {
+	if e == nil {
+		return ""
+	}
+	e.mu.Lock()
+	limit := e.limit
+	e.mu.Unlock()
+	if limit == "" && e.cg != nil {
+		limit = e.cg.hit()
+	}
+	return limit
+}
+
+// hitLimit ends every sandbox of the execution.
+func (e *Execution) hitLimit(limit string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.limit == "" {
+		e.limit = limit
+	}
+	for pid := range e.inits {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// Confine makes cmd, not yet started, run in the execution's sandbox; the
+// returned cleanup, called once cmd has ended and its process group was
+// killed, releases what the sandbox held. Whatever Confine does, cmd's
+// process gets SIGKILL when the server dies.
+func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
+	pdeathsig(cmd)
+	if e == nil || e.h.cfg.Unconfined {
+		return func() {}, nil
+	}
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		infoR.Close()
+		infoW.Close()
+		return nil, err
+	}
+	fd := 3 + len(cmd.ExtraFiles)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR)
+	dir := cmd.Dir
+	if dir == "" {
+		dir = e.spec.Workspace
+	}
+	// A link on the way may be inside a hidden directory.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	args := e.args(dir, fd, fd+1)
+	args = append(args, cmd.Path)
+	cmd.Args = append(append([]string{programBwrap}, args...), cmd.Args[1:]...)
+	cmd.Path = e.h.bwrap
+	var net *network
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		net = e.setup(infoR, blockW)
+	}()
+	return func() {
+		infoW.Close()
+		blockR.Close()
+		infoR.Close()
+		<-done
+		net.stop()
+	}, nil
+}
+
+// setup waits for the sandbox's namespaces, puts its init in the
+// execution's groups, connects its network, then lets it run the
+// program. On any failure the sandbox is killed before it runs anything.
+func (e *Execution) setup(info, block *os.File) *network {
+	defer block.Close()
+	var msg struct {
+		Pid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(info).Decode(&msg); err != nil || msg.Pid <= 0 {
+		return nil // bwrap failed, or the process never started
+	}
+	fail := func(what string, err error) *network {
+		e.h.log.Error("sandbox: "+what, "err", err)
+		_ = syscall.Kill(msg.Pid, syscall.SIGKILL)
+		return nil
+	}
+	e.mu.Lock()
+	e.inits[msg.Pid] = true
+	hit := e.limit != ""
+	e.mu.Unlock()
+	if hit {
+		return fail("a limit was already hit", fmt.Errorf("%s", e.limit))
+	}
+	if e.cg != nil {
+		if err := e.cg.add(msg.Pid); err != nil {
+			return fail("applying limits", err)
+		}
+	}
+	net, err := e.h.connect(msg.Pid)
+	if err != nil {
+		return fail("connecting the network", err)
+	}
+	if _, err := block.Write([]byte{'1'}); err != nil {
+		net.stop()
+		return nil
+	}
+	return net
+}
+
+// args are bwrap's arguments up to the program.
+func (e *Execution) args(dir string, infoFd, blockFd int) []string {
+	a := e.h.namespaceArgs()
+	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp",
+		"--perms", "1777", "--tmpfs", "/dev/shm", "--perms", "0755", "--tmpfs", "/run")
+	for _, p := range e.h.hide {
+		if !slices.Contains(privateDirs, p) {
+			a = append(a, "--perms", "0755", "--tmpfs", p)
+		}
+	}
+	rw := "--bind"
+	if e.spec.Verifier {
+		rw = "--ro-bind"
+	}
+	binds := [][3]string{}
+	for _, p := range e.h.expose {
+		binds = append(binds, [3]string{"--ro-bind", p, p})
+	}
+	if e.spec.Home != "" {
+		binds = append(binds, [3]string{"--bind", e.spec.Home, e.spec.Home})
+	}
+	for _, d := range []string{e.spec.Workspace, e.spec.GitDir} {
+		if _, err := os.Stat(d); d != "" && err == nil {
+			binds = append(binds, [3]string{rw, d, d})
+		}
+	}
+	made := map[string]bool{}
+	for _, b := range binds {
+		// The directories leading to a mount point inside a hidden
+		// directory are made searchable, as the host's would be.
+		for _, d := range e.h.ancestorsInHidden(b[2]) {
+			if !made[d] {
+				made[d] = true
+				a = append(a, "--perms", "0755", "--dir", d)
+			}
+		}
+		a = append(a, b[:]...)
+	}
+	// Hidden files last: one inside a directory shown above stays hidden.
+	for _, f := range e.h.files {
+		a = append(a, "--ro-bind", "/dev/null", f)
+	}
+	a = append(a, "--ro-bind", filepath.Join(e.files, "passwd"), "/etc/passwd",
+		"--ro-bind", filepath.Join(e.files, "group"), "/etc/group",
+		"--ro-bind", filepath.Join(e.files, "gitconfig"), "/etc/gitconfig",
+		"--chdir", dir, "--info-fd", strconv.Itoa(infoFd), "--block-fd", strconv.Itoa(blockFd), "--")
+	if e.uid >= 0 {
+		id := strconv.Itoa(e.uid)
+		a = append(a, e.h.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
+	}
+	return a
+}

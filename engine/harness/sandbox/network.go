@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxNetworkDiagnostic bounds what pasta's stderr adds to an error.
+const maxNetworkDiagnostic = 2 << 10
+
+// network is the user-mode network of one sandbox: a pasta process,
+// killed with the server (parent-death signal) or at stop.
+type network struct {
+	cmd  *exec.Cmd
+	once sync.Once
+}
+
+// connect gives the network namespace of process pid an interface to the
+// outside world through pasta, which does not map the host's loopback
+// (the gateway address reaches the real gateway) and forwards only the
+// allowed ports from the namespace's 127.0.0.1 to the host's. It returns
+// once pasta has configured the namespace.
+func (h *Host) connect(pid int) (*network, error) {
+	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer netns.Close()
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer ready.Close()
+	args := []string{"--foreground", "--quiet", "--config-net", "--no-map-gw",
+		"-t", "none", "-u", "none", "-U", "none", "-T", tcpPorts(h.cfg.AllowPorts)}
+	var files []*os.File
+	if h.root {
+		// As root pasta would drop to nobody, which may not open the
+		// namespace; it keeps only its network capabilities.
+		files = []*os.File{netns, readyW}
+		args = append(args, "--runas", "0", "--netns", "/proc/self/fd/3", "--pid", "/proc/self/fd/4")
+	} else {
+		// The namespace belongs to the sandbox's user namespace: pasta
+		// joins the one that owns it.
+		fd, err := unix.IoctlRetInt(int(netns.Fd()), unix.NS_GET_USERNS)
+		if err != nil {
+			readyW.Close()
+			return nil, fmt.Errorf("owner of the network namespace: %w", err)
+		}
+		userns := os.NewFile(uintptr(fd), "userns")
+		defer userns.Close()
+		files = []*os.File{userns, netns, readyW}
+		args = append(args, "--userns", "/proc/self/fd/3", "--netns", "/proc/self/fd/4", "--pid", "/proc/self/fd/5")
+	}
+	cmd := exec.Command(h.pasta, args...)
+	cmd.Env = []string{}
+	cmd.ExtraFiles = files
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: maxNetworkDiagnostic}
+	pdeathsig(cmd)
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("pasta: %w", err)
+	}
+	n := &network{cmd: cmd}
+	// pasta writes its PID file once the namespace is configured; EOF
+	// means it exited first.
+	line, _ := bufio.NewReader(ready).ReadString('\n')
+	if _, err := strconv.Atoi(strings.TrimSpace(line)); err != nil {
+		n.stop()
+		return nil, fmt.Errorf("pasta did not start: %s", strings.TrimSpace(stderr.String()))
+	}
+	return n, nil
+}
+
+// tcpPorts is pasta's -T specification of the allowed ports.
+func tcpPorts(ports []int) string {
+	if len(ports) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
+}
+
+// stop kills pasta and reaps it; a nil network has nothing to stop.
+func (n *network) stop() {
+	if n == nil {
+		return
+	}
+	n.once.Do(func() {
+		_ = n.cmd.Process.Kill()
+		_ = n.cmd.Wait()
+	})
+}
+
+// limitedWriter keeps the first n bytes written to it.
+type limitedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+	n  int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.n - l.w.Len(); room > 0 {
+		l.w.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,185 @@
+// Package sandbox confines the processes of agent executions by the
+// kernel. Each execution's processes run under bubblewrap in their own
+// mount, PID, IPC, UTS and network namespaces (and a user namespace when
+// the server is not root): they see the host's system read-only, their
+// workspace (read-write for a writer, read-only for a verifier), their
+// run's git directory, their private home and a private /tmp; the server's
+// data directory, configuration files and home are hidden, and /proc shows
+// only their own processes. When the server is root each run's writers run
+// under a UID leased host-wide for the run and each verifier execution
+// under its own leased UID. The network namespace reaches the outside
+// world through pasta, never the host's loopback except the ports the
+// operator allows. Per-execution limits on processes and memory come from
+// cgroup v1 groups beneath the server's own. Every sandbox dies with its
+// server: its outer process gets SIGKILL when the server dies, and its PID
+// namespace's init takes every process of the sandbox with it.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// ErrUnavailable is returned by New when the host cannot confine agents.
+var ErrUnavailable = errors.New("agent sandbox unavailable")
+
+// Programs the sandbox needs, and the Debian packages that ship them.
+const (
+	programBwrap   = "bwrap"   // bubblewrap
+	programPasta   = "pasta"   // passt
+	programSetpriv = "setpriv" // util-linux
+)
+
+// tunDevice is the device pasta makes the sandbox's interface with.
+const tunDevice = "/dev/net/tun"
+
+// accessReadWrite is access(2)'s R_OK|W_OK.
+const accessReadWrite = 0o6
+
+// Config is the host's agent sandbox configuration (oecp serve flags).
+type Config struct {
+	// Unconfined runs agents without a sandbox (--agent-unconfined): only
+	// the parent-death signal ties them to the server.
+	Unconfined bool
+	// AllowPorts are host loopback ports reachable from inside every
+	// sandbox at 127.0.0.1:PORT (--agent-allow-port).
+	AllowPorts []int
+	// MaxProcs and MaxMemory bound each execution (0: no bound);
+	// --agent-max-procs and --agent-max-memory.
+	MaxProcs  int64
+	MaxMemory int64
+	// UIDs is the range writer and verifier UIDs are leased from when the
+	// server is root (zero: DefaultUIDs); --agent-uid-range.
+	UIDs UIDRange
+	// LeaseDir holds the host-wide UID lease files ("": DefaultLeaseDir).
+	LeaseDir string
+	// Hide lists paths no sandbox may see: the data directory, the
+	// server's configuration files, its home. Missing paths are ignored.
+	Hide []string
+	// Programs are the harness programs (argv[0] of each harness entry):
+	// one installed inside a hidden directory has its installation made
+	// visible, read-only.
+	Programs []string
+	Log      *slog.Logger
+}
+
+// Host confines agent executions. A nil *Host confines nothing.
+type Host struct {
+	cfg     Config
+	log     *slog.Logger
+	bwrap   string
+	pasta   string
+	setpriv string
+	root    bool
+	hide    []string // directories shown as empty
+	files   []string // files shown as empty
+	expose  []string // directories inside hidden ones shown read-only
+	leases  *leases
+	cg      *cgroups
+
+	mu      sync.Mutex
+	writers map[string]*lease
+}
+
+// New checks that this host can confine agents as cfg asks and returns
+// the Host. With cfg.Unconfined it checks nothing. The error wraps
+// ErrUnavailable and says what is missing.
+func New(cfg Config) (*Host, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}}
+	if cfg.Unconfined {
+		return h, nil
+	}
+	var missing []string
+	for _, p := range []struct {
+		name, pkg string
+		dst       *string
+	}{
+		{programBwrap, "bubblewrap", &h.bwrap}, {programPasta, "passt", &h.pasta}, {programSetpriv, "util-linux", &h.setpriv},
+	} {
+		path, err := exec.LookPath(p.name)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("%s (Debian package %s)", p.name, p.pkg))
+			continue
+		}
+		*p.dst = path
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: missing %s; install them (.ci/install-deps does) or pass --agent-unconfined", ErrUnavailable, strings.Join(missing, ", "))
+	}
+	h.root = os.Geteuid() == 0
+	if !h.root {
+		// pasta opens the tap device as the server's user.
+		if err := syscall.Access(tunDevice, accessReadWrite); err != nil {
+			return nil, fmt.Errorf("%w: %s is not readable and writable by the server's user (%v); Debian's mode is 0666 (.ci/install-deps restores it), or pass --agent-unconfined", ErrUnavailable, tunDevice, err)
+		}
+	}
+	var explicit []string
+	h.hide, h.files, explicit = hiddenPaths(cfg.Hide)
+	h.expose = exposedPaths(h.hide, explicit, cfg.Programs)
+	if h.root {
+		r := cfg.UIDs
+		if r == (UIDRange{}) {
+			r = DefaultUIDs
+		}
+		dir := cfg.LeaseDir
+		if dir == "" {
+			dir = DefaultLeaseDir
+		}
+		l, err := newLeases(r, dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		h.leases = l
+	}
+	if cfg.MaxProcs > 0 || cfg.MaxMemory > 0 {
+		cg, err := newCgroups(cfg.MaxProcs, cfg.MaxMemory)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --agent-max-procs/--agent-max-memory: %v", ErrUnavailable, err)
+		}
+		h.cg = cg
+	}
+	if err := h.probe(); err != nil {
+		return nil, fmt.Errorf("%w: %v (namespaces unavailable? pass --agent-unconfined to run agents without a sandbox)", ErrUnavailable, err)
+	}
+	return h, nil
+}
+
+// probe runs `true` in a sandbox with every namespace.
+func (h *Host) probe() error {
+	args := append(h.namespaceArgs(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true")
+	cmd := exec.Command(h.bwrap, args...)
+	cmd.Env = []string{}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("bwrap: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// namespaceArgs are bwrap's namespace and lifetime options.
+func (h *Host) namespaceArgs() []string {
+	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"}
+	if !h.root {
+		// Nested user namespaces stay allowed: a CLI may sandbox itself
+		// with them, and the kernel locks the mounts that hide the host.
+		args = append(args, "--unshare-user")
+	}
+	return args
+}
+
+// pdeathsig makes the kernel kill cmd's process when the server dies.
+func pdeathsig(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}

@@ -1,0 +1,195 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/oecp/oecp/engine/worker"
+)
+
+func TestParseUIDRange(t *testing.T) {
+	r, err := ParseUIDRange("3000-3009")
+	if err != nil || r != (UIDRange{From: 3000, To: 3009}) {
+		t.Fatalf("%v %v", r, err)
+	}
+	for _, bad := range []string{"", "3000", "0-10", "10-9", "a-b", "1-4294967295", "-5"} {
+		if _, err := ParseUIDRange(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// Two lease sets on one lease directory (two servers on one host) never
+// hand out the same UID; a released UID can be leased again.
+func TestLeasesAreHostWide(t *testing.T) {
+	dir := t.TempDir()
+	r := UIDRange{From: 2101000000, To: 2101000001}
+	a, err := newLeases(r, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newLeases(r, dir)
+	la, err := a.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if la.uid == lb.uid {
+		t.Fatalf("both servers leased %d", la.uid)
+	}
+	if l, err := a.acquire(); err == nil {
+		t.Fatalf("a third lease %d out of a range of two", l.uid)
+	}
+	if err := la.release(); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := b.acquire()
+	if err != nil || lc.uid != la.uid {
+		t.Fatalf("released UID %d not leased again: %v %v", la.uid, lc, err)
+	}
+}
+
+// A UID that still owns a process is never leased; releasing a lease kills
+// every process of its UID.
+func TestLeaseSkipsBusyUIDsAndKillsOnRelease(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("starting processes under other UIDs needs root")
+	}
+	r := UIDRange{From: 2101000100, To: 2101000101}
+	busy := sleepAs(t, r.From)
+	l, err := mustLeases(t, r).acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.uid != r.To {
+		t.Fatalf("leased %d, which a process owns", l.uid)
+	}
+	victim := sleepAs(t, l.uid)
+	if err := l.release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Wait(); err == nil {
+		t.Fatal("a process of the released UID exited cleanly instead of being killed")
+	}
+	_ = busy.Process.Kill()
+	_ = busy.Wait()
+}
+
+func mustLeases(t *testing.T, r UIDRange) *leases {
+	l, err := newLeases(r, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func sleepAs(t *testing.T, uid uint32) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "3600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd
+}
+
+// A CLI installed under the hidden home is shown as its whole npm prefix;
+// an installation that holds a hidden directory is not shown.
+func TestExposedPaths(t *testing.T) {
+	home := t.TempDir()
+	prefix := filepath.Join(home, ".cache", "clis", "codex-1")
+	pkg := filepath.Join(prefix, "node_modules", "@openai", "codex", "bin")
+	bin := filepath.Join(prefix, "node_modules", ".bin")
+	data := filepath.Join(home, "data")
+	for _, d := range []string{pkg, bin, data} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "codex.js"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../@openai/codex/bin/codex.js", filepath.Join(bin, "codex")); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(home, "notes")
+	_ = os.WriteFile(notes, nil, 0o644)
+	dirs, _, explicit := hiddenPaths([]string{home, data})
+	got := exposedPaths(dirs, explicit, []string{filepath.Join(bin, "codex"), notes, "/bin/sh"})
+	if !slices.Equal(got, []string{prefix}) {
+		t.Fatalf("exposed %v, want [%s]", got, prefix)
+	}
+}
+
+// In a sandbox a writer writes its workspace and sees only its own
+// processes; a verifier, even one that runs first, reads the workspace
+// but cannot write it; the hidden directory is empty, also when its name
+// is a link.
+func TestConfinedWriterAndVerifier(t *testing.T) {
+	// The data directory is named through a link, as /var/run names /run.
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	if err := os.Mkdir(filepath.Join(base, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", data); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(data, "runs", "r", "workspace")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "ledger"), []byte("tenants"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Hide: []string{data}, LeaseDir: t.TempDir()})
+	if err != nil {
+		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("needs the agent sandbox: %v", err)
+	}
+	defer h.CloseRun("r")
+	script := `ls "$PWD" >/dev/null && echo canread; echo w > "$PWD/by-$ROLE" && echo wrote; ls /proc | grep -c '^[0-9]'; cat ` + filepath.Join(data, "ledger") + ` || echo noledger`
+	for _, tc := range []struct {
+		verifier bool
+		role     string
+		want     []string
+	}{{true, "verifier", []string{"canread", "noledger"}}, {false, "writer", []string{"canread", "wrote", "noledger"}}} {
+		e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir(), Verifier: tc.verifier})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := worker.Process{Argv: []string{"/bin/sh", "-c", script}, Dir: ws, Env: []string{"PATH=/usr/bin:/bin", "ROLE=" + tc.role},
+			MaxStdout: 1 << 16, Confine: e.Confine}.Run(context.Background())
+		e.Close()
+		lines := strings.Fields(string(res.Stdout))
+		for _, w := range tc.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("%s: %q missing from %q", tc.role, w, lines)
+			}
+		}
+		if tc.verifier && slices.Contains(lines, "wrote") {
+			t.Errorf("the verifier wrote its workspace")
+		}
+		if len(lines) < 2 || len(lines[len(lines)-2]) > 1 {
+			t.Errorf("%s sees more than a handful of processes: %q", tc.role, lines)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "by-verifier")); err == nil {
+		t.Error("by-verifier exists")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "by-writer")); err != nil {
+		t.Error("the writer's file is missing")
+	}
+}

@@ -1,0 +1,44 @@
+// Package sandboxtest gives tests the agent sandbox of this host, or says
+// in one line why there is none.
+package sandboxtest
+
+import (
+	"os"
+	"testing"
+
+	"github.com/oecp/oecp/engine/harness/sandbox"
+)
+
+// RequireEnv, set to 1, makes a host without the sandbox fail the tests
+// that use it instead of letting them skip or run unconfined.
+const RequireEnv = "OECP_REQUIRE_SANDBOX"
+
+// Host returns a sandbox for cfg, or nil (agents then run unconfined, and
+// the test logs why) where this host cannot confine agents; under
+// OECP_REQUIRE_SANDBOX=1 that fails the test instead.
+func Host(t testing.TB, cfg sandbox.Config) *sandbox.Host {
+	t.Helper()
+	h, err := sandbox.New(cfg)
+	if err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("%s=1 but %v", RequireEnv, err)
+		}
+		t.Logf("agents run unconfined: %v", err)
+		return nil
+	}
+	return h
+}
+
+// Require returns a sandbox for cfg or skips the test with one line
+// (fails it under OECP_REQUIRE_SANDBOX=1).
+func Require(t testing.TB, cfg sandbox.Config) *sandbox.Host {
+	t.Helper()
+	h, err := sandbox.New(cfg)
+	if err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("%s=1 but %v", RequireEnv, err)
+		}
+		t.Skipf("needs the agent sandbox: %v", err)
+	}
+	return h
+}

@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// Usage is what a provider reported a turn consumed. Input counts every
+// input token, cached ones included; CachedInput is the cached part.
+// CostUSD is the provider-side cost the CLI reported (Claude Code does,
+// Codex does not: zero).
+type Usage struct {
+	Input       int64   `json:"input"`
+	CachedInput int64   `json:"cachedInput"`
+	Output      int64   `json:"output"`
+	Reasoning   int64   `json:"reasoning"`
+	CostUSD     float64 `json:"costUsd"`
+}
+
+// Plus is u and v added up.
+func (u Usage) Plus(v Usage) Usage {
+	return Usage{u.Input + v.Input, u.CachedInput + v.CachedInput, u.Output + v.Output, u.Reasoning + v.Reasoning, u.CostUSD + v.CostUSD}
+}
+
+// since is the growth of a cumulative report u over an earlier one; a
+// counter that went down (a thread the CLI restarted) counts from zero.
+func (u Usage) since(base Usage) Usage {
+	d := func(now, then int64) int64 {
+		if now < then {
+			return now
+		}
+		return now - then
+	}
+	c := u.CostUSD - base.CostUSD
+	if c < 0 {
+		c = u.CostUSD
+	}
+	return Usage{d(u.Input, base.Input), d(u.CachedInput, base.CachedInput), d(u.Output, base.Output), d(u.Reasoning, base.Reasoning), c}
+}
+
+// String is the usage as a log line.
+func (u Usage) String() string {
+	s := fmt.Sprintf("usage: input %d tokens (%d cached), output %d (%d reasoning)", u.Input, u.CachedInput, u.Output, u.Reasoning)
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(", cost %.6f USD", u.CostUSD)
+	}
+	return s
+}
+
+// UsageObserver sees the usage of every agent turn (metrics). harness is
+// the plan's harness and model the node's catalogue model, never a name a
+// CLI reports.
+type UsageObserver interface {
+	AgentUsage(harness, model string, u Usage)
+}
+
+// budget sums the reported cost of each run's agent turns against an
+// operator limit; a zero limit is no limit.
+type budget struct {
+	maxUSD float64
+	mu     sync.Mutex
+	spent  map[string]float64 // by run
+}
+
+// charge adds a turn's cost to its run and returns the run's total and
+// whether it is over the limit.
+func (b *budget) charge(run string, usd float64) (float64, bool) {
+	if b.maxUSD <= 0 {
+		return 0, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.spent == nil {
+		b.spent = map[string]float64{}
+	}
+	b.spent[run] += usd
+	return b.spent[run], b.spent[run] > b.maxUSD
+}
+
+// over reports whether a run already spent more than the limit.
+func (b *budget) over(run string) (float64, bool) {
+	if b.maxUSD <= 0 {
+		return 0, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spent[run], b.spent[run] > b.maxUSD
+}
+
+// forget drops a finished run.
+func (b *budget) forget(run string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.spent, run)
+}
+
+// int64Of is a JSON number member as an int64 (0 when absent or not a
+// number).
+func int64Of(raw json.RawMessage) int64 {
+	var f float64
+	_ = json.Unmarshal(raw, &f)
+	return int64(f)
+}
+
+// float64Of is a JSON number member (0 when absent or not a number).
+func float64Of(raw json.RawMessage) float64 {
+	var f float64
+	_ = json.Unmarshal(raw, &f)
+	return f
+}

@@ -1,0 +1,61 @@
+package replicas
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/oecp/oecp/client"
+)
+
+// TestV1LiveStreamsOnEveryReplica: the logs stream of every replica
+// carries the log lines of a step running on any of them, each once and
+// in order, and agent/attach on a replica that does not run the step
+// follows its live output to its end.
+func TestV1LiveStreamsOnEveryReplica(t *testing.T) {
+	cl := startCluster(t, 2)
+
+	conns := []*client.Conn{dial(t, cl.replicas[0]), dial(t, cl.replicas[1])}
+	var logs []*client.Subscription[client.LogEvent]
+	for _, c := range conns {
+		s, err := c.Logs(ctx)
+		must(t, err)
+		defer s.Close()
+		logs = append(logs, s)
+	}
+	if _, err := conns[0].Apply(ctx, client.ApplyParams{Graph: sleepGraph, Input: input(1500), IdempotencyKey: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	// Both replicas see the step's first line; by then the replica that
+	// does not run it has heard the execution start (same sender, in
+	// order).
+	var exec string
+	for i, s := range logs {
+		ev, ok := <-s.Events()
+		if !ok || ev.Record.Message != "sleep: 1500ms" {
+			t.Fatalf("replica %d: first log %+v (%v)", i, ev.Record, s.Err())
+		}
+		exec = ev.Record.Target
+	}
+	other := 1 - leaseHolder(t, cl)
+	att, err := conns[other].AgentAttach(ctx, exec)
+	must(t, err)
+	var got []string
+	for ev := range att.Events() {
+		line := ev.Event.Type
+		if ev.Event.Text != nil {
+			line += " " + *ev.Event.Text
+		}
+		got = append(got, line)
+		if ev.Event.Type == "settled" {
+			break // the stream then ends without a word
+		}
+	}
+	if strings.Join(got, "|") != "output sleep: done|settled" {
+		t.Fatalf("agent/attach on the replica that does not run the step: %q (%v)", got, att.Err())
+	}
+	for i, s := range logs {
+		if ev, ok := <-s.Events(); !ok || ev.Record.Message != "sleep: done" || ev.Record.Target != exec {
+			t.Fatalf("replica %d: second log %+v (%v)", i, ev.Record, s.Err())
+		}
+	}
+}

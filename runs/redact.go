@@ -1,0 +1,134 @@
+package runs
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/protocol"
+)
+
+// redactedValue replaces a declared variable's value in a run's records.
+const redactedValue = "[REDACTED]"
+
+// recordRedactor replaces, in everything an execution of a run records (its
+// output, diagnostic, log lines and live output), the value of every
+// environment variable the run's plan declares for any node: an agent may
+// echo a key it was given into its answer, or into a file a delivery then
+// reports on. A nil recordRedactor changes nothing.
+type recordRedactor struct {
+	values []string // longest first
+	rep    *strings.Replacer
+}
+
+// newRecordRedactor reads the declared variables' values from the server's
+// environment; nil when none is set.
+func newRecordRedactor(sub *Submission) *recordRedactor {
+	seen := map[string]bool{}
+	var values []string
+	for _, b := range sub.Runtime.Nodes {
+		for _, name := range b.Env {
+			if v, ok := os.LookupEnv(name); ok && v != "" && !seen[v] {
+				seen[v] = true
+				values = append(values, v)
+			}
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	sort.Slice(values, func(i, j int) bool { return len(values[i]) > len(values[j]) })
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, redactedValue)
+	}
+	return &recordRedactor{values: values, rep: strings.NewReplacer(pairs...)}
+}
+
+// sinks wraps s so every line is redacted, within the line bounds.
+func (r *recordRedactor) sinks(s worker.Sinks) worker.Sinks {
+	if r == nil {
+		return s
+	}
+	out := worker.Sinks{}
+	if s.Log != nil {
+		out.Log = func(level, msg string) {
+			s.Log(level, bound(r.rep.Replace(msg), protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
+		}
+	}
+	if s.Output != nil {
+		out.Output = func(text string) {
+			s.Output(bound(r.rep.Replace(text), protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
+		}
+	}
+	return out
+}
+
+func bound(s string, limit int, marker string) string {
+	if len(s) > limit {
+		return marker
+	}
+	return s
+}
+
+// outcome redacts the outcome's output and diagnostic.
+func (r *recordRedactor) outcome(o worker.Outcome) worker.Outcome {
+	if r == nil {
+		return o
+	}
+	o.Output = r.json(o.Output)
+	o.Diagnostic = r.json(o.Diagnostic)
+	return o
+}
+
+// json redacts every string (keys included) of a JSON value that holds a
+// value, in any of its JSON spellings; other values are returned as they
+// are.
+func (r *recordRedactor) json(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || !r.mentioned(raw) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return json.RawMessage(r.rep.Replace(string(raw)))
+	}
+	out, err := json.Marshal(r.walk(v))
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// mentioned reports whether raw may hold a value: as it is, or escaped.
+func (r *recordRedactor) mentioned(raw []byte) bool {
+	for _, v := range r.values {
+		esc, _ := json.Marshal(v)
+		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, esc[1:len(esc)-1]) || bytes.Contains(raw, []byte(`\u`)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recordRedactor) walk(v any) any {
+	switch t := v.(type) {
+	case string:
+		return r.rep.Replace(t)
+	case []any:
+		for i := range t {
+			t[i] = r.walk(t[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[r.rep.Replace(k)] = r.walk(e)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,179 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/oecp/oecp/store"
+)
+
+// Live output across replicas. On a store shared by several replicas
+// (store.Broadcaster), every attach event of an execution running here is
+// also broadcast, numbered per execution; a replica where a client
+// attaches to an execution running elsewhere keeps a window for it like a
+// local one, fed by those messages. A gap in the numbers (a message
+// dropped on the way) closes its subscribers with SLOW_CONSUMER, as a
+// subscriber that fell behind the window is; the window ends with the
+// sender's end message or, when the sender died and the store shows the
+// execution ended, remoteEndGrace after that.
+
+// remoteEndGrace is how long a window of an execution the store shows
+// ended waits for its sender's end message (the output sent just before
+// the settlement) before it ends anyway.
+const remoteEndGrace = 2 * time.Second
+
+// relayTopic is the broadcast topic of native runs' attach events.
+const relayTopic = "runattach"
+
+// relayMsg is one broadcast attach event of an execution.
+type relayMsg struct {
+	Key   string          `json:"k"`
+	Seq   uint64          `json:"s"`
+	Event json.RawMessage `json:"e,omitempty"`
+	End   bool            `json:"end,omitempty"`
+}
+
+// relay is the backend's side of live output across replicas.
+type relay struct {
+	bc store.Broadcaster // nil: this store has no other replicas
+
+	mu     sync.Mutex
+	sent   map[string]uint64      // last number sent, by execution
+	remote map[string]*remoteExec // windows of executions running elsewhere
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// remoteExec is the window of an execution running on another replica.
+type remoteExec struct {
+	e    *liveExec
+	last uint64 // last number received (0: none yet)
+}
+
+// newRelay starts the relay of st's broadcasts, when it has them.
+func newRelay(st store.Store) *relay {
+	r := &relay{sent: map[string]uint64{}, remote: map[string]*remoteExec{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if bc, ok := st.(store.Broadcaster); ok && store.IsShared(st) {
+		r.bc = bc
+		bc.OnBroadcast(relayTopic, r.received)
+	}
+	return r
+}
+
+// send broadcasts one attach event of a local execution; end is its last.
+func (r *relay) send(key string, ev []byte, end bool) {
+	if r.bc == nil {
+		return
+	}
+	// Numbered and queued under the lock: the order of the numbers is the
+	// order of the queue (Broadcast does not wait).
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.sent[key] + 1
+	if end {
+		delete(r.sent, key)
+	} else {
+		r.sent[key] = n
+	}
+	msg, err := json.Marshal(relayMsg{Key: key, Seq: n, Event: ev, End: end})
+	if err == nil {
+		r.bc.Broadcast(relayTopic, msg) // a dropped message is a gap its receivers see
+	}
+}
+
+// received feeds another replica's message to the window of its
+// execution, if a client here follows it.
+func (r *relay) received(payload []byte) {
+	var m relayMsg
+	if json.Unmarshal(payload, &m) != nil {
+		return
+	}
+	r.mu.Lock()
+	x := r.remote[m.Key]
+	if x == nil {
+		r.mu.Unlock()
+		return
+	}
+	gap := x.last != 0 && m.Seq != x.last+1
+	x.last = m.Seq
+	if m.End {
+		delete(r.remote, m.Key)
+	}
+	r.mu.Unlock()
+	switch {
+	case gap:
+		x.e.lose()
+		if m.End {
+			x.e.push(settledEvent, true)
+		}
+	case m.End:
+		x.e.push(settledEvent, true)
+	case json.Valid(m.Event):
+		x.e.push(m.Event, false)
+	}
+}
+
+// follow returns the window of an execution running on another replica,
+// opening it (and its watch of the store for the execution's end) when
+// no client here followed it yet; ended reads whether the store shows the
+// execution ended. It returns nil without other replicas.
+func (r *relay) follow(st store.Store, key string, ended func(ctx context.Context) bool) *liveExec {
+	if r.bc == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if x := r.remote[key]; x != nil {
+		return x.e
+	}
+	x := &remoteExec{e: &liveExec{wake: make(chan struct{})}}
+	r.remote[key] = x
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.watchEnd(st, key, x, ended)
+	}()
+	return x.e
+}
+
+// watchEnd ends a remote window once the store shows its execution
+// ended and the sender's end message did not come within remoteEndGrace.
+func (r *relay) watchEnd(st store.Store, key string, x *remoteExec, ended func(ctx context.Context) bool) {
+	for {
+		ch := st.Changed()
+		if ended(r.ctx) {
+			break
+		}
+		select {
+		case <-ch:
+		case <-r.ctx.Done():
+			return
+		}
+	}
+	t := time.NewTimer(remoteEndGrace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.ctx.Done():
+		return
+	}
+	r.mu.Lock()
+	current := r.remote[key] == x
+	if current {
+		delete(r.remote, key)
+	}
+	r.mu.Unlock()
+	if current {
+		x.e.push(settledEvent, true)
+	}
+}
+
+// stop ends the watches of remote windows.
+func (r *relay) stop() {
+	r.cancel()
+	r.wg.Wait()
+}

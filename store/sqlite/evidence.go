@@ -1,0 +1,85 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/oecp/oecp/store"
+)
+
+// store.Evidence. Appends run as write transactions of their own that
+// wake no watcher; reads run on the read pool. Neither is prepared: they
+// come in batches, not per event.
+
+var _ store.Evidence = (*Store)(nil)
+
+// AppendEvidence implements store.Evidence.
+func (s *Store) AppendEvidence(ctx context.Context, tenant, runID string, recs []store.EvidenceRecord) error {
+	return s.write(ctx, func(t *txn) error {
+		r, err := t.run(tenant, runID)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("%w: %q", store.ErrNoRun, runID)
+		}
+		for _, rec := range recs {
+			t.dirty = true
+			_, err := t.s.wconn.ExecContext(bg, `INSERT INTO evidence (tenant, run_id, execution, turn, kind, attr, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				tenant, runID, rec.Execution, rec.Turn, rec.Kind, rec.Attr, nonNil(rec.Data))
+			if err != nil {
+				return dbErr("append evidence", err)
+			}
+		}
+		return nil
+	})
+}
+
+// nonNil keeps an empty record's data a BLOB, not NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// EvidenceAfter implements store.Evidence.
+func (s *Store) EvidenceAfter(ctx context.Context, tenant, runID string, afterID, throughID uint64, limit int) (out []store.EvidenceRecord, err error) {
+	if err := s.gate.Enter(); err != nil {
+		return nil, err
+	}
+	defer s.gate.Exit()
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, execution, turn, kind, attr, data FROM evidence
+		WHERE tenant = ? AND run_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`, tenant, runID, int64(afterID), int64(throughID), limit)
+	if err != nil {
+		return nil, dbErr("read evidence", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r store.EvidenceRecord
+		var id int64
+		if err := rows.Scan(&id, &r.Execution, &r.Turn, &r.Kind, &r.Attr, &r.Data); err != nil {
+			return nil, dbErr("read evidence", err)
+		}
+		r.ID = uint64(id)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("read evidence", err)
+	}
+	return out, nil
+}
+
+// LastEvidence implements store.Evidence.
+func (s *Store) LastEvidence(ctx context.Context, tenant, runID string) (uint64, error) {
+	if err := s.gate.Enter(); err != nil {
+		return 0, err
+	}
+	defer s.gate.Exit()
+	var id int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM evidence WHERE tenant = ? AND run_id = ?`, tenant, runID).Scan(&id)
+	if err != nil {
+		return 0, dbErr("read evidence", err)
+	}
+	return uint64(id), nil
+}

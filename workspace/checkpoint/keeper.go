@@ -1,0 +1,140 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/oecp/oecp/workspace"
+)
+
+// localRef is the ref of the host's git directory a bundle carries the
+// checkpoint commit under.
+const localRef = "refs/oecp/checkpoint"
+
+// Keeper takes and restores the checkpoints of the run directories of one
+// workspace manager. MaxBytes bounds a bundle (a larger checkpoint is
+// skipped, with a log line); with Push, checkpoints go to a hidden ref of
+// the repository's remote instead of into the ledger.
+type Keeper struct {
+	M        *workspace.Manager
+	MaxBytes int64
+	Push     bool
+	Log      *slog.Logger
+}
+
+// Take commits the run's workspace on its branch and returns the
+// checkpoint of it after execution. It never fails: a checkpoint that
+// cannot be made, or is over MaxBytes, is returned Skipped with the
+// reason, which the server's log has too.
+func (k *Keeper) Take(ctx context.Context, key string, src workspace.Source, branch, execution string) Checkpoint {
+	cp, err := k.take(ctx, key, src, branch, execution)
+	if err != nil {
+		cp = Checkpoint{Execution: execution, Base: src.Revision, Skipped: err.Error()}
+		k.Log.Warn("checkpoint skipped: the run's workspace cannot move to another server until its next checkpoint", "execution", execution, "reason", err)
+		return cp
+	}
+	k.Log.Info("checkpoint", "execution", execution, "commit", cp.Commit, "bytes", len(cp.Bundle), "ref", cp.Ref)
+	return cp
+}
+
+func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, branch, execution string) (Checkpoint, error) {
+	cp := Checkpoint{Execution: execution, Base: src.Revision}
+	release, err := k.M.Gate(key).Acquire(ctx, true)
+	if err != nil {
+		return cp, err
+	}
+	defer release()
+	p, err := k.M.Paths(key)
+	if err != nil {
+		return cp, err
+	}
+	home, err := os.MkdirTemp("", "oecp-checkpoint-")
+	if err != nil {
+		return cp, err
+	}
+	defer os.RemoveAll(home)
+	if err := workspace.ResetGitDir(p.Git); err != nil {
+		return cp, fmt.Errorf("the run's git directory: %w", err)
+	}
+	g := workspace.Git{Dir: p.Workspace, GitDir: p.Git, Home: home}
+	if cp.Commit, err = commit(ctx, g, "oecp: checkpoint after "+execution); err != nil {
+		return cp, err
+	}
+	if cp.Commit == cp.Base {
+		return cp, nil
+	}
+	if code, err := g.Status(ctx, "merge-base", "--is-ancestor", cp.Base, cp.Commit); err != nil || code != 0 {
+		return cp, fmt.Errorf("the workspace's commit %s does not descend from the source revision %s", cp.Commit, cp.Base)
+	}
+	if k.Push {
+		cp.Ref = HiddenRefPrefix + branch
+		return cp, k.push(ctx, g, src.Repository, cp)
+	}
+	cp.Bundle, err = k.bundle(ctx, g, home, cp)
+	return cp, err
+}
+
+// commit stages everything git does not ignore and commits it, when there
+// is anything, with the fixed identity and without hooks; it returns the
+// head commit.
+func commit(ctx context.Context, g workspace.Git, message string) (string, error) {
+	if _, err := g.Run(ctx, "add", "--all"); err != nil {
+		return "", err
+	}
+	switch code, err := g.Status(ctx, "diff", "--cached", "--quiet", "--exit-code"); {
+	case err != nil:
+		return "", err
+	case code == 1:
+		if _, err := g.Run(ctx, "-c", "user.name="+committerName, "-c", "user.email="+committerEmail,
+			"commit", "--no-verify", "--quiet", "--message", message); err != nil {
+			return "", err
+		}
+	case code != 0:
+		return "", fmt.Errorf("git diff --cached exited %d", code)
+	}
+	head, err := g.Run(ctx, "rev-parse", "HEAD")
+	if err == nil && !shaRE.MatchString(head) {
+		err = fmt.Errorf("HEAD %q is not a commit id", head)
+	}
+	return head, err
+}
+
+// bundle packs the history from cp.Base to cp.Commit, refused over
+// MaxBytes.
+func (k *Keeper) bundle(ctx context.Context, g workspace.Git, dir string, cp Checkpoint) ([]byte, error) {
+	if _, err := g.Run(ctx, "update-ref", localRef, cp.Commit); err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "checkpoint.bundle")
+	if _, err := g.Run(ctx, "bundle", "create", "--quiet", file, localRef, "^"+cp.Base); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > k.MaxBytes {
+		return nil, fmt.Errorf("the checkpoint is %d bytes, over the limit of %d (--checkpoint-max-bytes)", st.Size(), k.MaxBytes)
+	}
+	return os.ReadFile(file)
+}
+
+// push sends cp.Commit to the hidden ref cp.Ref of the repository's
+// remote, without hooks, over https (or to a local path) only.
+func (k *Keeper) push(ctx context.Context, g workspace.Git, repository string, cp Checkpoint) error {
+	repo, ok := k.M.Repos().Lookup(repository)
+	if !ok {
+		return fmt.Errorf("%s is not listed in the server's --repos file", repository)
+	}
+	token, ok := repo.Token()
+	if !ok {
+		return fmt.Errorf("the token variable %s of %s is not set on the server", repo.TokenEnv, repository)
+	}
+	g.Token = token
+	_, err := g.Run(ctx, "-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.file.allow=always",
+		"push", "--porcelain", "--no-verify", "--force", repo.URL, cp.Commit+":"+cp.Ref)
+	return err
+}
