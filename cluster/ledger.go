@@ -58,6 +58,8 @@ type Ledger struct {
 	epochs map[engine.RunRef]uint64 // claimed runs and the lease epoch held
 
 	logs logCache
+	// listed is what Changes last listed.
+	listed listing
 }
 
 var (

@@ -120,11 +120,12 @@ func (s *Supervisor) loseClaims(refs []RunRef, all bool) {
 
 // dropLost forgets the claims loseClaims reported lost, and the readings
 // taken under them; the runs are claimed again by the next reconcile, or
-// left to their new owner.
-func (s *Supervisor) dropLost() {
+// left to their new owner. It returns the runs it dropped, or all when
+// it dropped every claim.
+func (s *Supervisor) dropLost() (lost []RunRef, all bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keep.lostAll {
+	if all = s.keep.lostAll; all {
 		clear(s.claimed)
 		clear(s.seen)
 		s.keep.lostAll = false
@@ -132,8 +133,10 @@ func (s *Supervisor) dropLost() {
 	for ref := range s.keep.lost {
 		delete(s.claimed, ref)
 		delete(s.seen, ref)
+		lost = append(lost, ref)
 	}
 	clear(s.keep.lost)
+	return lost, all
 }
 
 // unclaim forgets the claim of a run that is no longer running and

@@ -1,5 +1,7 @@
 package engine
 
+import "container/list"
+
 // share decides how many of each want's dispatches start now. Without a
 // bound every dispatch starts. With one, the free slots (the bound minus
 // the executions running) are handed out one at a time: to the tenant
@@ -17,80 +19,168 @@ func (s *Supervisor) share(wants []want) []int {
 		}
 		return grants
 	}
-	s.mu.Lock()
-	free := s.maxActive - s.running.n
-	s.mu.Unlock()
-	if free <= 0 {
-		return grants
+	var q waitQueue
+	entries := make([]*waiting, len(wants))
+	for i, w := range wants {
+		entries[i] = q.push(w)
 	}
-	c := countsOf(wants)
-	s.mu.Lock()
-	free = s.maxActive - s.running.n
-	for ref, m := range s.running.byRun {
-		if t, ok := c.tenants[ref.Tenant]; ok {
-			c.perTenant[t] += len(m)
-		}
-		if r, ok := c.runs[ref]; ok {
-			c.perRun[r] = len(m)
-		}
-	}
-	s.mu.Unlock()
-	for ; free > 0; free-- {
-		best := -1
-		for i, w := range wants {
-			if grants[i] == len(w.ds) {
-				continue
-			}
-			if best < 0 || c.fairer(i, best) {
-				best = i
-			}
-		}
-		if best < 0 {
-			break
-		}
-		grants[best]++
-		c.perTenant[c.tenantOf[best]]++
-		c.perRun[c.runOf[best]]++
+	q.grant(s)
+	for i, e := range entries {
+		grants[i] = e.granted
 	}
 	return grants
 }
 
-// shareCounts are the executions (running plus granted) of the wants'
-// tenants and runs, numbered so that a comparison reads slices, not maps.
-type shareCounts struct {
-	tenants           map[string]int
-	runs              map[RunRef]int
-	tenantOf, runOf   []int // by want
-	perTenant, perRun []int
+// waitQueue holds the runs waiting for execution slots, so that handing
+// out a free slot costs the same however many runs wait: per tenant, the
+// waiting runs in the order they began to wait. The fairest run of a
+// tenant is found by walking its list from the front to the first run
+// with no execution running or granted: every run before it has one, and
+// there are at most as many of those as the bound on executions. The
+// zero value is empty. Only the reconcile loop uses it.
+type waitQueue struct {
+	byRun   map[RunRef]*waiting
+	tenants map[string]*list.List // of *waiting, oldest first
+	stamp   uint64
 }
 
-func countsOf(wants []want) *shareCounts {
-	c := &shareCounts{tenants: map[string]int{}, runs: map[RunRef]int{},
-		tenantOf: make([]int, len(wants)), runOf: make([]int, len(wants))}
-	for i, w := range wants {
-		ref := w.snap.Ref
-		t, ok := c.tenants[ref.Tenant]
-		if !ok {
-			t = len(c.perTenant)
-			c.tenants[ref.Tenant] = t
-			c.perTenant = append(c.perTenant, 0)
-		}
-		r, ok := c.runs[ref]
-		if !ok {
-			r = len(c.perRun)
-			c.runs[ref] = r
-			c.perRun = append(c.perRun, 0)
-		}
-		c.tenantOf[i], c.runOf[i] = t, r
-	}
-	return c
+// waiting is one want in the queue, and the slots granted to it in the
+// current round.
+type waiting struct {
+	want    want
+	stamp   uint64
+	granted int
+	elem    *list.Element
 }
 
-// fairer reports whether want a's run should get the next slot before
-// want b's.
-func (c *shareCounts) fairer(a, b int) bool {
-	if ta, tb := c.perTenant[c.tenantOf[a]], c.perTenant[c.tenantOf[b]]; ta != tb {
-		return ta < tb
+// push appends w (not keyed by run) and returns its entry.
+func (q *waitQueue) push(w want) *waiting {
+	if q.tenants == nil {
+		q.tenants = map[string]*list.List{}
 	}
-	return c.perRun[c.runOf[a]] < c.perRun[c.runOf[b]]
+	t := w.snap.Ref.Tenant
+	l := q.tenants[t]
+	if l == nil {
+		l = list.New()
+		q.tenants[t] = l
+	}
+	q.stamp++
+	e := &waiting{want: w, stamp: q.stamp}
+	e.elem = l.PushBack(e)
+	return e
+}
+
+// put makes w the run's want. A run that already waits keeps its place.
+func (q *waitQueue) put(w want) {
+	ref := w.snap.Ref
+	if e, ok := q.byRun[ref]; ok {
+		e.want = w
+		return
+	}
+	if q.byRun == nil {
+		q.byRun = map[RunRef]*waiting{}
+	}
+	q.byRun[ref] = q.push(w)
+}
+
+// remove takes the run out of the queue.
+func (q *waitQueue) remove(ref RunRef) {
+	e, ok := q.byRun[ref]
+	if !ok {
+		return
+	}
+	delete(q.byRun, ref)
+	l := q.tenants[ref.Tenant]
+	l.Remove(e.elem)
+	if l.Len() == 0 {
+		delete(q.tenants, ref.Tenant)
+	}
+}
+
+// len is the number of runs waiting.
+func (q *waitQueue) len() int { return len(q.byRun) }
+
+// grant hands out the supervisor's free slots to the queued wants, fairly
+// (see share), and returns the entries granted any, each with its count
+// in granted. Every entry's granted is 0 before the call.
+func (q *waitQueue) grant(s *Supervisor) []*waiting {
+	var out []*waiting
+	if s.maxActive <= 0 {
+		for _, l := range q.tenants {
+			for el := l.Front(); el != nil; el = el.Next() {
+				e := el.Value.(*waiting)
+				if e.granted = len(e.want.ds); e.granted > 0 {
+					out = append(out, e)
+				}
+			}
+		}
+		return out
+	}
+	s.mu.Lock()
+	free := s.maxActive - s.running.n
+	perTenant := map[string]int{}
+	perRun := map[RunRef]int{}
+	if free > 0 {
+		for ref, m := range s.running.byRun {
+			if _, ok := q.tenants[ref.Tenant]; ok {
+				perTenant[ref.Tenant] += len(m)
+				perRun[ref] = len(m)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for ; free > 0; free-- {
+		best, bestTenant := (*waiting)(nil), 0
+		for t, l := range q.tenants {
+			e := fairestOf(l, perRun)
+			if e == nil {
+				continue
+			}
+			tc := perTenant[t]
+			if best == nil || tc < bestTenant || (tc == bestTenant && before(e, best, perRun)) {
+				best, bestTenant = e, tc
+			}
+		}
+		if best == nil {
+			break
+		}
+		if best.granted == 0 {
+			out = append(out, best)
+		}
+		ref := best.want.snap.Ref
+		best.granted++
+		perTenant[ref.Tenant]++
+		perRun[ref]++
+	}
+	return out
+}
+
+// fairestOf is the entry of one tenant's list with slots left to grant
+// whose run has the fewest executions (running plus granted), the oldest
+// among equals; nil when none has slots left.
+func fairestOf(l *list.List, perRun map[RunRef]int) *waiting {
+	var best *waiting
+	for el := l.Front(); el != nil; el = el.Next() {
+		e := el.Value.(*waiting)
+		if e.granted == len(e.want.ds) {
+			continue
+		}
+		if best == nil || before(e, best, perRun) {
+			best = e
+		}
+		if perRun[e.want.snap.Ref] == 0 {
+			break // no later entry has fewer, and an equal one is younger
+		}
+	}
+	return best
+}
+
+// before reports whether entry a's run gets a slot before entry b's run
+// of the same tenant count: fewer executions first, then the older.
+func before(a, b *waiting, perRun map[RunRef]int) bool {
+	ra, rb := perRun[a.want.snap.Ref], perRun[b.want.snap.Ref]
+	if ra != rb {
+		return ra < rb
+	}
+	return a.stamp < b.stamp
 }

@@ -179,3 +179,34 @@ func TestShareAgreesWithItsRule(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingRunKeepsItsPlace: a run read again while it waits keeps its
+// place in the queue (its new want replaces the old one); a run that
+// leaves and comes back waits behind the others.
+func TestWaitingRunKeepsItsPlace(t *testing.T) {
+	s := New(nil, nil, nil)
+	s.SetMaxActive(1)
+	var q waitQueue
+	q.put(wantOf("t", "a", 1))
+	q.put(wantOf("t", "b", 1))
+	q.put(wantOf("t", "a", 2)) // read again
+	granted := func() string {
+		g := q.grant(s)
+		if len(g) != 1 {
+			t.Fatalf("%d runs granted one slot", len(g))
+		}
+		g[0].granted = 0
+		return g[0].want.snap.Ref.RunID
+	}
+	if got := granted(); got != "a" {
+		t.Fatalf("granted %s, want a (it waited first)", got)
+	}
+	q.remove(RunRef{Tenant: "t", RunID: "a"})
+	q.put(wantOf("t", "a", 1))
+	if got := granted(); got != "b" {
+		t.Fatalf("granted %s, want b (a came back after it)", got)
+	}
+	if q.len() != 2 {
+		t.Fatalf("%d runs waiting", q.len())
+	}
+}

@@ -205,6 +205,7 @@ func (s *Supervisor) settled(ctx context.Context, ref RunRef, ps []pendingSettle
 			}
 			s.forget(runExec{ref, p.Execution})
 		}
+		s.markDirty(ref)
 		select {
 		case s.freed <- struct{}{}:
 		default:

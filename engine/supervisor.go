@@ -67,7 +67,8 @@ type Snapshot struct {
 type Ledger interface {
 	// Changed is closed after the next commit.
 	Changed() <-chan struct{}
-	// Running lists runs in phase running.
+	// Running lists runs in phase running (a full pass; see ChangeFeed
+	// for the incremental ones).
 	Running(ctx context.Context) ([]RunRef, error)
 	// Claim takes the right to supervise a run (its lease row, taken over
 	// from an owner that is gone). Every later write for the run is fenced
@@ -201,6 +202,18 @@ type Supervisor struct {
 	interrupted map[RunRef][]uint64
 	// obs sees runs and executions (nil: none). Set before Run.
 	obs Observer
+	// feed is the ledger's ChangeFeed, nil when it has none. Set by New.
+	feed ChangeFeed
+	// dirty lists the runs the next pass reconciles afresh: runs this
+	// supervisor wrote or settled, or whose read or write failed. Under
+	// mu.
+	dirty map[RunRef]bool
+	// waiting holds the claimed runs waiting for execution slots, with
+	// their last reading. Unguarded: only the reconcile loop uses it.
+	waiting waitQueue
+	// safetyNet is how often a full pass runs anyway (SetSafetyNet). Set
+	// before Run.
+	safetyNet time.Duration
 }
 
 // reading is what one reconcile of a run found, and under which version.
@@ -228,6 +241,8 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), freed: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*runMemo{}, counts: map[RunRef]*nodeCounts{},
 		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}, interrupted: map[RunRef][]uint64{}}
 	s.rec, _ = ledger.(Recovery)
+	s.feed, _ = ledger.(ChangeFeed)
+	s.dirty, s.safetyNet = map[RunRef]bool{}, DefaultSafetyNet
 	return s
 }
 
@@ -262,10 +277,14 @@ func (s *Supervisor) Run(ctx context.Context) {
 	// A reconcile whose writes failed (the store cannot write) is tried
 	// again after a backoff, since no commit may come to wake it.
 	var b backoff
+	plan := passPlan{full: true}
+	safety := time.NewTicker(s.safetyNet)
+	defer safety.Stop()
 	for {
 		changed := s.ledger.Changed()
 		var retry <-chan time.Time
-		if s.reconcileAll(ctx) {
+		failed, gap := s.next(ctx, &plan)
+		if failed {
 			retry = time.After(b.next())
 		} else {
 			b.reset()
@@ -275,116 +294,14 @@ func (s *Supervisor) Run(ctx context.Context) {
 			return
 		case <-changed:
 		case <-s.keep.rescan:
+			plan.full = true
 		case <-s.freed:
 		case <-retry:
+		case <-gap:
+		case <-safety.C:
+			plan.full = true
 		}
 	}
-}
-
-// reconcileAll reconciles every running run and reports whether a read or
-// write failed for a reason other than the run having moved on.
-func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
-	report := func(msg string, ref RunRef, err error) {
-		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
-			failed = true
-			s.log.Error(msg, "run", ref.RunID, "err", err)
-		}
-	}
-	runs, err := s.ledger.Running(ctx)
-	if err != nil {
-		report("engine: list running runs", RunRef{}, err)
-		return failed
-	}
-	s.dropLost()
-	if s.obs != nil {
-		s.obs.RunsActive(len(runs))
-	}
-	live := map[RunRef]bool{}
-	for _, ref := range runs {
-		live[ref] = true
-	}
-	s.claimAll(ctx, runs, report)
-	var wants []want
-	var writes []write
-	for _, ref := range runs {
-		if !s.claimed[ref] {
-			continue
-		}
-		w, wr, err := s.reconcileCached(ctx, ref)
-		report("engine: reconcile", ref, err)
-		if w != nil {
-			wants = append(wants, *w)
-		}
-		if wr != nil {
-			writes = append(writes, *wr)
-		}
-	}
-	for i, n := range s.share(wants) {
-		if n > 0 {
-			writes = append(writes, s.dispatch(wants[i].snap, wants[i].ds[:n]))
-		}
-	}
-	for i, err := range runWrites(ctx, writes) {
-		report(writes[i].msg, writes[i].ref, err)
-	}
-	// Workers of runs that are no longer running (finished, superseded,
-	// force-stopped) are cancelled; their results will be rejected.
-	s.mu.Lock()
-	s.running.cancelAll(func(ref RunRef) bool { return !live[ref] })
-	s.mu.Unlock()
-	for ref := range s.claimed {
-		if !live[ref] {
-			s.unclaim(ctx, ref)
-			delete(s.seen, ref)
-			delete(s.memos, ref)
-			delete(s.counts, ref)
-		}
-	}
-	return failed
-}
-
-// claimAll claims the runs not claimed yet, concurrently.
-func (s *Supervisor) claimAll(ctx context.Context, runs []RunRef, report func(string, RunRef, error)) {
-	var claims []write
-	for _, ref := range runs {
-		if !s.claimed[ref] {
-			claims = append(claims, write{ref: ref, msg: "engine: claim run", do: func(ctx context.Context) error { return s.ledger.Claim(ctx, ref) }})
-		}
-	}
-	for i, err := range runWrites(ctx, claims) {
-		switch {
-		case err == nil:
-			s.claimed[claims[i].ref] = true
-		case !errors.Is(err, ErrClaimedElsewhere):
-			report(claims[i].msg, claims[i].ref, err)
-		}
-	}
-}
-
-// reconcileCached is reconcile, skipped when the ledger says the run has
-// not changed since a reading that acted on nothing (the run was waiting
-// for its executions or for execution slots).
-func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, *write, error) {
-	v, ok := s.ledger.(Versioner)
-	if !ok {
-		return s.reconcile(ctx, ref)
-	}
-	version := v.Version(ref)
-	s.mu.Lock()
-	mine := len(s.running.of(ref))
-	s.mu.Unlock()
-	if r, hit := s.seen[ref]; hit && version != 0 && r.version == version && r.mine == mine {
-		return r.want, nil, nil
-	}
-	w, wr, err := s.reconcile(ctx, ref)
-	// A reading that decided a write is not kept: the write changes the
-	// version when it commits, and must be decided again when it fails.
-	if err == nil && wr == nil && version != 0 && v.Version(ref) == version {
-		s.seen[ref] = reading{version: version, mine: mine, want: w}
-	} else {
-		delete(s.seen, ref)
-	}
-	return w, wr, err
 }
 
 // want is a run's next dispatch batch, waiting for its share of the

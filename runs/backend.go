@@ -55,6 +55,8 @@ type Backend struct {
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
+	// changes names each run written to the engine's feeds (changes.go).
+	changes changeFeeds
 
 	// evidence queues agents' raw evidence (evidence.go).
 	evidence evidenceRecorder
@@ -218,6 +220,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 		// The engine reads the run's submission next: it is the one
 		// recorded (it encodes to the same seed).
 		b.seeds.put(runKey{tk, runID}, sub)
+		b.changes.changed(runKey{tk, runID})
 	}
 	return res, nil
 }
@@ -241,7 +244,11 @@ func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest str
 		}
 		return string(r.Result), err
 	}
-	if err := checkTenantActive(tx, tk, maxActive); err != nil {
+	unfinished, err := unfinishedOf(tx, tk)
+	if err != nil {
+		return "", err
+	}
+	if err := checkTenantActive(unfinished, maxActive); err != nil {
 		return "", err
 	}
 	if err := tx.CreateRun(tk, store.Run{ID: runID, Seed: seed}); err != nil {
@@ -258,6 +265,9 @@ func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest str
 		return "", err
 	}
 	if err := updateIndex(tx, activeKey, activeEntry(tk, runID), st.Cursor); err != nil {
+		return "", err
+	}
+	if err := setUnfinished(tx, tk, unfinished+1); err != nil {
 		return "", err
 	}
 	return runID, saveRun(tx, tk, runID, st, 0)
@@ -350,6 +360,7 @@ func stopRun(tx store.Tx, tk, runID string, st *runState, outcome json.RawMessag
 
 // closeRun lets the agents drop a finished run's state.
 func (b *Backend) closeRun(tk, runID string) {
+	b.seeds.drop(runKey{tk, runID})
 	b.prep.forget(runKey{tk, runID})
 	if c, ok := b.cfg.Agents.(RunCloser); ok {
 		c.CloseRun(tk, runID)
@@ -419,6 +430,15 @@ func finishRun(tx store.Tx, tk, runID string, st *runState, t protocol.TerminalR
 		return err
 	}
 	if err := markFinished(tx, tk, runID); err != nil {
+		return err
+	}
+	// Counted before the run leaves the unfinished runs (a tenant counted
+	// from them counts it).
+	unfinished, err := unfinishedOf(tx, tk)
+	if err != nil {
+		return err
+	}
+	if err := setUnfinished(tx, tk, unfinished-1); err != nil {
 		return err
 	}
 	return updateIndex(tx, activeKey, activeEntry(tk, runID), 0)

@@ -34,7 +34,12 @@ type Ledger struct {
 
 	mu       sync.Mutex
 	versions map[engine.RunRef]uint64 // as the last Running read them
-	leased   map[string]engine.RunRef // claimed runs by lease name (lease.go)
+	// feed is this ledger's feed of changed runs (changes.go); foreign is
+	// the store's count of foreign wake-ups at the last Changes (under
+	// mu).
+	feed    *runFeed
+	foreign uint64
+	leased  map[string]engine.RunRef // claimed runs by lease name (lease.go)
 }
 
 var (
@@ -43,12 +48,13 @@ var (
 	_ engine.Recovery  = (*Ledger)(nil)
 
 	_ engine.SettleFinisher = (*Ledger)(nil)
+	_ engine.ChangeFeed     = (*Ledger)(nil)
 )
 
 // Ledger returns the engine.Ledger view of b for the supervising process
 // owner (an id unique to this process lifetime).
 func (b *Backend) Ledger(owner string) *Ledger {
-	return &Ledger{b: b, claims: store.NewClaims(b.store, owner)}
+	return &Ledger{b: b, claims: store.NewClaims(b.store, owner), feed: b.changes.subscribe()}
 }
 
 // Changed is closed after the next commit.
@@ -477,14 +483,25 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 }
 
 // seedCache keeps decoded admitted submissions (they never change) by
-// run, bounded by dropping everything when full.
+// run: put at admission, read by each reconcile of the run, dropped when
+// the run finishes here (closeRun). So a queued run is decoded once
+// however long it waits. It is bounded by dropping everything when full
+// (runs finished by another process are never dropped one by one).
 type seedCache struct {
 	mu sync.Mutex
 	m  map[runKey]*Submission
 }
 
-// maxCachedSeeds bounds the decoded submissions kept in memory.
-const maxCachedSeeds = 4096
+// maxCachedSeeds bounds the decoded submissions kept in memory: well
+// above the deepest queue one process is expected to hold.
+const maxCachedSeeds = 1 << 16
+
+// drop forgets a finished run's submission.
+func (c *seedCache) drop(k runKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
+}
 
 func (c *seedCache) get(tx store.ReadTx, tk, runID string) (*Submission, error) {
 	k := runKey{tk, runID}

@@ -11,25 +11,49 @@ import (
 // quota (Config.MaxActivePerTenant).
 var errTenantBusy = errors.New("runs: the tenant has its quota of unfinished runs")
 
-// checkTenantActive fails with errTenantBusy when tenant key tk already
-// has maxActive unfinished runs (0: unbounded). It reads the
-// unfinished-run index inside the submitting transaction, so two
-// concurrent submissions cannot both take the last place.
-func checkTenantActive(tx store.ReadTx, tk string, maxActive int) error {
-	if maxActive <= 0 {
-		return nil
+// unfinishedKey is the index of each tenant's number of unfinished runs
+// (tenant key → the number plus one, so that a tenant counted at zero
+// stays in it). Admissions and finishes keep it, so the quota check reads
+// one small bucket instead of every unfinished run. A tenant not in it
+// (none of its runs was admitted or finished since the index exists) is
+// counted from the unfinished-run index once.
+const unfinishedKey = "\x00native-unfinished"
+
+// unfinishedOf is the number of tenant key tk's unfinished runs, read
+// inside the transaction that changes it.
+func unfinishedOf(tx store.Tx, tk string) (int, error) {
+	w := &store.IndexWrites{}
+	if b, ok := tx.(*batchTx); ok {
+		w = &b.ix
+	}
+	n, err := w.Lookup(tx, unfinishedKey, tk)
+	if err != nil || n > 0 {
+		return int(n) - 1, err
 	}
 	ix, err := loadIndex(tx, activeKey)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	n := 0
+	count := 0
 	for entry := range ix {
 		if strings.HasPrefix(entry, tk+"\x00") {
-			n++
+			count++
 		}
 	}
-	if n >= maxActive {
+	return count, nil
+}
+
+// setUnfinished records tenant key tk's number of unfinished runs.
+func setUnfinished(tx store.Tx, tk string, n int) error {
+	return updateIndex(tx, unfinishedKey, tk, uint64(max(n, 0))+1)
+}
+
+// checkTenantActive fails with errTenantBusy when tenant key tk already
+// has maxActive unfinished runs (0: unbounded). It reads the count inside
+// the submitting transaction, so two concurrent submissions cannot both
+// take the last place.
+func checkTenantActive(n, maxActive int) error {
+	if maxActive > 0 && n >= maxActive {
 		return errTenantBusy
 	}
 	return nil

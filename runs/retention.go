@@ -18,7 +18,7 @@ import (
 // receipt and lease — and
 // raises the store's compaction watermark past their last cursor.
 //
-//	clusters table  finishedKey + ".N"   every finished run (tenant key NUL
+//	clusters table  finishedKey[~I] + ".N" every finished run (wide; tenant key NUL
 //	                                     runId → finish time, Unix ns)
 
 const finishedKey = "\x00native-finished"
@@ -36,13 +36,24 @@ func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int
 	if err := forgetGone(ctx, b.store, cutoff, limit); err != nil {
 		return 0, err
 	}
-	return store.CompactIndex(ctx, b.store, finishedKey, cutoff, limit, func(tx store.Tx, p store.Pruner, entry string) error {
+	compact := func(tx store.Tx, p store.Pruner, entry string) error {
 		tk, runID := splitActive(entry)
 		if err := compactRun(tx, p, tk, runID); err != nil {
 			return fmt.Errorf("runs: compact %s: %w", runID, err)
 		}
 		return nil
-	})
+	}
+	// The finished-run index is wide: each sub-index is compacted in
+	// turn, oldest first within it, within one limit in all.
+	total := 0
+	for i := range wideFanout {
+		n, err := store.CompactIndex(ctx, b.store, subKey(finishedKey, i), cutoff, limit-total, compact)
+		total += n
+		if err != nil || total >= limit {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // compactRun deletes one finished run's history.

@@ -22,8 +22,8 @@ import (
 //	runs table      (tenant key, runId)        seed = the admitted Submission
 //	events          (tenant key, runId)        one record each (record)
 //	clusters table  tenant key + "/" + runId   the mutable runState
-//	clusters table  tenant key + "#runs.N"     the tenant's runs (runIndex)
-//	clusters table  activeKey + ".N"           every unfinished run (runIndex)
+//	clusters table  tenant key + "#runs[~I].N" the tenant's runs (runIndex, wide)
+//	clusters table  activeKey[~I] + ".N"       every unfinished run (runIndex, wide)
 //	idempotency     (tenant key, "submission/" + submissionKey)
 const (
 	activeKey        = "\x00native-runs"
@@ -32,7 +32,10 @@ const (
 )
 
 func stateKey(tk, runID string) string { return tk + "/" + runID }
-func indexKey(tk string) string        { return tk + "#runs" }
+func indexKey(tk string) string        { return tk + indexSuffix }
+
+// indexSuffix ends the key of a tenant's run index.
+const indexSuffix = "#runs"
 
 // Run phases.
 const (
@@ -273,6 +276,14 @@ type runIndex = store.Index
 // loadIndex reads an index, with the updates of the group commit tx
 // belongs to.
 func loadIndex(tx store.ReadTx, key string) (runIndex, error) {
+	if isWide(key) {
+		return loadWide(tx, key, loadNarrow)
+	}
+	return loadNarrow(tx, key)
+}
+
+// loadNarrow reads one store index.
+func loadNarrow(tx store.ReadTx, key string) (runIndex, error) {
 	if w, ok := tx.(*batchTx); ok {
 		return w.ix.Load(w.Tx, key)
 	}
@@ -282,6 +293,14 @@ func loadIndex(tx store.ReadTx, key string) (runIndex, error) {
 // updateIndex sets (seq > 0) or deletes (seq == 0) one entry; in a group
 // commit the bucket is written when the batch's changes have applied.
 func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
+	if isWide(key) {
+		return updateWide(tx, key, entry, seq)
+	}
+	return updateNarrow(tx, key, entry, seq)
+}
+
+// updateNarrow updates one store index.
+func updateNarrow(tx store.Tx, key, entry string, seq uint64) error {
 	if w, ok := tx.(*batchTx); ok {
 		return w.ix.Update(w.Tx, key, entry, seq)
 	}

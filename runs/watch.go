@@ -62,9 +62,9 @@ func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, e
 		}
 		w := &wakeups{local: t.wake.wait(runKey{t.tk, t.runID})}
 		// Another replica's write wakes no local signal; on a shared store
-		// its commit is seen through Changed.
+		// its commit is seen through the store (remoteChanges).
 		if t.shared {
-			w.remote = t.st.Changed()
+			w.remote = remoteChanges(t.st)
 		}
 		finished, err := t.read(ctx)
 		switch {

@@ -3,10 +3,13 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,11 +19,15 @@ import (
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/store/postgres"
+	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/store/sqlite"
 )
 
@@ -316,29 +323,35 @@ func runFrames(t *testing.T, c *session, r *rig) {
 	}
 }
 
-// Shape of BenchmarkRuns: benchRuns one-step runs submitted concurrently
-// over benchConns WebSocket connections, under each of benchBounds: the
-// default bound of 16 active executions (the runs then go through in
+// Shape of BenchmarkRuns: -runs.queued one-step runs submitted
+// concurrently over at least benchConns WebSocket connections (more for
+// deep queues, at most benchRunsPerConn runs each, so that no connection
+// has more requests outstanding than it may), under each of benchBounds:
+// the default bound of 16 active executions (the runs then go through in
 // waves), and no bound (all of them run at once).
 const (
-	benchRuns  = 1000
-	benchConns = 16
+	benchConns       = 16
+	benchRunsPerConn = 128
 )
+
+// benchQueued is the number of runs one op submits (-runs.queued).
+var benchQueued = flag.Int("runs.queued", 1000, "BenchmarkRuns: runs submitted per op (the queue depth)")
 
 var benchBounds = []int{capsule.DefaultMaxActive, 0}
 
 // BenchmarkRuns measures native runs finished per second: one op submits
-// benchRuns one-step runs over benchConns WebSocket connections at once
-// (each connection watches each of its runs once its submit is answered)
-// and ends when the last watch closes done, under the bound max-active=N
-// of active executions (0: none). Each run settles one
-// execution, so settled/s is runs/s. The baseline, measured in the same
-// op on a fresh store of the same kind (outside the timed part), is the
-// store's raw rate of single-event commits: benchRuns commits of one
-// event each from benchConns goroutines (raw-commits/s); settled/raw is
-// the ratio of the two. Run with:
+// -runs.queued one-step runs over its connections at once, waits until
+// every one is admitted, watches each, and ends when the last watch closes
+// done, under the bound max-active=N of active executions (0: none). Each
+// run settles one execution, so settled/s is runs/s. B/queued-run is the
+// live heap after admission (less the heap before the op) over the runs.
+// The baseline, measured in the same op on a fresh store of the same kind
+// (outside the timed part), is the store's raw rate of single-event
+// commits: as many commits of one event each as runs, from benchConns
+// goroutines (raw-commits/s); settled/raw is the ratio of the two. The
+// postgres cases run when OECP_TEST_POSTGRES names a server. Run with:
 //
-//	go test -run '^$' -bench Runs -benchtime 3x ./runs/
+//	go test -run '^$' -bench Runs -benchtime 3x ./runs/ -runs.queued=16000
 func BenchmarkRuns(b *testing.B) {
 	runs.CheckStateCache(false)
 	defer runs.CheckStateCache(true)
@@ -349,6 +362,14 @@ func BenchmarkRuns(b *testing.B) {
 		{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
 		{"sqlite-normal", func(b *testing.B) store.Store {
 			s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}},
+		{"postgres", func(b *testing.B) store.Store {
+			dsn, _ := pgtest.Schema(b)
+			s, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -365,84 +386,158 @@ func BenchmarkRuns(b *testing.B) {
 // benchRuns1 is one case of BenchmarkRuns: stores opened by open, bound
 // executions active at most.
 func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
+	n := *benchQueued
+	conns := max(benchConns, (n+benchRunsPerConn-1)/benchRunsPerConn)
 	var raw time.Duration
+	var heap float64
 	for b.Loop() {
 		b.StopTimer()
 		s := open(b)
-		r := newRig(b, s, bound)
-		srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: r.b}, wiretest.Options{})
-		wires := make([]*wiretest.WSWire, benchConns)
+		rb, stop := benchRig(s, bound)
+		srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: rb}, wiretest.Options{})
+		wires := make([]*wiretest.WSWire, conns)
 		for i := range wires {
 			wires[i] = srv.Dial(b, nil)
 		}
+		before := liveHeap()
+		admitted := newBarrier(conns)
+		go func() {
+			<-admitted.all
+			b.StopTimer()
+			heap += float64(liveHeap()-before) / float64(n)
+			b.StartTimer()
+			close(admitted.measured)
+		}()
 		b.StartTimer()
 		var wg sync.WaitGroup
 		for i, w := range wires {
 			wg.Add(1)
-			go func() { defer wg.Done(); driveConn(b, w, i) }()
+			go func() { defer wg.Done(); driveConn(b, w, i, conns, n, admitted) }()
 		}
 		wg.Wait()
 		b.StopTimer()
+		stop()
+		_ = s.Close() // a PostgreSQL store's connections go back at once
 		baseline := open(b)
 		t0 := time.Now()
-		rawCommits(b, baseline)
+		rawCommits(b, baseline, n)
 		raw += time.Since(t0)
 		_ = baseline.Close()
 		b.StartTimer()
 	}
-	settled := float64(b.N*benchRuns) / b.Elapsed().Seconds()
-	commits := float64(b.N*benchRuns) / raw.Seconds()
+	settled := float64(b.N*n) / b.Elapsed().Seconds()
+	commits := float64(b.N*n) / raw.Seconds()
 	b.ReportMetric(settled, "runs/s")
 	b.ReportMetric(settled, "settled/s")
 	b.ReportMetric(commits, "raw-commits/s")
 	b.ReportMetric(settled/commits, "settled/raw")
+	b.ReportMetric(heap/float64(b.N), "B/queued-run")
 }
 
-// driveConn submits connection i's share of the runs, watches each once
-// it is admitted, and returns when every watch has closed done.
-func driveConn(b *testing.B, w *wiretest.WSWire, i int) {
-	var mu sync.Mutex
-	send := func(frame string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := w.Send(frame); err != nil {
+// benchRig is a backend over st with a running supervisor of at most
+// bound active executions, until stop.
+func benchRig(st store.Store, bound int) (_ *runs.Backend, stop func()) {
+	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	sup := engine.New(b.Ledger("bench-owner"), worker.NewRegistry(), slog.New(slog.DiscardHandler))
+	sup.SetMaxActive(bound)
+	halt := runSupervisor(sup)
+	return b, func() { halt(); b.Close() }
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// barrier is where BenchmarkRuns' connections wait for each other once
+// their runs are admitted: all is closed when the last one arrives, and
+// the connections go on when measured is closed.
+type barrier struct {
+	mu       sync.Mutex
+	left     int
+	all      chan struct{}
+	measured chan struct{}
+}
+
+func newBarrier(n int) *barrier {
+	return &barrier{left: n, all: make(chan struct{}), measured: make(chan struct{})}
+}
+
+func (b *barrier) arrive() {
+	b.mu.Lock()
+	b.left--
+	if b.left == 0 {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	<-b.measured
+}
+
+// driveConn submits connection i's share (of conns) of the n runs, waits
+// at admitted until every run is admitted, watches each, and returns when
+// every watch has closed done.
+func driveConn(b *testing.B, w *wiretest.WSWire, i, conns, n int, admitted *barrier) {
+	var ids []string
+	for k := i; k < n; k += conns {
+		id := fmt.Sprintf("bench-%d", k)
+		if err := w.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"run/submit","params":{"runId":%q,"submission":%s}}`, id, id, oneStep(id, "echo"))); err != nil {
 			b.Error(err)
 		}
+		ids = append(ids, id)
 	}
-	n := 0
-	for k := i; k < benchRuns; k += benchConns {
-		id := fmt.Sprintf("bench-%d", k)
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"run/submit","params":{"runId":%q,"submission":%s}}`, id, id, oneStep(id, "echo")))
-		n++
+	type frame struct {
+		ID     string          `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
 	}
-	for done := 0; done < n; {
-		frame, err := w.Recv()
+	recv := func() (frame, bool) {
+		raw, err := w.Recv()
 		if err != nil {
 			b.Error(err)
+			return frame{}, false
+		}
+		var m frame
+		_ = json.Unmarshal([]byte(raw), &m)
+		if m.Error != nil {
+			b.Errorf("error frame %s", raw)
+			return m, false
+		}
+		return m, true
+	}
+	for answered := 0; answered < len(ids); {
+		m, ok := recv()
+		if !ok {
+			admitted.arrive()
 			return
 		}
-		var m struct {
-			ID     string          `json:"id"`
-			Method string          `json:"method"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
+		if strings.HasPrefix(m.ID, "bench-") {
+			answered++
 		}
-		_ = json.Unmarshal([]byte(frame), &m)
-		switch {
-		case m.Error != nil:
-			b.Errorf("error frame %s", frame)
+	}
+	admitted.arrive()
+	for _, id := range ids {
+		if err := w.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"w-%s","method":"run/watch","params":{"runId":%q}}`, id, id)); err != nil {
+			b.Error(err)
+		}
+	}
+	for done := 0; done < len(ids); {
+		m, ok := recv()
+		if !ok {
 			return
-		case strings.HasPrefix(m.ID, "bench-"):
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"w-%s","method":"run/watch","params":{"runId":%q}}`, m.ID, m.ID))
-		case m.Method == "subscription/closed":
+		}
+		if m.Method == "subscription/closed" {
 			done++
 		}
 	}
 }
 
-// rawCommits is the baseline: benchRuns store commits of one event each,
+// rawCommits is the baseline: n store commits of one event each,
 // from benchConns goroutines.
-func rawCommits(b *testing.B, s store.Store) {
+func rawCommits(b *testing.B, s store.Store, n int) {
 	ctx := context.Background()
 	if err := s.Update(ctx, func(tx store.Tx) error { return tx.CreateRun("t", store.Run{ID: "r"}) }); err != nil {
 		b.Fatal(err)
@@ -453,7 +548,7 @@ func rawCommits(b *testing.B, s store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := i; k < benchRuns; k += benchConns {
+			for k := i; k < n; k += benchConns {
 				err := s.Update(ctx, func(tx store.Tx) error {
 					_, err := tx.AppendEvent("t", "r", func(uint64) ([]byte, error) { return body, nil })
 					return err

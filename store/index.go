@@ -153,6 +153,16 @@ func (w *IndexWrites) Update(tx ReadTx, key, entry string, n uint64) error {
 	return nil
 }
 
+// Lookup returns entry's number (0: not in the index), reading only the
+// bucket it hashes to, with the buffered updates.
+func (w *IndexWrites) Lookup(tx ReadTx, key, entry string) (uint64, error) {
+	b, err := w.bucket(tx, indexBucket(key, entry))
+	if err != nil {
+		return 0, err
+	}
+	return b.ix[entry], nil
+}
+
 // Load reads every bucket of an index, with the buffered updates.
 func (w *IndexWrites) Load(tx ReadTx, key string) (Index, error) {
 	ix := Index{}

@@ -59,8 +59,8 @@ func classify(ctx context.Context, err error) error {
 // probeWrite rewrites the sequence row with its own value and commits:
 // it fails where any write would (a read-only database or role, a full
 // disk, a lost connection) and changes nothing a reader can see. It
-// sends no notification; like any commit in the database it moves the
-// transaction snapshot the listener's fallback poll compares.
+// sends no notification and leaves the sequence the listener's fallback
+// poll compares as it was.
 const probeWrite = `UPDATE sequence SET last = last WHERE id = 1`
 
 // Ping implements store.Pinger: a read in a read-only transaction, then

@@ -14,10 +14,10 @@ import (
 // The listener turns other stores' commits into wake-ups. It keeps one
 // connection of its own (LISTEN is per session) and loops: wait for a
 // notification at most PollInterval; a notification from another store
-// wakes the watchers; a quiet interval polls the database's transaction
-// snapshot and wakes the watchers if it moved (some transaction wrote and
-// ended since the last poll), which covers a notification lost in any way
-// that left the connection up. A lost connection is reopened, and the
+// wakes the watchers; a quiet interval polls the schema's event sequence
+// and wakes the watchers if another store moved it since the last poll (a
+// sequence other than this store's own last commit), which covers a lost
+// notification of an event in any way that left the connection up. A lost connection is reopened, and the
 // watchers are woken once it listens again, since what was committed in
 // between was never announced.
 
@@ -74,7 +74,7 @@ func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Co
 			s.log.Warn("store/postgres: listener reconnect failed", "err", err)
 		}
 		s.log.Info("store/postgres: listener reconnected")
-		s.signal.Wake()
+		s.wakeForeign()
 	}
 }
 
@@ -82,7 +82,7 @@ func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Co
 // or ctx ends.
 func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 	self := s.id + " "
-	var snapshot string
+	var polled uint64
 	for {
 		wctx, cancel := context.WithTimeout(ctx, s.poll)
 		n, err := conn.WaitForNotification(wctx)
@@ -99,7 +99,7 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 				s.held.drop(name)
 			}
 			if !strings.HasPrefix(n.Payload, self) {
-				s.signal.Wake()
+				s.wakeForeign()
 			}
 			continue
 		case ctx.Err() != nil:
@@ -107,24 +107,26 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 		case !errors.Is(err, context.DeadlineExceeded) || conn.IsClosed():
 			return err
 		}
-		cur, err := s.snapshot(ctx, conn)
+		cur, err := s.polledSeq(ctx, conn)
 		if err != nil {
 			return err
 		}
-		if snapshot != "" && cur != snapshot {
-			s.signal.Wake()
+		// A sequence this store committed itself was announced by its own
+		// commit; any other one moved by another store.
+		if polled != 0 && cur != polled && cur != s.ownSeq.Load() {
+			s.wakeForeign()
 		}
-		snapshot = cur
+		polled = cur
 	}
 }
 
-// snapshot reads the database's current transaction snapshot, bounded by
-// the statement timeout on the client side too (a connection that stopped
+// polledSeq reads the schema's last event sequence, bounded by the
+// statement timeout on the client side too (a connection that stopped
 // answering counts as lost).
-func (s *Store) snapshot(ctx context.Context, conn *pgx.Conn) (string, error) {
+func (s *Store) polledSeq(ctx context.Context, conn *pgx.Conn) (uint64, error) {
 	qctx, cancel := context.WithTimeout(ctx, s.txTimeout)
 	defer cancel()
-	var cur string
-	err := conn.QueryRow(qctx, "SELECT pg_current_snapshot()::text").Scan(&cur)
-	return cur, err
+	var seq int64
+	err := conn.QueryRow(qctx, readSeq).Scan(&seq)
+	return uint64(seq), err
 }

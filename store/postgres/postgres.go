@@ -54,6 +54,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,6 +124,12 @@ type Store struct {
 
 	gate   store.Gate   // Close waits for the transactions in flight
 	signal store.Signal // Changed
+	// foreign counts the wake-ups for other stores' commits, which also
+	// wake foreignSignal (wakeForeign).
+	foreign       atomic.Uint64
+	foreignSignal store.Signal
+	// ownSeq is the last event sequence this store committed.
+	ownSeq atomic.Uint64
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -266,6 +273,7 @@ func (s *Store) Close() error {
 	// Wake the watchers: their next read fails with ErrClosed instead of
 	// waiting for a commit that will never come.
 	s.signal.Wake()
+	s.foreignSignal.Wake()
 	return nil
 }
 

@@ -239,6 +239,9 @@ func (t *txn) commit() error {
 	err := t.exchange(all)
 	t.ended = true
 	if err == nil {
+		if t.seqMoved {
+			t.s.ownSeq.Store(t.seq)
+		}
 		return nil
 	}
 	t.err = fmt.Errorf("store/postgres: commit: %w", err)

@@ -73,6 +73,13 @@ const (
 // data directory is ours alone.
 const busyTimeoutMS = 10_000
 
+// pageCacheKiB bounds the database pages each connection keeps cached
+// (PRAGMA cache_size, in KiB; SQLite's default is 2 MiB). A ledger holding
+// thousands of unfinished runs outgrows the default, and every commit and
+// read then reads pages back from the file, so a deep queue made each run
+// cost more; the cache only ever holds pages the database has.
+const pageCacheKiB = 64 << 10
+
 // maxReaders bounds the read connection pool (concurrent Views beyond it
 // wait for a connection).
 var maxReaders = max(4, runtime.GOMAXPROCS(0))
@@ -254,7 +261,7 @@ func dataDir(dir string) (string, error) {
 // openWriter opens the one writer connection with the busy timeout and the
 // sync pragma, and puts the database in WAL mode.
 func (s *Store) openWriter(ctx context.Context, path, syncPragma string) (err error) {
-	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)", path, busyTimeoutMS, syncPragma))
+	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-%d)", path, busyTimeoutMS, syncPragma, pageCacheKiB))
 	if err != nil {
 		return fmt.Errorf("store/sqlite: %w", err)
 	}
@@ -294,7 +301,7 @@ func (s *Store) prepareWriter(ctx context.Context) (err error) {
 // openReaders opens the query-only reader pool and prepares the read
 // statements on it.
 func (s *Store) openReaders(ctx context.Context, path string) (err error) {
-	s.rdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=query_only(1)", path, busyTimeoutMS))
+	s.rdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=query_only(1)&_pragma=cache_size(-%d)", path, busyTimeoutMS, pageCacheKiB))
 	if err != nil {
 		return fmt.Errorf("store/sqlite: %w", err)
 	}
