@@ -26,6 +26,8 @@ always exports to the same bytes; a run still going is exported as far as it got
 		stdout, stderr, false, false)
 	format := c.fs.String("format", "trace", "export `FORMAT`: trace or semantic")
 	output := c.fs.String("output", "", "write to `FILE`, which must not exist (default: stdout)")
+	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"trace", "semantic"}, cobra.ShellCompDirectiveNoFileComp))
 	return c.fs.run(func(args []string) error {
 		if err := c.parse(args, 1, 1); err != nil {
 			return err

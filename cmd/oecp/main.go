@@ -42,13 +42,13 @@ var commands = map[string]command{
 	"attach":   {"stream the live output of one execution", attachCmd},
 	"verify":   {"verify a graph or a worker descriptor offline", verifyCmd},
 	"version":  {"print the oecp version and protocol version", versionCmd},
-	"run":      {"native runs: submit, list, status, watch, logs, attach, force", runGroupCmd},
+	"run":      {"native runs: submit, list, status, watch, logs, attach, force, export", runGroupCmd},
 }
 
 func init() {
 	// Set here rather than in the literal: they read the table themselves.
 	commands["help"] = command{"print the usage of oecp, or of one command (oecp help CMD)", nil}
-	commands["completion"] = command{"print a shell completion script: oecp completion bash|zsh", completionCmd}
+	commands["completion"] = command{"print a shell completion script: oecp completion bash|zsh|fish|powershell", completionCmd}
 }
 
 // commandNames are the subcommands in alphabetical order.
