@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,6 +97,14 @@ func (a *agentConfig) host(cfg backendConfig, h *harness.Config, log *slog.Logge
 	if home, err := os.UserHomeDir(); err == nil {
 		hide = append(hide, home)
 	}
-	return sandbox.New(sandbox.Config{Unconfined: a.unconfined, AllowPorts: a.ports, MaxProcs: a.maxProcs, MaxMemory: a.memory,
+	// A model gateway a harness entry's baseUrl names on this host's
+	// loopback is allowed as --agent-allow-port would allow it.
+	ports := slices.Clone(a.ports)
+	for _, p := range h.GatewayPorts() {
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return sandbox.New(sandbox.Config{Unconfined: a.unconfined, AllowPorts: ports, MaxProcs: a.maxProcs, MaxMemory: a.memory,
 		UIDs: a.uids, Hide: hide, Programs: h.Programs(), Log: log})
 }

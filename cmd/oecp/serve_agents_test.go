@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -59,7 +60,10 @@ type hostileSetup struct {
 	secret                        string
 	allowed                       net.Listener
 	greetings                     chan string
-	log                           lockedBuilder // the server's log
+	// gateway names the allowed port as the harness entry's baseUrl
+	// instead of passing --agent-allow-port.
+	gateway bool
+	log     lockedBuilder // the server's log
 }
 
 // lockedBuilder keeps lines written from one goroutine and read from
@@ -153,8 +157,20 @@ func (s *hostileSetup) allowedPort() string {
 // secret in its environment, and writes the ports file the agent reads.
 func (s *hostileSetup) start(t *testing.T, uid int, extra ...string) *testServer {
 	t.Helper()
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data", s.data, "--harness", s.harness,
-		"--agent-allow-port", s.allowedPort(), "--shutdown-grace", "100ms"}, extra...)
+	allow := []string{"--agent-allow-port", s.allowedPort()}
+	if s.gateway {
+		allow = nil
+		h, err := os.ReadFile(s.harness)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = bytes.Replace(h, []byte(`"driver"`), fmt.Appendf(nil, `"baseUrl":"http://127.0.0.1:%s/v1","driver"`, s.allowedPort()), 1)
+		if err := os.WriteFile(s.harness, h, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append(append([]string{"serve", "--listen", "127.0.0.1:0", "--data", s.data, "--harness", s.harness,
+		"--shutdown-grace", "100ms"}, allow...), extra...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.home, "OECP_HOSTILE_SECRET=" + s.secret}
 	if uid != 0 {
@@ -288,6 +304,26 @@ func TestAgentSandboxHostileAgent(t *testing.T) {
 				t.Errorf("an agent wrote into another run's workspace: %v", matches)
 			}
 		})
+	}
+}
+
+// TestAgentSandboxReachesTheHarnessGateway: a harness entry whose baseUrl
+// names this host's loopback (a local model gateway) has that port
+// reachable from inside the sandbox without --agent-allow-port, and the
+// server's own port stays closed.
+func TestAgentSandboxReachesTheHarnessGateway(t *testing.T) {
+	requireSandbox(t)
+	s := newHostileSetup(t, 0)
+	s.gateway = true
+	srv := s.start(t, 0)
+	got, w := probes(t, srv, s, "gateway", "probe")
+	if w.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s\n%v", w.code, w.stdout, w.stderr, got)
+	}
+	for _, node := range []string{"work", "check"} {
+		if got[node+" allowedport"] != "open" || got[node+" serverport"] != "closed" {
+			t.Errorf("%s: gateway port %q, server port %q (all: %v)", node, got[node+" allowedport"], got[node+" serverport"], got)
+		}
 	}
 }
 

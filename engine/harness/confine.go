@@ -1,7 +1,11 @@
 package harness
 
 import (
+	"net"
+	"net/url"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/oecp/oecp/engine/harness/sandbox"
 )
@@ -33,4 +37,37 @@ func (c *Config) Programs() []string {
 		}
 	}
 	return out
+}
+
+// GatewayPorts lists the ports of the harness entries' baseUrls that
+// name this host's loopback (127.0.0.0/8, ::1, localhost): a model
+// gateway the operator declared there is reached from inside the agent
+// sandbox, whose loopback is otherwise its own. A baseUrl without a port
+// uses its scheme's (80, 443).
+func (c *Config) GatewayPorts() []int {
+	var out []int
+	for _, name := range c.Names() {
+		if p, ok := loopbackPort(c.entries[name].BaseURL); ok && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// loopbackPort is the port of a loopback http(s) URL.
+func loopbackPort(raw string) (int, bool) {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil {
+		return 0, false
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return 0, false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	n, err := strconv.Atoi(port)
+	return n, err == nil && n > 0 && n <= 65535
 }
