@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/internal/wiretest"
 )
 
@@ -88,6 +90,9 @@ var servingURL = regexp.MustCompile(`url=ws://(127\.0\.0\.1:\d+)/oecp`)
 func serve(t *testing.T, args ...string) served {
 	t.Helper()
 	needBrowser(t)
+	if slices.Contains(args, "--harness") {
+		args = append(args, sandboxtest.ServeFlags(t)...)
+	}
 	cmd := exec.Command(oecpBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--store", "memory"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -66,6 +68,9 @@ func (s *testServer) waitLog(t *testing.T, want string) string {
 func startServer(t *testing.T, extra ...string) *testServer {
 	t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--store", "memory", "--shutdown-grace", "100ms"}, extra...)
+	if slices.Contains(extra, "--harness") && !slices.Contains(extra, "--agent-unconfined") {
+		args = append(args, sandboxtest.ServeFlags(t)...)
+	}
 	cmd := exec.Command(oecpBin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 )
 
 // hangingHarness writes a harness file whose agent hangs in node a (the
@@ -80,7 +81,7 @@ func watchRun(t *testing.T, c *client.Conn, runID string, stop func(status strin
 // failed, not the execution) and runs again, and every run finishes.
 func TestSIGKILLMidNativeRunsLosesNothing(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--data", filepath.Join(dir, "data"), "--sync", "full", "--harness", hangingHarness(t, dir)}
+	args := append([]string{"--data", filepath.Join(dir, "data"), "--sync", "full", "--harness", hangingHarness(t, dir)}, sandboxtest.ServeFlags(t)...)
 	ctx := context.Background()
 	ids := []string{"crash-a", "crash-b", "crash-c"}
 

@@ -42,3 +42,16 @@ func Require(t testing.TB, cfg sandbox.Config) *sandbox.Host {
 	}
 	return h
 }
+
+// ServeFlags are the flags a test's `oecp serve --harness` needs on this
+// host: none where agents can be confined, else --agent-unconfined (the
+// test logs why), so that a machine without the sandbox's programs still
+// runs the test; under OECP_REQUIRE_SANDBOX=1 a host without the sandbox
+// fails the test instead.
+func ServeFlags(t testing.TB) []string {
+	t.Helper()
+	if Host(t, sandbox.Config{}) == nil {
+		return []string{"--agent-unconfined"}
+	}
+	return nil
+}
