@@ -18,11 +18,20 @@ import (
 // index's own key, so an index written before it was wide reads as its
 // sub-index 0: an entry found there and in its own sub-index counts with
 // its larger number, and dropping an entry drops it from sub-index 0 too.
+// An index written with an earlier, smaller fanout keeps each entry in the
+// sub-index that fanout picked (the same hash bits, fewer of them), which
+// is read with the rest, and dropping an entry drops it there too.
 // Readers of the whole index read every sub-index.
 
 // wideFanout is the number of store indexes one wide index spreads over
-// (each of store.IndexBuckets buckets).
-const wideFanout = 8
+// (each of store.IndexBuckets buckets): 1,024 buckets, so a commit
+// rewrites a bucket of about 16 entries with 16,000 runs unfinished.
+const wideFanout = 32
+
+// earlierFanout is the fanout wide indexes were written with before
+// wideFanout; it must divide wideFanout, so an entry's earlier sub-index is
+// its sub-index modulo earlierFanout.
+const earlierFanout = 8
 
 // isWide reports whether the index named key is kept wide: the
 // unfinished and finished runs, and each tenant's runs (rewritten by every
@@ -72,7 +81,19 @@ func updateWide(tx store.Tx, key, entry string, seq uint64) error {
 	if seq != 0 || i == 0 {
 		return nil
 	}
-	// An entry written before the index was wide is in sub-index 0.
+	// An entry written with the earlier fanout is in sub-index
+	// i % earlierFanout; one written before the index was wide, in
+	// sub-index 0.
+	if j := i % earlierFanout; j != i && j != 0 {
+		if err := dropLegacy(tx, subKey(key, j), entry); err != nil {
+			return err
+		}
+	}
+	return dropLegacy(tx, key, entry)
+}
+
+// dropLegacy deletes entry from the store index key if it is there.
+func dropLegacy(tx store.Tx, key, entry string) error {
 	w := &store.IndexWrites{}
 	if b, ok := tx.(*batchTx); ok {
 		w = &b.ix

@@ -101,3 +101,48 @@ func TestUnfinishedCountStartsFromTheIndex(t *testing.T) {
 		t.Fatalf("a kept count reads %d, want the 3 recorded", a)
 	}
 }
+
+// TestWideIndexReadsAndDropsEntriesOfTheEarlierFanout: an entry written
+// where the earlier, smaller fanout put it (a sub-index its own no longer
+// is) is listed, and dropping it drops it there too.
+func TestWideIndexReadsAndDropsEntriesOfTheEarlierFanout(t *testing.T) {
+	st := store.NewMemory()
+	ctx := context.Background()
+	entry := ""
+	for i := 0; entry == ""; i++ {
+		e := activeEntry("n:t", fmt.Sprint("old-", i))
+		if j := subOf(e) % earlierFanout; j != subOf(e) && j != 0 {
+			entry = e
+		}
+	}
+	earlier := subKey(activeKey, subOf(entry)%earlierFanout)
+	update := func(fn func(tx store.Tx) error) {
+		t.Helper()
+		if err := st.Update(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() runIndex {
+		t.Helper()
+		var ix runIndex
+		if err := st.View(ctx, func(tx store.ReadTx) (err error) { ix, err = loadIndex(tx, activeKey); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	update(func(tx store.Tx) error { return store.UpdateIndex(tx, earlier, entry, 5) }) // the earlier layout
+	if got := list()[entry]; got != 5 {
+		t.Fatalf("entry of the earlier fanout listed as %d", got)
+	}
+	update(func(tx store.Tx) error { return updateIndex(tx, activeKey, entry, 0) })
+	if _, ok := list()[entry]; ok {
+		t.Fatal("dropped entry still listed")
+	}
+	var left runIndex
+	if err := st.View(ctx, func(tx store.ReadTx) (err error) { left, err = store.LoadIndex(tx, earlier); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := left[entry]; ok {
+		t.Fatal("dropped entry still in the earlier sub-index")
+	}
+}

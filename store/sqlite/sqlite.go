@@ -74,11 +74,12 @@ const (
 const busyTimeoutMS = 10_000
 
 // pageCacheKiB bounds the database pages each connection keeps cached
-// (PRAGMA cache_size, in KiB; SQLite's default is 2 MiB). A ledger holding
-// thousands of unfinished runs outgrows the default, and every commit and
-// read then reads pages back from the file, so a deep queue made each run
-// cost more; the cache only ever holds pages the database has.
-const pageCacheKiB = 64 << 10
+// (PRAGMA cache_size, in KiB): SQLite's default, 2 MiB. A larger cache
+// costs more than it saves with a deep queue: SQLite walks the cache's
+// hash table at each commit (and drops a reader's whole cache whenever
+// another connection committed), so the walk grows with the cache, while
+// the pages read back instead come from the operating system's cache.
+const pageCacheKiB = 2 << 10
 
 // maxReaders bounds the read connection pool (concurrent Views beyond it
 // wait for a connection).
