@@ -25,26 +25,9 @@ var errNoChange = errors.New("nothing to deliver")
 // anything, with the fixed identity and without hooks, g having no token; it returns the head
 // commit, which must descend from base and differ from it.
 func commit(ctx context.Context, g workspace.Git, base, message string) (string, error) {
-	if _, err := g.Run(ctx, "add", "--all"); err != nil {
-		return "", err
-	}
-	switch code, err := g.Status(ctx, "diff", "--cached", "--quiet", "--exit-code"); {
-	case err != nil:
-		return "", err
-	case code == 1:
-		if _, err := g.Run(ctx, "-c", "user.name="+committerName, "-c", "user.email="+committerEmail,
-			"commit", "--no-verify", "--quiet", "--message", message); err != nil {
-			return "", err
-		}
-	case code != 0:
-		return "", fmt.Errorf("git diff --cached exited %d", code)
-	}
-	head, err := g.Run(ctx, "rev-parse", "HEAD")
+	head, err := g.CommitAll(ctx, committerName, committerEmail, message)
 	if err != nil {
 		return "", err
-	}
-	if !shaRE.MatchString(head) {
-		return "", fmt.Errorf("HEAD %q is not a commit id", head)
 	}
 	if head == base {
 		return "", fmt.Errorf("%w: the workspace has no change on %s", errNoChange, base)

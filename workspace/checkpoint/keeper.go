@@ -81,25 +81,7 @@ func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, bra
 // is anything, with the fixed identity and without hooks; it returns the
 // head commit.
 func commit(ctx context.Context, g workspace.Git, message string) (string, error) {
-	if _, err := g.Run(ctx, "add", "--all"); err != nil {
-		return "", err
-	}
-	switch code, err := g.Status(ctx, "diff", "--cached", "--quiet", "--exit-code"); {
-	case err != nil:
-		return "", err
-	case code == 1:
-		if _, err := g.Run(ctx, "-c", "user.name="+committerName, "-c", "user.email="+committerEmail,
-			"commit", "--no-verify", "--quiet", "--message", message); err != nil {
-			return "", err
-		}
-	case code != 0:
-		return "", fmt.Errorf("git diff --cached exited %d", code)
-	}
-	head, err := g.Run(ctx, "rev-parse", "HEAD")
-	if err == nil && !shaRE.MatchString(head) {
-		err = fmt.Errorf("HEAD %q is not a commit id", head)
-	}
-	return head, err
+	return g.CommitAll(ctx, committerName, committerEmail, message)
 }
 
 // bundle packs the history from cp.Base to cp.Commit, refused over
