@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -82,30 +81,20 @@ type evidenceRecorder struct {
 	wg       sync.WaitGroup
 }
 
-// tap returns the worker.Tap of one execution of a run; nil when the
-// store keeps no evidence. values are the declared variables' values.
-func (b *Backend) evidenceTap(tk, runID, execution string, env []string) worker.Tap {
+// evidenceTap returns the worker.Tap of one execution of a run; nil when
+// the store keeps no evidence. values are the declared variables' values,
+// redacted from what it records.
+func (b *Backend) evidenceTap(tk, runID, execution string, values [][]byte) worker.Tap {
 	if _, ok := b.store.(store.Evidence); !ok {
 		return nil
 	}
-	return &execTap{b: b, key: execKey{runKey{tk, runID}, execution}, red: newRedactor(envValues(env))}
-}
-
-// envValues are the non-empty values of the named server variables.
-func envValues(names []string) [][]byte {
-	var out [][]byte
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			out = append(out, []byte(v))
-		}
-	}
-	return out
+	return &execTap{b: b, key: execKey{runKey{tk, runID}, execution}, red: newRedactor(values)}
 }
 
 // withEvidence runs an agent execution with its evidence tapped, then
 // waits (at most evidenceWait) for the evidence to be written.
-func (b *Backend) withEvidence(ctx context.Context, tk, runID, execution string, env []string, run func(context.Context) worker.Outcome) worker.Outcome {
-	t := b.evidenceTap(tk, runID, execution, env)
+func (b *Backend) withEvidence(ctx context.Context, tk, runID, execution string, values [][]byte, run func(context.Context) worker.Outcome) worker.Outcome {
+	t := b.evidenceTap(tk, runID, execution, values)
 	if t == nil {
 		return run(ctx)
 	}

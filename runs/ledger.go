@@ -470,7 +470,7 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 			if bind.Kind != KindAgent {
 				out = red.outcome(run(ctx))
 			} else {
-				out = red.outcome(b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, bind.Env, run))
+				out = red.outcome(b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, red.byteValues(), run))
 			}
 			// A writer's work is checkpointed for its settlement, unless
 			// it was cancelled (a shutdown interrupts it: it runs again).

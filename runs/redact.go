@@ -48,6 +48,19 @@ func newRecordRedactor(sub *Submission) *recordRedactor {
 	return &recordRedactor{values: values, rep: strings.NewReplacer(pairs...)}
 }
 
+// byteValues are the values the redactor replaces (none for nil), for the
+// evidence, which redacts a stream of bytes itself.
+func (r *recordRedactor) byteValues() [][]byte {
+	if r == nil {
+		return nil
+	}
+	out := make([][]byte, len(r.values))
+	for i, v := range r.values {
+		out[i] = []byte(v)
+	}
+	return out
+}
+
 // sinks wraps s so every line is redacted, within the line bounds.
 func (r *recordRedactor) sinks(s worker.Sinks) worker.Sinks {
 	if r == nil {
