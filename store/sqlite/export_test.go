@@ -8,3 +8,10 @@ import "context"
 func OpenAtVersion(ctx context.Context, opt Options, v int) (*Store, error) {
 	return open(ctx, opt, v)
 }
+
+// SettleCheckpoints returns once the checkpoint the commits so far made
+// due has run.
+func SettleCheckpoints(s *Store) { s.ckpt.settle() }
+
+// CheckpointPages is how many WAL pages pass between checkpoints.
+const CheckpointPages = checkpointPages

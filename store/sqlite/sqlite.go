@@ -155,6 +155,10 @@ type Store struct {
 	rdb    *sql.DB
 	rstmts [nStmts]*sql.Stmt // read statements, prepared on the pool
 
+	// ckpt copies the WAL into the database file beside the writer; nil
+	// until Open has prepared everything else.
+	ckpt *checkpointer
+
 	signal store.Signal // Changed
 
 	obs store.Observer // set before use; nil: none
@@ -228,6 +232,9 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 	if err := s.openReaders(ctx, path); err != nil {
 		return nil, err
 	}
+	if s.ckpt, err = openCheckpointer(ctx, path, syncPragma, s.checkpointFailed); err != nil {
+		return nil, err
+	}
 	logger.Info("ledger open", "path", path, "schema", schema, "sync", syncMode, "last_seq", s.lastSeq)
 	return s, nil
 }
@@ -262,7 +269,7 @@ func dataDir(dir string) (string, error) {
 // openWriter opens the one writer connection with the busy timeout and the
 // sync pragma, and puts the database in WAL mode.
 func (s *Store) openWriter(ctx context.Context, path, syncPragma string) (err error) {
-	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-%d)", path, busyTimeoutMS, syncPragma, pageCacheKiB))
+	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)", path, busyTimeoutMS, syncPragma, pageCacheKiB, backstopPages))
 	if err != nil {
 		return fmt.Errorf("store/sqlite: %w", err)
 	}
@@ -325,6 +332,9 @@ func (s *Store) Dir() string { return s.dir }
 // release closes everything Open acquired, the directory lock last.
 func (s *Store) release() error {
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
+	}
 	for _, st := range s.rstmts {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -435,6 +445,9 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 	}
 	committed = true
 	s.lastSeq = t.seq
+	if s.ckpt != nil {
+		s.ckpt.committed()
+	}
 	store.ReportCommit(s.obs, start, false)
 	return nil
 }
@@ -457,4 +470,11 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 	}
 	defer rtx.Rollback()
 	return fn(&txn{s: s, rtx: rtx})
+}
+
+// checkpointFailed logs a checkpoint that failed; the next one is tried
+// after as many commits again, and the writer's own automatic checkpoint
+// still bounds the WAL.
+func (s *Store) checkpointFailed(err error) {
+	s.log.Warn("ledger checkpoint failed", "err", err)
 }
