@@ -43,6 +43,8 @@ type Backend struct {
 	cfg   Config
 	store store.Store
 
+	layout wideLayout // wide indexes found free of earlier layouts
+
 	subSeq atomic.Uint64
 	live   *attachHub
 	relay  *relay

@@ -143,7 +143,7 @@ func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]lo
 		for _, c := range cs {
 			c.err = nil
 		}
-		w := &batchTx{Tx: tx}
+		w := &batchTx{Tx: tx, layout: &b.layout}
 		for _, c := range cs {
 			var ls []logLine
 			if c.key != (runKey{}) && !used[c.key] {
@@ -173,6 +173,8 @@ func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]lo
 type batchTx struct {
 	store.Tx
 	ix store.IndexWrites
+	// layout is the backend's memory of its wide indexes' layout.
+	layout *wideLayout
 }
 
 // storeTx is the store's own transaction under tx.

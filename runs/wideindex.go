@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/oecp/oecp/store"
 )
@@ -81,6 +82,12 @@ func updateWide(tx store.Tx, key, entry string, seq uint64) error {
 	if seq != 0 || i == 0 {
 		return nil
 	}
+	if b, ok := tx.(*batchTx); ok && b.layout != nil {
+		placed, err := b.layout.placed(b.Tx, key)
+		if err != nil || placed {
+			return err
+		}
+	}
 	// An entry written with the earlier fanout is in sub-index
 	// i % earlierFanout; one written before the index was wide, in
 	// sub-index 0.
@@ -103,4 +110,59 @@ func dropLegacy(tx store.Tx, key, entry string) error {
 		return err
 	}
 	return updateNarrow(tx, key, entry, 0)
+}
+
+// wideLayout remembers, for one backend, the wide indexes found to hold
+// every entry in the sub-index wideFanout picks for it: nothing written
+// with the earlier fanout or before the index was wide is left there, so
+// dropping an entry need not look for it in those places. Code of this
+// version writes an entry only where wideFanout picks, so a key once found
+// so stays so. A key that still holds entries of an earlier layout is
+// looked at again after recheckDrops more drops, meanwhile every drop
+// looks in the earlier places.
+type wideLayout struct {
+	mu    sync.Mutex
+	clean map[string]bool
+	wait  map[string]int // drops left before key is looked at again
+}
+
+// recheckDrops is how many drops of a key still holding entries of an
+// earlier layout pass before it is read whole again.
+const recheckDrops = 4096
+
+// placed reports whether the wide index key holds no entry of an earlier
+// layout. It reads tx's committed state, never a group commit's buffered
+// updates: a drop buffered in a batch that does not commit must not count.
+func (l *wideLayout) placed(tx store.ReadTx, key string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.clean[key] {
+		return true, nil
+	}
+	if l.wait[key] > 0 {
+		l.wait[key]--
+		return false, nil
+	}
+	// Entries of an earlier layout are in sub-indexes 0 to
+	// earlierFanout-1, each where its own sub-index is another.
+	for j := range earlierFanout {
+		ix, err := store.LoadIndex(tx, subKey(key, j))
+		if err != nil {
+			return false, err
+		}
+		for e := range ix {
+			if subOf(e) != j {
+				if l.wait == nil {
+					l.wait = map[string]int{}
+				}
+				l.wait[key] = recheckDrops
+				return false, nil
+			}
+		}
+	}
+	if l.clean == nil {
+		l.clean = map[string]bool{}
+	}
+	l.clean[key] = true
+	return true, nil
 }

@@ -146,3 +146,76 @@ func TestWideIndexReadsAndDropsEntriesOfTheEarlierFanout(t *testing.T) {
 		t.Fatal("dropped entry still in the earlier sub-index")
 	}
 }
+
+// TestWideLayoutMemory: a backend's group commits look for an entry in
+// the places of earlier layouts only while the index holds entries there;
+// what it learnt comes from committed data, never from a batch's buffered
+// drops, and once the last such entry is gone drops stop looking.
+func TestWideLayoutMemory(t *testing.T) {
+	st := store.NewMemory()
+	ctx := context.Background()
+	legacy := ""
+	for i := 0; legacy == ""; i++ {
+		if e := activeEntry("n:t", fmt.Sprint("old-", i)); subOf(e) != 0 {
+			legacy = e
+		}
+	}
+	list := func() runIndex {
+		t.Helper()
+		var ix runIndex
+		if err := st.View(ctx, func(tx store.ReadTx) (err error) { ix, err = loadIndex(tx, activeKey); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	var layout wideLayout
+	batch := func(fn func(w *batchTx) error) {
+		t.Helper()
+		err := st.Update(ctx, func(tx store.Tx) error {
+			w := &batchTx{Tx: tx, layout: &layout}
+			if err := fn(w); err != nil {
+				return err
+			}
+			return w.ix.Flush(tx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Update(ctx, func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, legacy, 5) }); err != nil {
+		t.Fatal(err) // an entry of the narrow layout
+	}
+	// A batch whose drop of the old entry is still buffered does not
+	// count it gone.
+	batch(func(w *batchTx) error {
+		if err := updateIndex(w, activeKey, legacy, 0); err != nil {
+			return err
+		}
+		layout.wait[activeKey] = 0 // look at it again now
+		clean, err := layout.placed(w, activeKey)
+		if clean {
+			t.Error("index counted free of earlier layouts while the drop was only buffered")
+		}
+		return err
+	})
+	if _, ok := list()[legacy]; ok {
+		t.Fatal("an entry of the narrow layout survived its drop in a group commit")
+	}
+	// Looked at again once recheckDrops drops have passed: now it is free.
+	layout.wait[activeKey] = 0
+	batch(func(w *batchTx) error {
+		clean, err := layout.placed(w, activeKey)
+		if !clean {
+			t.Error("index still counted as holding entries of earlier layouts")
+		}
+		return err
+	})
+	// From then on a drop looks only where the fanout puts the entry.
+	if err := st.Update(ctx, func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, legacy, 7) }); err != nil {
+		t.Fatal(err)
+	}
+	batch(func(w *batchTx) error { return updateIndex(w, activeKey, legacy, 0) })
+	if got := list()[legacy]; got != 7 {
+		t.Fatalf("entry planted in the narrow layout afterwards reads %d; want it left alone (7)", got)
+	}
+}
