@@ -29,19 +29,43 @@ ON CONFLICT (name) DO UPDATE SET
 	expires = excluded.expires
 WHERE l.owner = excluded.owner OR l.owner = '' OR l.expires <= now()
 RETURNING epoch, coalesce((SELECT owner FROM prev), '')`
-	qLeaseHolder  = `SELECT owner, epoch, greatest(0, extract(epoch FROM expires - now()) * 1e6)::bigint FROM leases WHERE name = $1`
-	qReleaseLease = `UPDATE leases SET owner = '' WHERE name = $1 AND owner = $2 AND owner <> '' AND epoch = $3`
-	qRenewLeases  = `UPDATE leases SET expires = now() + $2::float8 * interval '1 microsecond' WHERE owner = $1 RETURNING name, epoch`
-	// qReleaseNotify tells the other stores that a lease was released:
-	// they drop what they remember of its holder and wake their
-	// supervisors, which take the run over at once.
-	qReleaseNotify = `SELECT pg_notify(convert_from($1, 'UTF8'), convert_from($2, 'UTF8'))`
+	qLeaseHolder = `SELECT owner, epoch, greatest(0, extract(epoch FROM expires - now()) * 1e6)::bigint FROM leases WHERE name = $1`
+	// qReleaseLease releases a lease and, in the same statement, tells
+	// the other stores (payload $4): they drop what they remember of its
+	// holder and wake their supervisors, which take the run over at once.
+	// It returns a row only when the lease was released.
+	qReleaseLease = `WITH r AS (UPDATE leases SET owner = '' WHERE name = $1 AND owner = $2 AND owner <> '' AND epoch = $3 RETURNING 1)
+SELECT pg_notify(convert_from($5, 'UTF8'), convert_from($4, 'UTF8')) FROM r`
+	qRenewLeases = `UPDATE leases SET expires = now() + $2::float8 * interval '1 microsecond' WHERE owner = $1 RETURNING name, epoch`
 )
 
 // releasedPrefix starts the payload of a lease release's notification,
-// followed by the lease name; a commit's payload starts with a store id,
-// which never has this prefix (hex digits only).
+// followed by the releasing store's id, a space and the lease name (a
+// store of an earlier version sent the name alone); a commit's payload
+// starts with a store id, which never has this prefix (hex digits only).
 const releasedPrefix = "released "
+
+// releaseOf splits a release notification's payload (after the prefix)
+// into the releasing store's id ("" when an earlier version sent it) and
+// the lease name.
+func releaseOf(rest string) (from, name string) {
+	if len(rest) > idLen && rest[idLen] == ' ' && isHexID(rest[:idLen]) {
+		return rest[:idLen], rest[idLen+1:]
+	}
+	return "", rest
+}
+
+// idLen is the length of a store id (newID: 8 random bytes in hex).
+const idLen = 16
+
+func isHexID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // heldLeases remembers, per lease name, until when (local monotonic
 // clock) another owner holds it, so that a supervisor scanning its runs
@@ -141,17 +165,13 @@ func (s *Store) leaseHeld(ctx context.Context, name string) error {
 // ReleaseLease implements store.Leaser.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string, epoch uint64) error {
 	return s.exec(ctx, func(ctx context.Context) error {
-		tag, err := s.pool.Exec(ctx, qReleaseLease, bytesArgs([]any{name, owner, epoch})...)
+		payload := releasedPrefix + s.id + " " + name
+		tag, err := s.pool.Exec(ctx, qReleaseLease, bytesArgs([]any{name, owner, epoch, payload, s.channel})...)
 		if err != nil {
 			return fmt.Errorf("store/postgres: release lease %s: %w", name, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: release %s by %q at epoch %d", store.ErrLeaseLost, name, owner, epoch)
-		}
-		// Released: a lost notification only costs the others the wait
-		// for the expiry they remember.
-		if _, err := s.pool.Exec(ctx, qReleaseNotify, []byte(s.channel), []byte(releasedPrefix+name)); err != nil {
-			s.log.Debug("store/postgres: announce a released lease", "lease", name, "err", err)
 		}
 		return nil
 	})

@@ -81,7 +81,6 @@ func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Co
 // waitLoop waits for notifications and polls until the connection fails
 // or ctx ends.
 func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
-	self := s.id + " "
 	var polled uint64
 	for {
 		wctx, cancel := context.WithTimeout(ctx, s.poll)
@@ -89,18 +88,7 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
-			if live, ok := strings.CutPrefix(n.Payload, livePrefix); ok {
-				if !strings.HasPrefix(live, self) {
-					s.received(live)
-				}
-				continue
-			}
-			if name, ok := strings.CutPrefix(n.Payload, releasedPrefix); ok {
-				s.held.drop(name)
-			}
-			if !strings.HasPrefix(n.Payload, self) {
-				s.wakeForeign()
-			}
+			s.notified(n.Payload)
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -129,4 +117,29 @@ func (s *Store) polledSeq(ctx context.Context, conn *pgx.Conn) (uint64, error) {
 	var seq int64
 	err := conn.QueryRow(qctx, readSeq).Scan(&seq)
 	return uint64(seq), err
+}
+
+// notified handles one notification on the store's channel: another
+// store's live-output message is received, a lease another store released
+// is forgotten and wakes the watchers (its run can be taken over at once),
+// and another store's commit wakes them. What this store sent itself
+// changes nothing here.
+func (s *Store) notified(payload string) {
+	self := s.id + " "
+	if live, ok := strings.CutPrefix(payload, livePrefix); ok {
+		if !strings.HasPrefix(live, self) {
+			s.received(live)
+		}
+		return
+	}
+	if rest, ok := strings.CutPrefix(payload, releasedPrefix); ok {
+		if from, name := releaseOf(rest); from != s.id {
+			s.held.drop(name)
+			s.wakeForeign()
+		}
+		return
+	}
+	if !strings.HasPrefix(payload, self) {
+		s.wakeForeign()
+	}
 }
