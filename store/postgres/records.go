@@ -221,6 +221,9 @@ func (t *txn) AppendEvent(tenant, runID string, encode func(seq uint64) ([]byte,
 	if r.rec.Count == 0 {
 		r.rec.FirstSeq = seq
 	}
+	if !r.dirty {
+		t.dirtyRuns = append(t.dirtyRuns, dirtyRun{[2]string{tenant, runID}, r})
+	}
 	r.rec.LastSeq, r.rec.Count, r.dirty = seq, ev.Index, true
 	t.seq, t.seqMoved = seq, true
 	return ev, nil

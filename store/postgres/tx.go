@@ -95,6 +95,15 @@ type txn struct {
 	clusters map[string]*store.Cluster // nil value: known absent
 	receipts map[[2]string]bool        // receipt known present (true) or absent
 	runs     map[[2]string]*runEntry
+	// dirtyRuns are the runs whose row is rewritten before the next
+	// send, each once, so that a round trip's cost follows the runs it
+	// changed, not every run the transaction has read.
+	dirtyRuns []dirtyRun
+}
+
+type dirtyRun struct {
+	key [2]string
+	r   *runEntry
 }
 
 // runEntry is a run as this transaction knows it.
@@ -129,13 +138,14 @@ func (t *txn) prologue(qs []query) []query {
 			all = append(all, query{sql: beginRead})
 		}
 	}
-	for k, r := range t.runs {
-		if r.dirty {
+	for _, d := range t.dirtyRuns {
+		if r := d.r; r.dirty {
 			r.dirty = false
 			t.pending = append(t.pending, query{sql: qUpdateRun,
-				args: []any{r.rec.FirstSeq, r.rec.LastSeq, r.rec.Count, k[0], k[1]}})
+				args: []any{r.rec.FirstSeq, r.rec.LastSeq, r.rec.Count, d.key[0], d.key[1]}})
 		}
 	}
+	t.dirtyRuns = t.dirtyRuns[:0]
 	all = append(all, t.pending...)
 	t.pending = nil
 	return append(all, qs...)
