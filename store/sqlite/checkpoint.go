@@ -25,6 +25,12 @@ const (
 	// backstopPages is the writer connection's automatic checkpoint
 	// threshold (PRAGMA wal_autocheckpoint).
 	backstopPages = 16 * checkpointPages
+	// firstCheckpointCommits is when the first checkpoint is due, before
+	// the checkpointer has seen what a commit writes: about
+	// checkpointPages pages of small commits, so that a young database's
+	// log grows (and reports a full disk) as it would under SQLite's own
+	// threshold.
+	firstCheckpointCommits = 256
 	// minCommitsPerCheckpoint and maxCommitsPerCheckpoint bound the
 	// commits between two checkpoints, whatever a commit writes.
 	minCommitsPerCheckpoint = 4
@@ -72,8 +78,8 @@ func openCheckpointer(ctx context.Context, path, syncPragma string, fail func(er
 		return nil, fmt.Errorf("store/sqlite: open checkpointer: %w", err)
 	}
 	c := &checkpointer{db: db, conn: conn, fail: fail, kick: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{})}
-	c.every.Store(minCommitsPerCheckpoint)
-	c.due.Store(minCommitsPerCheckpoint)
+	c.every.Store(firstCheckpointCommits)
+	c.due.Store(firstCheckpointCommits)
 	c.done.Add(1)
 	go c.run()
 	return c, nil
