@@ -1,12 +1,14 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
-	"sync/atomic"
 )
 
 // WAL checkpoints run beside the writer, not on it. SQLite's own
@@ -15,9 +17,10 @@ import (
 // its two fsyncs then hold every other writer up, and they cost more as the
 // database grows (its pages are further apart). The checkpointer copies
 // the WAL on a connection of its own instead (a PASSIVE checkpoint, which
-// never blocks the writer or a reader), about every checkpointPages pages;
-// the writer's automatic checkpoint stays armed at backstopPages, so a WAL
-// still grows boundedly when the checkpointer falls behind.
+// never blocks the writer or a reader) each time checkpointPages more
+// pages are in the log, the threshold SQLite itself uses; the writer's
+// automatic checkpoint stays armed at backstopPages, so a WAL still grows
+// boundedly when the checkpointer falls behind.
 const (
 	// checkpointPages is how many WAL pages the checkpointer lets pass
 	// between checkpoints: SQLite's default automatic threshold.
@@ -25,48 +28,42 @@ const (
 	// backstopPages is the writer connection's automatic checkpoint
 	// threshold (PRAGMA wal_autocheckpoint).
 	backstopPages = 16 * checkpointPages
-	// firstCheckpointCommits is when the first checkpoint is due, before
-	// the checkpointer has seen what a commit writes: about
-	// checkpointPages pages of small commits, so that a young database's
-	// log grows (and reports a full disk) as it would under SQLite's own
-	// threshold.
-	firstCheckpointCommits = 256
-	// minCommitsPerCheckpoint and maxCommitsPerCheckpoint bound the
-	// commits between two checkpoints, whatever a commit writes.
-	minCommitsPerCheckpoint = 4
-	maxCommitsPerCheckpoint = 4096
+	// fallbackCommits is how many commits pass between checkpoints when
+	// the WAL index cannot be read.
+	fallbackCommits = 64
 )
 
-// checkpointer checkpoints the WAL from its own connection when the
-// writer has committed enough since the last checkpoint.
+// checkpointer checkpoints the WAL from its own connection when
+// checkpointPages pages were added to the log since the last checkpoint.
+// It learns the log's length from the WAL index (the "-shm" file, which
+// every connection maps): a header of 48 bytes, written twice, whose
+// mxFrame (offset 16, native byte order) is the number of frames in the
+// log; a reader that finds the two copies different retries later, as
+// SQLite's own readers do.
 //
-// The writer calls committed after each commit (under wmu); everything
-// else is the checkpointer goroutine's. The commits between checkpoints
-// adapt to the pages a commit writes, as measured by the WAL's growth
-// between two checkpoints.
+// The writer calls committed after each commit; everything else is the
+// checkpointer goroutine's.
 type checkpointer struct {
 	db   *sql.DB
 	conn *sql.Conn
+	shm  *os.File    // the WAL index; nil: count commits instead
 	fail func(error) // reports a failed checkpoint
 
-	commits atomic.Uint64      // commits since Open
-	every   atomic.Uint64      // commits between checkpoints
-	due     atomic.Uint64      // commits count at which the next one is due
-	kick    chan struct{}      // 1-buffered: a checkpoint is due
-	flush   chan chan struct{} // runs a due checkpoint, then closes the reply
-	stop    chan struct{}
-	done    sync.WaitGroup
+	kick  chan struct{}      // 1-buffered: something was committed
+	flush chan chan struct{} // runs a due checkpoint, then closes the reply
+	stop  chan struct{}
+	done  sync.WaitGroup
 
 	// Goroutine-owned.
-	lastLog      int64  // WAL frames at the last checkpoint
-	lastAt       uint64 // commits at the last checkpoint
-	lastComplete bool   // the last checkpoint copied the whole WAL
+	last    uint32 // the log's frames when it was last checkpointed
+	commits int    // commits since the last checkpoint (shm nil)
 }
 
 // openCheckpointer opens the checkpointer's connection on path with the
 // writer's synchronous setting (a checkpoint fsyncs as that setting says)
-// and starts it.
-func openCheckpointer(ctx context.Context, path, syncPragma string, fail func(error)) (*checkpointer, error) {
+// and starts it. noIndex is told why the WAL index cannot be read, if it
+// cannot.
+func openCheckpointer(ctx context.Context, path, syncPragma string, fail, noIndex func(error)) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-%d)", path, busyTimeoutMS, syncPragma, checkpointCacheKiB))
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: %w", err)
@@ -78,8 +75,15 @@ func openCheckpointer(ctx context.Context, path, syncPragma string, fail func(er
 		return nil, fmt.Errorf("store/sqlite: open checkpointer: %w", err)
 	}
 	c := &checkpointer{db: db, conn: conn, fail: fail, kick: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{})}
-	c.every.Store(firstCheckpointCommits)
-	c.due.Store(firstCheckpointCommits)
+	if c.shm, err = os.Open(path + "-shm"); err == nil {
+		if _, err = c.frames(); err != nil {
+			_ = c.shm.Close()
+			c.shm = nil
+		}
+	}
+	if err != nil {
+		noIndex(err)
+	}
 	c.done.Add(1)
 	go c.run()
 	return c, nil
@@ -89,12 +93,31 @@ func openCheckpointer(ctx context.Context, path, syncPragma string, fail func(er
 // reads the WAL index and frames, never a B-tree.
 const checkpointCacheKiB = 256
 
-// committed counts one commit and wakes the checkpointer when a
-// checkpoint is due. It never blocks.
-func (c *checkpointer) committed() {
-	if c.commits.Add(1) < c.due.Load() {
-		return
+// walIndexVersion is the WAL index format this reading understands
+// (WalIndexHdr.iVersion).
+const walIndexVersion = 3007000
+
+// errIndexChanging: the two copies of the WAL index header differ (the
+// writer is updating it).
+var errIndexChanging = errors.New("WAL index header being written")
+
+// frames reads the number of frames in the log from the WAL index.
+func (c *checkpointer) frames() (uint32, error) {
+	var hdr [96]byte
+	if _, err := c.shm.ReadAt(hdr[:], 0); err != nil {
+		return 0, fmt.Errorf("read WAL index: %w", err)
 	}
+	if !bytes.Equal(hdr[:48], hdr[48:]) {
+		return 0, errIndexChanging
+	}
+	if v := binary.NativeEndian.Uint32(hdr[0:]); v != walIndexVersion {
+		return 0, fmt.Errorf("WAL index version %d, want %d", v, walIndexVersion)
+	}
+	return binary.NativeEndian.Uint32(hdr[16:]), nil
+}
+
+// committed wakes the checkpointer after a commit. It never blocks.
+func (c *checkpointer) committed() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
@@ -116,10 +139,25 @@ func (c *checkpointer) run() {
 	}
 }
 
-// ifDue runs a checkpoint if one is due.
+// ifDue runs a checkpoint if checkpointPages pages were logged since the
+// last one (fallbackCommits commits, without the WAL index).
 func (c *checkpointer) ifDue() {
-	if n := c.commits.Load(); n >= c.due.Load() {
-		c.checkpoint(n)
+	if c.shm == nil {
+		if c.commits++; c.commits >= fallbackCommits {
+			c.commits = 0
+			c.checkpoint()
+		}
+		return
+	}
+	n, err := c.frames()
+	if err != nil {
+		return // being written: the next commit looks again
+	}
+	if n < c.last {
+		c.last = 0 // the writer started the log over
+	}
+	if n-c.last >= checkpointPages {
+		c.checkpoint()
 	}
 }
 
@@ -133,36 +171,28 @@ func (c *checkpointer) settle() {
 	}
 }
 
-// checkpoint runs one PASSIVE checkpoint at commit count n and sets when
-// the next is due.
-func (c *checkpointer) checkpoint(n uint64) {
+// checkpoint runs one PASSIVE checkpoint. The next one is due when
+// checkpointPages more pages are in the log than now, whether or not
+// readers on older snapshots kept this one from copying them all.
+func (c *checkpointer) checkpoint() {
 	var busy, log, moved int64
 	err := c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &moved)
 	if err != nil {
 		c.fail(err)
-		c.due.Store(n + c.every.Load())
 		return
 	}
-	// The commits since the last checkpoint wrote the WAL's pages past
-	// the last one's, or all of them when the last one copied the whole
-	// WAL: the writer then starts the WAL over at its next commit. (A
-	// reader still on the old WAL keeps it from starting over; the pages
-	// are then counted twice and checkpoints come sooner, never later.)
-	grown := log - c.lastLog
-	if c.lastComplete || grown <= 0 {
-		grown = log
+	if log > 0 {
+		c.last = uint32(log)
 	}
-	if commits := n - c.lastAt; commits > 0 && grown > 0 {
-		every := uint64(checkpointPages) * commits / uint64(grown)
-		c.every.Store(min(maxCommitsPerCheckpoint, max(minCommitsPerCheckpoint, every)))
-	}
-	c.lastLog, c.lastAt, c.lastComplete = log, n, busy == 0 && moved == log
-	c.due.Store(n + c.every.Load())
 }
 
 // close stops the goroutine and closes the connection.
 func (c *checkpointer) close() error {
 	close(c.stop)
 	c.done.Wait()
-	return errors.Join(c.conn.Close(), c.db.Close())
+	errs := []error{c.conn.Close(), c.db.Close()}
+	if c.shm != nil {
+		errs = append(errs, c.shm.Close())
+	}
+	return errors.Join(errs...)
 }

@@ -20,6 +20,9 @@ func TestCheckpointsRunBesideTheWriter(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			s := open(t, dir, mode)
+			if !sqlite.ReadsWALIndex(s) {
+				t.Fatal("the checkpointer cannot read the WAL index")
+			}
 			if err := s.Update(ctx, func(tx store.Tx) error { return tx.CreateRun("t", store.Run{ID: "r"}) }); err != nil {
 				t.Fatal(err)
 			}

@@ -15,3 +15,7 @@ func SettleCheckpoints(s *Store) { s.ckpt.settle() }
 
 // CheckpointPages is how many WAL pages pass between checkpoints.
 const CheckpointPages = checkpointPages
+
+// ReadsWALIndex reports whether the checkpointer follows the log's length
+// in the WAL index (rather than counting commits).
+func ReadsWALIndex(s *Store) bool { return s.ckpt.shm != nil }

@@ -232,7 +232,7 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 	if err := s.openReaders(ctx, path); err != nil {
 		return nil, err
 	}
-	if s.ckpt, err = openCheckpointer(ctx, path, syncPragma, s.checkpointFailed); err != nil {
+	if s.ckpt, err = openCheckpointer(ctx, path, syncPragma, s.checkpointFailed, s.noWALIndex); err != nil {
 		return nil, err
 	}
 	logger.Info("ledger open", "path", path, "schema", schema, "sync", syncMode, "last_seq", s.lastSeq)
@@ -477,4 +477,10 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 // still bounds the WAL.
 func (s *Store) checkpointFailed(err error) {
 	s.log.Warn("ledger checkpoint failed", "err", err)
+}
+
+// noWALIndex logs that the checkpointer cannot read the WAL index and
+// checkpoints every fallbackCommits commits instead.
+func (s *Store) noWALIndex(err error) {
+	s.log.Warn("ledger checkpoints by commit count: cannot read the WAL index", "err", err)
 }
