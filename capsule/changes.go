@@ -6,7 +6,19 @@ import (
 	"github.com/oecp/oecp/engine"
 )
 
-var _ engine.ChangeFeed = ledgers{}
+var (
+	_ engine.ChangeFeed  = ledgers{}
+	_ engine.NamedSignal = ledgers{}
+)
+
+// Named is the native ledger's: the cluster ledger's feed reads the
+// store when asked, so the store's announcement of a commit covers it.
+func (l ledgers) Named() <-chan struct{} {
+	if n, ok := l.native.(engine.NamedSignal); ok {
+		return n.Named()
+	}
+	return nil
+}
 
 // Changes joins the two backends' change feeds; a backend without one
 // asks for a full pass every time.

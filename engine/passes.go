@@ -31,6 +31,15 @@ type ChangeFeed interface {
 	Changes(ctx context.Context) (refs []RunRef, all bool, err error)
 }
 
+// NamedSignal is the optional side of a ChangeFeed that names a run only
+// after the commit that changed it was announced (Ledger.Changed fired
+// before the feed holds the run): Named returns a channel closed once the
+// feed names a run after the call, and the supervisor waits on it beside
+// Changed, so that it never sleeps through a change it read too early.
+type NamedSignal interface {
+	Named() <-chan struct{}
+}
+
 // Full-pass rates.
 const (
 	// DefaultSafetyNet is how often a supervisor with a change feed

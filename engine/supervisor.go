@@ -280,8 +280,13 @@ func (s *Supervisor) Run(ctx context.Context) {
 	plan := passPlan{full: true}
 	safety := time.NewTicker(s.safetyNet)
 	defer safety.Stop()
+	named, _ := s.feed.(NamedSignal)
 	for {
 		changed := s.ledger.Changed()
+		var fed <-chan struct{}
+		if named != nil {
+			fed = named.Named()
+		}
 		var retry <-chan time.Time
 		failed, gap := s.next(ctx, &plan)
 		if failed {
@@ -293,6 +298,7 @@ func (s *Supervisor) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-fed:
 		case <-s.keep.rescan:
 			plan.full = true
 		case <-s.freed:

@@ -33,6 +33,9 @@ type changeFeeds struct {
 type runFeed struct {
 	runs     map[runKey]struct{}
 	overflow bool
+	// named is woken after a run is named (engine.NamedSignal): the
+	// store announces a commit before the feed names its runs.
+	named store.Signal
 }
 
 func (f *changeFeeds) subscribe() *runFeed {
@@ -46,8 +49,8 @@ func (f *changeFeeds) subscribe() *runFeed {
 // changed names run k to every feed.
 func (f *changeFeeds) changed(k runKey) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, sub := range f.subs {
+	subs := f.subs
+	for _, sub := range subs {
 		if sub.overflow {
 			continue
 		}
@@ -56,6 +59,10 @@ func (f *changeFeeds) changed(k runKey) {
 			continue
 		}
 		sub.runs[k] = struct{}{}
+	}
+	f.mu.Unlock()
+	for _, sub := range subs {
+		sub.named.Wake()
 	}
 }
 
@@ -91,6 +98,10 @@ func (l *Ledger) Changes(context.Context) ([]engine.RunRef, bool, error) {
 	}
 	return runs, all, nil
 }
+
+// Named returns a channel closed once the feed names a run after the
+// call (engine.NamedSignal).
+func (l *Ledger) Named() <-chan struct{} { return l.feed.named.Changed() }
 
 // remoteChanges is what a reader on a shared store waits on besides its
 // run's own signal (which every write of this process wakes): the store's

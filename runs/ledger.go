@@ -49,6 +49,7 @@ var (
 
 	_ engine.SettleFinisher = (*Ledger)(nil)
 	_ engine.ChangeFeed     = (*Ledger)(nil)
+	_ engine.NamedSignal    = (*Ledger)(nil)
 )
 
 // Ledger returns the engine.Ledger view of b for the supervising process
