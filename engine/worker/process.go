@@ -138,7 +138,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	}
 	var pipes sync.WaitGroup
 	pipes.Add(2)
-	go func() { defer pipes.Done(); _, _ = io.Copy(stdout, tap(outR, raw, "stdout")) }()
+	go func() { defer pipes.Done(); copyOut(stdout, tap(outR, raw, "stdout"), p.Lines != nil) }()
 	go func() { defer pipes.Done(); pumpStderr(tap(errR, raw, "stderr"), p.Sinks) }()
 
 	exited := make(chan error, 1)
@@ -307,3 +307,36 @@ func (s *lineSplitter) flush() {
 }
 
 func (l *limitedBuffer) Bytes() []byte { return l.buf.Bytes() }
+
+// copyOut copies a program's standard output into dst. With decouple,
+// the pipe is read by a goroutine of its own into a queue of chunks that
+// dst takes at its pace: handling lines (parsing, publishing) must never
+// leave the pipe full, since a CLI whose writes then block or come back
+// short can interleave or drop part of a large event.
+func copyOut(dst io.Writer, src io.Reader, decouple bool) {
+	if !decouple {
+		_, _ = io.Copy(dst, src)
+		return
+	}
+	chunks := make(chan []byte, outQueueChunks)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- bytes.Clone(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		_, _ = dst.Write(c)
+	}
+}
+
+// outQueueChunks bounds the chunks of standard output read ahead of the
+// line handler (64 KiB each at most); the byte bound is MaxStdout's.
+const outQueueChunks = 1024
