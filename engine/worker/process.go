@@ -138,7 +138,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	}
 	var pipes sync.WaitGroup
 	pipes.Add(2)
-	go func() { defer pipes.Done(); copyOut(stdout, tap(outR, raw, "stdout"), p.Lines != nil) }()
+	go func() { defer pipes.Done(); copyOut(stdout, tap(outR, raw, "stdout"), p.Lines != nil, p.MaxStdout) }()
 	go func() { defer pipes.Done(); pumpStderr(tap(errR, raw, "stderr"), p.Sinks) }()
 
 	exited := make(chan error, 1)
@@ -312,8 +312,11 @@ func (l *limitedBuffer) Bytes() []byte { return l.buf.Bytes() }
 // the pipe is read by a goroutine of its own into a queue of chunks that
 // dst takes at its pace: handling lines (parsing, publishing) must never
 // leave the pipe full, since a CLI whose writes then block or come back
-// short can interleave or drop part of a large event.
-func copyOut(dst io.Writer, src io.Reader, decouple bool) {
+// short can interleave or drop part of a large event. The queue takes
+// bytes until they pass limit (dst then sees the overflow and the group
+// is killed); what comes after is read and dropped, so a program that
+// floods its output holds at most limit bytes of memory here.
+func copyOut(dst io.Writer, src io.Reader, decouple bool, limit int64) {
 	if !decouple {
 		_, _ = io.Copy(dst, src)
 		return
@@ -322,9 +325,11 @@ func copyOut(dst io.Writer, src io.Reader, decouple bool) {
 	go func() {
 		defer close(chunks)
 		buf := make([]byte, 64<<10)
+		var queued int64
 		for {
 			n, err := src.Read(buf)
-			if n > 0 {
+			if n > 0 && queued <= limit {
+				queued += int64(n)
 				chunks <- bytes.Clone(buf[:n])
 			}
 			if err != nil {
@@ -338,5 +343,5 @@ func copyOut(dst io.Writer, src io.Reader, decouple bool) {
 }
 
 // outQueueChunks bounds the chunks of standard output read ahead of the
-// line handler (64 KiB each at most); the byte bound is MaxStdout's.
+// line handler (64 KiB each at most); the byte bound is the limit's.
 const outQueueChunks = 1024

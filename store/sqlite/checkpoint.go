@@ -145,7 +145,7 @@ func (c *checkpointer) ifDue() {
 	if c.shm == nil {
 		if c.commits++; c.commits >= fallbackCommits {
 			c.commits = 0
-			c.checkpoint()
+			c.checkpoint(0)
 		}
 		return
 	}
@@ -157,7 +157,7 @@ func (c *checkpointer) ifDue() {
 		c.last = 0 // the writer started the log over
 	}
 	if n-c.last >= checkpointPages {
-		c.checkpoint()
+		c.checkpoint(n)
 	}
 }
 
@@ -171,13 +171,16 @@ func (c *checkpointer) settle() {
 	}
 }
 
-// checkpoint runs one PASSIVE checkpoint. The next one is due when
-// checkpointPages more pages are in the log than now, whether or not
-// readers on older snapshots kept this one from copying them all.
-func (c *checkpointer) checkpoint() {
+// checkpoint runs one PASSIVE checkpoint with the log at frames pages.
+// The next one is due when checkpointPages more pages are in the log,
+// whether or not readers on older snapshots kept this one from copying
+// them all, or it failed (a full disk is not tried again, and logged, at
+// every commit).
+func (c *checkpointer) checkpoint(frames uint32) {
 	var busy, log, moved int64
 	err := c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &moved)
 	if err != nil {
+		c.last = frames
 		c.fail(err)
 		return
 	}
