@@ -14,41 +14,26 @@ import (
 // everywhere; new entries spread over the sub-indexes.
 func TestWideIndexReadsAndDropsEntriesWrittenBeforeIt(t *testing.T) {
 	st := store.NewMemory()
-	ctx := context.Background()
 	entry := ""
 	for i := 0; entry == ""; i++ {
 		if e := activeEntry("n:t", fmt.Sprint("old-", i)); subOf(e) != 0 {
 			entry = e
 		}
 	}
-	update := func(fn func(tx store.Tx) error) {
-		t.Helper()
-		if err := st.Update(ctx, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	list := func() runIndex {
-		t.Helper()
-		var ix runIndex
-		if err := st.View(ctx, func(tx store.ReadTx) (err error) { ix, err = loadIndex(tx, activeKey); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
-	update(func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, entry, 5) }) // the narrow layout
-	if got := list()[entry]; got != 5 {
+	mustUpdate(t, st, func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, entry, 5) }) // the narrow layout
+	if got := listActive(t, st)[entry]; got != 5 {
 		t.Fatalf("legacy entry listed as %d", got)
 	}
-	update(func(tx store.Tx) error { return updateIndex(tx, activeKey, entry, 9) })
-	if got := list()[entry]; got != 9 {
+	mustUpdate(t, st, func(tx store.Tx) error { return updateIndex(tx, activeKey, entry, 9) })
+	if got := listActive(t, st)[entry]; got != 9 {
 		t.Fatalf("updated entry listed as %d", got)
 	}
-	update(func(tx store.Tx) error { return updateIndex(tx, activeKey, entry, 0) })
-	if _, ok := list()[entry]; ok {
+	mustUpdate(t, st, func(tx store.Tx) error { return updateIndex(tx, activeKey, entry, 0) })
+	if _, ok := listActive(t, st)[entry]; ok {
 		t.Fatal("dropped entry still listed")
 	}
 	used := map[int]bool{}
-	update(func(tx store.Tx) error {
+	mustUpdate(t, st, func(tx store.Tx) error {
 		for i := range 64 {
 			e := activeEntry("n:t", fmt.Sprint("new-", i))
 			used[subOf(e)] = true
@@ -58,8 +43,8 @@ func TestWideIndexReadsAndDropsEntriesWrittenBeforeIt(t *testing.T) {
 		}
 		return nil
 	})
-	if len(used) < 2 || len(list()) != 64 {
-		t.Fatalf("64 entries over %d sub-indexes, %d listed", len(used), len(list()))
+	if len(used) < 2 || len(listActive(t, st)) != 64 {
+		t.Fatalf("64 entries over %d sub-indexes, %d listed", len(used), len(listActive(t, st)))
 	}
 }
 
@@ -116,26 +101,12 @@ func TestWideIndexReadsAndDropsEntriesOfTheEarlierFanout(t *testing.T) {
 		}
 	}
 	earlier := subKey(activeKey, subOf(entry)%earlierFanout)
-	update := func(fn func(tx store.Tx) error) {
-		t.Helper()
-		if err := st.Update(ctx, fn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	list := func() runIndex {
-		t.Helper()
-		var ix runIndex
-		if err := st.View(ctx, func(tx store.ReadTx) (err error) { ix, err = loadIndex(tx, activeKey); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
-	update(func(tx store.Tx) error { return store.UpdateIndex(tx, earlier, entry, 5) }) // the earlier layout
-	if got := list()[entry]; got != 5 {
+	mustUpdate(t, st, func(tx store.Tx) error { return store.UpdateIndex(tx, earlier, entry, 5) }) // the earlier layout
+	if got := listActive(t, st)[entry]; got != 5 {
 		t.Fatalf("entry of the earlier fanout listed as %d", got)
 	}
-	update(func(tx store.Tx) error { return updateIndex(tx, activeKey, entry, 0) })
-	if _, ok := list()[entry]; ok {
+	mustUpdate(t, st, func(tx store.Tx) error { return updateIndex(tx, activeKey, entry, 0) })
+	if _, ok := listActive(t, st)[entry]; ok {
 		t.Fatal("dropped entry still listed")
 	}
 	var left runIndex
@@ -153,38 +124,25 @@ func TestWideIndexReadsAndDropsEntriesOfTheEarlierFanout(t *testing.T) {
 // drops, and once the last such entry is gone drops stop looking.
 func TestWideLayoutMemory(t *testing.T) {
 	st := store.NewMemory()
-	ctx := context.Background()
 	legacy := ""
 	for i := 0; legacy == ""; i++ {
 		if e := activeEntry("n:t", fmt.Sprint("old-", i)); subOf(e) != 0 {
 			legacy = e
 		}
 	}
-	list := func() runIndex {
-		t.Helper()
-		var ix runIndex
-		if err := st.View(ctx, func(tx store.ReadTx) (err error) { ix, err = loadIndex(tx, activeKey); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
 	var layout wideLayout
 	batch := func(fn func(w *batchTx) error) {
 		t.Helper()
-		err := st.Update(ctx, func(tx store.Tx) error {
+		mustUpdate(t, st, func(tx store.Tx) error {
 			w := &batchTx{Tx: tx, layout: &layout}
 			if err := fn(w); err != nil {
 				return err
 			}
 			return w.ix.Flush(tx)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
-	if err := st.Update(ctx, func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, legacy, 5) }); err != nil {
-		t.Fatal(err) // an entry of the narrow layout
-	}
+	// An entry of the narrow layout.
+	mustUpdate(t, st, func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, legacy, 5) })
 	// A batch whose drop of the old entry is still buffered does not
 	// count it gone.
 	batch(func(w *batchTx) error {
@@ -198,7 +156,7 @@ func TestWideLayoutMemory(t *testing.T) {
 		}
 		return err
 	})
-	if _, ok := list()[legacy]; ok {
+	if _, ok := listActive(t, st)[legacy]; ok {
 		t.Fatal("an entry of the narrow layout survived its drop in a group commit")
 	}
 	// Looked at again once recheckDrops drops have passed: now it is free.
@@ -211,11 +169,27 @@ func TestWideLayoutMemory(t *testing.T) {
 		return err
 	})
 	// From then on a drop looks only where the fanout puts the entry.
-	if err := st.Update(ctx, func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, legacy, 7) }); err != nil {
-		t.Fatal(err)
-	}
+	mustUpdate(t, st, func(tx store.Tx) error { return store.UpdateIndex(tx, activeKey, legacy, 7) })
 	batch(func(w *batchTx) error { return updateIndex(w, activeKey, legacy, 0) })
-	if got := list()[legacy]; got != 7 {
+	if got := listActive(t, st)[legacy]; got != 7 {
 		t.Fatalf("entry planted in the narrow layout afterwards reads %d; want it left alone (7)", got)
 	}
+}
+
+// mustUpdate runs fn in one write transaction of st.
+func mustUpdate(t *testing.T, st store.Store, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := st.Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listActive reads the whole unfinished-run index of st.
+func listActive(t *testing.T, st store.Store) runIndex {
+	t.Helper()
+	var ix runIndex
+	if err := st.View(context.Background(), func(tx store.ReadTx) (err error) { ix, err = loadIndex(tx, activeKey); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return ix
 }
