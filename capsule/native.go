@@ -220,8 +220,12 @@ func (a *agents) delivery(ctx context.Context, x runs.AgentExecution, paths work
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	job := delivery.Job{RunID: x.RunID, Mode: delivery.Mode(v.Worker), Source: source(x.Source), Repo: repo,
-		Branch: workspace.Branch(x.Tenant, x.RunID), Paths: paths}
-	return a.deliver.Run(ctx, job, x.Worker.Sinks)
+		Branch: workspace.Branch(x.Tenant, x.RunID), Paths: paths, Key: workspace.Key(x.Tenant, x.RunID), Records: a.ws}
+	d := a.deliver
+	if d.Log == nil {
+		d.Log = a.log
+	}
+	return d.Run(ctx, job, x.Worker.Sinks)
 }
 
 // CloseRun drops a finished run's sessions and starts the retention of

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -43,16 +45,33 @@ type Job struct {
 	Repo workspace.Repo
 	// Branch is the run's own branch, the one pushed.
 	Branch string
-	// Paths are the run's directories: the workspace is committed into
-	// the run's own git directory (never the one its .git names).
+	// Paths are the run's directories.
 	Paths workspace.Paths
+	// Key names the run's directories in Records, which records the
+	// workspace in the run's host git directory: delivery commits and
+	// pushes from there, never from the git directory agents write.
+	Key     string
+	Records Recorder
+}
+
+// Recorder records a run's workspace as a commit on its branch, in the
+// host git directory that git commands of HostGit run in; the run's gate
+// is held. *workspace.Manager is one.
+type Recorder interface {
+	Snapshot(ctx context.Context, key, home string, id workspace.Identity, message string, lim workspace.Limits) (workspace.Snap, error)
+	HostGit(key, home string) workspace.Git
 }
 
 // Deliverer runs deliveries. The zero value polls every DefaultPoll, at
-// most DefaultMaxPolls times.
+// most DefaultMaxPolls times, records within the default snapshot limits
+// and logs to slog's default logger.
 type Deliverer struct {
 	Poll     time.Duration
 	MaxPolls int
+	Limits   workspace.Limits
+	// Log receives what host programs printed about a failure; the run's
+	// own log gets a fixed sentence.
+	Log *slog.Logger
 }
 
 // Run delivers the job and returns a verifier outcome with the receipt,
@@ -73,24 +92,22 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 	// run's directory, which agents may write.
 	home, err := os.MkdirTemp("", "oecp-delivery-")
 	if err != nil {
-		return failure(ctx, sinks, err)
+		return d.failure(ctx, sinks, stageRecord, err)
 	}
 	defer os.RemoveAll(home)
-	g := workspace.Git{Dir: j.Paths.Workspace, GitDir: j.Paths.Git, Home: home}
-	if err := workspace.ResetGitDir(j.Paths.Git); err != nil {
-		return failure(ctx, sinks, err)
-	}
-	head, err := commit(ctx, g, j.Source.Revision, "oecp: deliver run "+j.RunID)
-	if err == nil {
-		say("committed %s on %s", head, j.Source.Revision)
-		g.Token = token
-		err = push(ctx, g, j.Repo.URL, j.Branch)
-		g.Token = ""
-	}
+	head, err := d.commit(ctx, j, home)
 	if err != nil {
-		return failure(ctx, sinks, err)
+		return d.failure(ctx, sinks, stageRecord, err)
 	}
-	say("pushed %s to branch %s of %s", head, j.Branch, j.Source.Repository)
+	say("committed %s on %s", head, j.Source.Revision)
+	g := j.Records.HostGit(j.Key, home)
+	g.Token, g.Remote = token, j.Repo.URL
+	to, err := push(ctx, g, j.Repo.URL, head, j.Branch)
+	g.Token = ""
+	if err != nil {
+		return d.failure(ctx, sinks, stagePush, err)
+	}
+	say("pushed %s to branch %s of %s (git reports %s)", head, j.Branch, j.Source.Repository, to)
 	cli := j.Repo.ForgeCLI()
 	f := forge{argv: cli.Argv, dir: home, repo: j.Source.Repository, env: append(g.Env(), "GH_HOST="+cli.Host)}
 	if token != "" {
@@ -99,12 +116,12 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 	t := target{branch: j.Branch, head: head, base: j.Source.Branch}
 	n, err := openPull(ctx, f, t, j.RunID)
 	if err != nil {
-		return failure(ctx, sinks, err)
+		return d.failure(ctx, sinks, stageForge, err)
 	}
 	say("pull request #%d from %s into %s", n, j.Branch, j.Source.Branch)
 	label, diag, err := d.poll(ctx, f, n, t, j.Mode, say)
 	if err != nil {
-		return failure(ctx, sinks, err)
+		return d.failure(ctx, sinks, stageForge, err)
 	}
 	say("%s: %s", label, diag)
 	receipt, _ := json.Marshal(map[string]string{
@@ -192,15 +209,38 @@ func (d Deliverer) poll(ctx context.Context, f forge, n int64, t target, mode st
 	return "", "", errExhausted
 }
 
-// failure maps a failed delivery to its outcome and logs why.
-func failure(ctx context.Context, sinks worker.Sinks, err error) worker.Outcome {
-	publish(sinks, "error", "delivery failed: "+err.Error())
+// Stages of a delivery, each with the sentence the run's log gets when
+// it fails with a host program's error: what git printed stays in the
+// server's log, since it may quote files the host read.
+const (
+	stageRecord = "the workspace could not be recorded"
+	stagePush   = "the push was refused or could not reach the repository"
+	stageForge  = ""
+)
+
+// failure maps a failed delivery to its outcome and says why: errors of
+// its own in full; a host program's error (git's) as the stage's sentence
+// in the run's log, in full in the server's.
+func (d Deliverer) failure(ctx context.Context, sinks worker.Sinks, stage string, err error) worker.Outcome {
+	line := err.Error()
+	switch {
+	case errors.Is(err, workspace.ErrNestedRepository), errors.Is(err, workspace.ErrTooLarge), errors.Is(err, errNoChange):
+		line = strings.Split(line, ": "+workspace.ErrGit.Error())[0]
+	case stage != "":
+		log := d.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("delivery failed", "stage", stage, "err", err)
+		line = stage + " (the server's log says why)"
+	}
+	publish(sinks, "error", "delivery failed: "+line)
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return worker.Failed(worker.CodeTimeout, worker.ReasonDeclaredFailure)
 	case ctx.Err() != nil:
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
-	case errors.Is(err, errNoChange), errors.Is(err, errRejected):
+	case errors.Is(err, errNoChange), errors.Is(err, errRejected), errors.Is(err, workspace.ErrNestedRepository), errors.Is(err, workspace.ErrTooLarge):
 		return worker.Failed(worker.CodeMalformed, worker.ReasonDeclaredFailure)
 	case errors.Is(err, errPolicyDenied):
 		return worker.Failed(worker.CodeRefusal, reasonPolicyDenied)

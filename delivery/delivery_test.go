@@ -53,7 +53,7 @@ func newRig(t *testing.T, mode string, ghFlags ...string) *rig {
 		t.Fatal(err)
 	}
 	paths, _ := m.Paths(key)
-	r.job = delivery.Job{RunID: "run-1", Mode: mode, Source: src, Repo: repo, Branch: branch, Paths: paths}
+	r.job = delivery.Job{RunID: "run-1", Mode: mode, Source: src, Repo: repo, Branch: branch, Paths: paths, Key: key, Records: m}
 	return r
 }
 
@@ -264,6 +264,9 @@ func TestAgentGitConfigNeverSeesTheToken(t *testing.T) {
 		} {
 			r.remote.Git(ws, at, "config", kv[0], kv[1])
 		}
+	}
+	if err := os.MkdirAll(filepath.Join(r.job.Paths.Git, "info"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(r.job.Paths.Git, "info", "attributes"), []byte("* filter=steal\n"), 0o644); err != nil {
 		t.Fatal(err)

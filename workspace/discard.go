@@ -22,5 +22,5 @@ func (m *Manager) Discard(ctx context.Context, key string) error {
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
 	}
-	return errors.Join(err, os.RemoveAll(p.Workspace), os.RemoveAll(p.Git))
+	return errors.Join(err, os.RemoveAll(p.Workspace), os.RemoveAll(p.Git), os.RemoveAll(p.Host))
 }

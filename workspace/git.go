@@ -5,9 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -34,8 +34,11 @@ type Git struct {
 	GitDir string
 	// Home is the HOME of git, a directory agents cannot write.
 	Home string
-	// Token authenticates HTTP remotes ("" for none).
+	// Token authenticates HTTP requests to Remote ("" for none): it is
+	// sent to no other URL, whatever git is asked to reach.
 	Token string
+	// Remote is the URL the token belongs to.
+	Remote string
 }
 
 // ErrGit wraps every failed git command.
@@ -52,20 +55,29 @@ const (
 )
 
 // Env is the environment of git and of the forge CLI: Token, when set,
-// becomes an extra HTTP header for every remote.
+// becomes an extra HTTP header for the URLs under Remote alone (none when
+// Remote is not an http(s) URL).
 func (g Git) Env() []string {
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
 	env := []string{"LANG=C", "PATH=" + path, "HOME=" + g.Home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0"}
-	if g.Token != "" {
-		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + g.Token))
-		env = append(env, "GIT_CONFIG_COUNT=2",
-			"GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=",
-			"GIT_CONFIG_KEY_1=http.extraHeader", "GIT_CONFIG_VALUE_1=AUTHORIZATION: basic "+basic)
+	// The operator's certificate authorities (a forge behind a private
+	// CA) are the server's environment's.
+	for _, k := range []string{"GIT_SSL_CAINFO", "SSL_CERT_FILE", "SSL_CERT_DIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
 	}
-	return env
+	scope, ok := tokenScope(g.Remote)
+	if !ok || g.Token == "" {
+		return append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=")
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + g.Token))
+	return append(env, "GIT_CONFIG_COUNT=2",
+		"GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=",
+		"GIT_CONFIG_KEY_1=http."+scope+".extraHeader", "GIT_CONFIG_VALUE_1=AUTHORIZATION: basic "+basic)
 }
 
 // Run runs `git <args>` and returns its stdout with surrounding space
@@ -93,18 +105,29 @@ func (g Git) Status(ctx context.Context, args ...string) (int, error) {
 	return code, nil
 }
 
-// run returns stdout, the exit status and the last stderr lines of a git
-// command that ran to its end.
-func (g Git) run(ctx context.Context, args ...string) (string, int, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
-	defer cancel()
+// argv is the command line of git up to its command: the settings that
+// keep hooks, fsmonitor, the untracked cache and any attributes file off,
+// and the directories.
+func (g Git) argv() []string {
 	argv := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false", "-c", "core.attributesFile=/dev/null"}
 	if g.Dir != "" {
 		argv = append(argv, "-c", "safe.directory="+g.Dir, "-C", g.Dir)
 	}
 	if g.GitDir != "" {
-		argv = append(argv, "-c", "safe.directory="+g.GitDir, "--git-dir="+g.GitDir, "--work-tree="+g.Dir)
+		argv = append(argv, "-c", "safe.directory="+g.GitDir, "--git-dir="+g.GitDir)
+		if g.Dir != "" {
+			argv = append(argv, "--work-tree="+g.Dir)
+		}
 	}
+	return argv
+}
+
+// run returns stdout, the exit status and the last stderr lines of a git
+// command that ran to its end.
+func (g Git) run(ctx context.Context, args ...string) (string, int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
+	defer cancel()
+	argv := g.argv()
 	var mu sync.Mutex
 	var stderr []string
 	keep := func(_, line string) {
@@ -141,26 +164,17 @@ var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@`)
 // errors carry into logs.
 func stripUserinfo(s string) string { return userinfoRE.ReplaceAllString(s, "$1") }
 
-// hostConfig is the whole configuration of a run's git directory while
-// the host delivers from it.
-const hostConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
-
-// ResetGitDir makes the configuration of the git directory gitDir the
-// host's own again, and drops its attribute file, before the host runs
-// git there: whatever an agent that reached it wrote (a filter, an
-// fsmonitor, an include, a URL rewrite, attributes naming a filter) is
-// gone.
-func ResetGitDir(gitDir string) error {
-	for _, f := range []string{"config", filepath.Join("info", "attributes"), "config.worktree"} {
-		if err := os.Remove(filepath.Join(gitDir, f)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
+// tokenScope is the URL prefix git's http.<url>.* settings match for a
+// token of the remote at url: its scheme, host and path, without
+// credentials, query or fragment. Only http and https remotes have one.
+func tokenScope(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", false
 	}
-	// A new file: never through a link an agent left in its place.
-	f, err := os.OpenFile(filepath.Join(gitDir, "config"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(hostConfig)
-	return errors.Join(err, f.Close())
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
+	return u.String(), true
 }
+
+// StripUserinfo removes the credentials of every URL in s.
+func StripUserinfo(s string) string { return stripUserinfo(s) }

@@ -45,11 +45,14 @@ type Paths struct {
 	Workspace string
 	// Runtime holds the private homes of agent sessions.
 	Runtime string
-	// Git is the checkout's git directory, the host's alone: outside the
-	// workspace and the runtime directory, so no agent works or lives in
-	// it (the workspace's .git is a file naming it, which the host never
-	// reads).
+	// Git is the agents' git directory of the checkout, outside the
+	// workspace (whose .git file names it): a writer agent may write it,
+	// so the host makes it at Prepare and never runs git in it again.
 	Git string
+	// Host is the host's own git directory of the run (never shown to an
+	// agent): the run's branch, the snapshots of the workspace the host
+	// made, and its configuration.
+	Host string
 }
 
 // Manager owns the run directories under one root: Root/<Key>/workspace,
@@ -103,7 +106,8 @@ func (m *Manager) Paths(key string) (Paths, error) {
 
 func (m *Manager) paths(key string) Paths {
 	dir := filepath.Join(m.root, filepath.FromSlash(key))
-	return Paths{Dir: dir, Workspace: filepath.Join(dir, workspaceDir), Runtime: filepath.Join(dir, runtimeDir), Git: filepath.Join(dir, gitDir)}
+	return Paths{Dir: dir, Workspace: filepath.Join(dir, workspaceDir), Runtime: filepath.Join(dir, runtimeDir), Git: filepath.Join(dir, gitDir),
+		Host: filepath.Join(dir, hostGitDir)}
 }
 
 // Prepared reports whether this host holds the workspace Prepare made for
@@ -113,24 +117,25 @@ func (m *Manager) Prepared(key string, src Source) bool {
 }
 
 // prepared reports whether p holds a finished checkout at src's
-// revision: the prepared marker names it, the git directory is there and
-// so are the object directories it borrows from.
+// revision: the prepared marker names it, the host git directory is there
+// and so are the object directories it borrows from (all of them written
+// by the host, never by an agent).
 func prepared(p Paths, src Source) bool {
 	b, err := os.ReadFile(filepath.Join(p.Dir, preparedFile))
 	if err != nil || strings.TrimSpace(string(b)) != src.Revision {
 		return false
 	}
-	if _, err = os.Stat(filepath.Join(p.Git, "HEAD")); err != nil {
+	if _, err = os.Stat(filepath.Join(p.Host, "HEAD")); err != nil {
 		return false
 	}
-	alt, err := os.ReadFile(filepath.Join(p.Git, "objects", "info", alternatesFile))
+	alt, err := os.ReadFile(filepath.Join(p.Host, "objects", "info", alternatesFile))
 	if os.IsNotExist(err) {
 		return true
 	}
 	for line := range strings.Lines(string(alt)) {
 		dir := filepath.FromSlash(strings.TrimSpace(line))
 		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(p.Git, "objects", dir)
+			dir = filepath.Join(p.Host, "objects", dir)
 		}
 		if _, err := os.Stat(dir); err != nil {
 			return false
@@ -178,7 +183,7 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer os.RemoveAll(home)
-	remote := Git{Home: home, Token: token}
+	remote := Git{Home: home, Token: token, Remote: repo.URL}
 	name := mirrorName(src.Repository, repo.URL)
 	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch)
 	if err != nil && m.mirrors.mayCheck(name, err) {
@@ -198,12 +203,13 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	return nil
 }
 
-// checkout makes p.Workspace, with its own git directory p.Git borrowing
-// the objects of mirror name of url, a checkout of revision on branch,
-// with url as its origin. Only the commands that reach the remote get
-// remote's token.
+// checkout makes the run's directories, from the objects of mirror name
+// of url, hold revision on branch: the host git directory p.Host, the
+// work tree p.Workspace written from it, and the agents' git directory
+// p.Git, with url as its origin and its index at revision. Only the
+// commands that reach the remote get remote's token.
 func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key string, p Paths, revision, branch string) error {
-	for _, d := range []string{p.Workspace, p.Git} {
+	for _, d := range []string{p.Workspace, p.Git, p.Host} {
 		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
@@ -213,43 +219,14 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 		return err
 	}
 	g := Git{Home: remote.Home}
-	if _, err := g.Run(ctx, "init", "--quiet", "--template=", "--separate-git-dir="+p.Git, p.Workspace); err != nil {
+	if err := initHostGit(ctx, g, p, objects, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	// The workspace's .git file names the git directory relative to
-	// itself, so that the data directory may move.
-	if err := os.WriteFile(filepath.Join(p.Workspace, ".git"), []byte("gitdir: ../"+gitDir+"\n"), 0o644); err != nil {
+	if err := materialise(ctx, g.Home, p, revision); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	// Made without a template (no sample hooks): the info directories
-	// are made here.
-	info := filepath.Join(p.Git, "objects", "info")
-	for _, d := range []string{info, filepath.Join(p.Git, "info")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
-	}
-	// Relative to the run's objects directory, so that the data directory
-	// may move.
-	rel, err := filepath.Rel(filepath.Join(p.Git, "objects"), objects)
-	if err != nil {
-		rel = objects
-	}
-	if err := os.WriteFile(filepath.Join(info, alternatesFile), []byte(filepath.ToSlash(rel)+"\n"), 0o600); err != nil {
+	if err := initAgentGit(ctx, g.Home, p, objects, url, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	g.Dir, g.GitDir = p.Workspace, p.Git
-	for _, kv := range [][2]string{{"remote.origin.url", url}, {"remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"}} {
-		if _, err := g.Run(ctx, "config", kv[0], kv[1]); err != nil {
-			return fmt.Errorf("%w: %v", ErrUnavailable, err)
-		}
-	}
-	if _, err := g.Run(ctx, "checkout", "--quiet", "-B", branch, revision); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	head, err := g.Run(ctx, "rev-parse", "HEAD")
-	if err != nil || head != revision {
-		return fmt.Errorf("%w: HEAD is %q after the checkout of %s (%v)", ErrUnavailable, head, revision, err)
 	}
 	return nil
 }

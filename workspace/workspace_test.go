@@ -138,12 +138,16 @@ func TestPrepareRefusals(t *testing.T) {
 
 // The token only travels in git's environment, as an HTTP header.
 func TestGitTokenInEnvironmentOnly(t *testing.T) {
-	env := strings.Join((workspace.Git{Home: "/h", Token: "ghp_secret"}).Env(), "\n")
-	if strings.Contains(env, "ghp_secret") || !strings.Contains(env, "GIT_CONFIG_KEY_1=http.extraHeader") || !strings.Contains(env, "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hwX3NlY3JldA==") {
+	env := strings.Join((workspace.Git{Home: "/h", Token: "ghp_secret", Remote: "https://user:pw@forge.example/acme/app.git?x=1"}).Env(), "\n")
+	if strings.Contains(env, "ghp_secret") || strings.Contains(env, "pw@") ||
+		!strings.Contains(env, "GIT_CONFIG_KEY_1=http.https://forge.example/acme/app.git.extraHeader\n") ||
+		!strings.Contains(env, "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hwX3NlY3JldA==") {
 		t.Fatalf("env:\n%s", env)
 	}
-	if env := (workspace.Git{Home: "/h"}).Env(); strings.Contains(strings.Join(env, " "), "GIT_CONFIG_COUNT") {
-		t.Fatalf("tokenless env %v", env)
+	for _, g := range []workspace.Git{{Home: "/h"}, {Home: "/h", Token: "ghp_secret"}, {Home: "/h", Token: "ghp_secret", Remote: "/srv/git/app.git"}} {
+		if env := strings.Join(g.Env(), " "); strings.Contains(env, "extraHeader") || strings.Contains(env, "AUTHORIZATION") {
+			t.Fatalf("a token without an http remote of its own is sent: %v", env)
+		}
 	}
 }
 

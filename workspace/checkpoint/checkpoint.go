@@ -11,10 +11,14 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
+
+	"github.com/oecp/oecp/workspace"
 )
 
 // DefaultMaxBytes bounds the size of a checkpoint's bundle: a larger one is
@@ -89,4 +93,44 @@ func Decode(data []byte) (Checkpoint, error) {
 		c.Bundle = bundle
 	}
 	return c, nil
+}
+
+// ErrTooLarge is a checkpoint whose bundle is over the keeper's MaxBytes.
+var ErrTooLarge = errors.New("the checkpoint is too large")
+
+// SkipReason is the sentence a skipped checkpoint records, which the
+// run's tenant may read: it names the bound that was passed, or a nested
+// repository's path in the workspace, and never quotes what a host
+// program printed (that goes to the server's log).
+func SkipReason(err error) string {
+	var why string
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		why = "the checkpoint is " + strings.TrimPrefix(detail(err, ErrTooLarge), ": ")
+	case errors.Is(err, workspace.ErrTooLarge):
+		why = "the workspace is over what the server records (" + strings.TrimPrefix(detail(err, workspace.ErrTooLarge), ": ") + ")"
+	case errors.Is(err, workspace.ErrNestedRepository):
+		why = "the workspace holds a nested git repository" + detail(err, workspace.ErrNestedRepository) + ", which the server does not record; remove it or list it in .gitignore"
+	case errors.Is(err, workspace.ErrChanged):
+		why = "the workspace changed while it was recorded"
+	case errors.Is(err, context.DeadlineExceeded):
+		why = "recording the workspace took too long"
+	default:
+		why = "the workspace could not be recorded (the server's log says why)"
+	}
+	return why
+}
+
+// detail is what err says after its sentinel's own text: the part the
+// host itself wrote (a bound, a path of the workspace).
+func detail(err, sentinel error) string {
+	s := err.Error()
+	if i := strings.Index(s, sentinel.Error()); i >= 0 {
+		s = s[i+len(sentinel.Error()):]
+		if j := strings.Index(s, ": "+workspace.ErrGit.Error()); j >= 0 {
+			s = s[:j]
+		}
+		return s
+	}
+	return ""
 }

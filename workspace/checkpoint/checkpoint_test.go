@@ -67,7 +67,7 @@ func (h *host) read(file string) (string, bool) {
 // gone fails the test when the host keeps any part of a workspace.
 func (h *host) gone(t *testing.T, src workspace.Source) {
 	t.Helper()
-	for _, d := range []string{"workspace", "git", "prepared"} {
+	for _, d := range []string{"workspace", "git", "host.git", "prepared"} {
 		if _, err := os.Stat(h.path(d)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is left behind (%v)", d, err)
 		}
@@ -125,11 +125,19 @@ func TestRestoreElsewhere(t *testing.T) {
 	if _, ok := b.read("node_modules/dep.js"); ok {
 		t.Error("an ignored file moved with the checkpoint")
 	}
-	if head := r.Git(b.path("workspace"), "rev-parse", "HEAD"); head != cp.Commit {
-		t.Errorf("HEAD %s, want the checkpoint %s", head, cp.Commit)
+	if head, err := b.m.Head(ctx, key, t.TempDir()); err != nil || head != cp.Commit {
+		t.Errorf("the run's branch is at %s (%v), want the checkpoint %s", head, err, cp.Commit)
+	}
+	// The agents' git directory is at the source revision, the run's work
+	// showing as changes.
+	if head := r.Git(b.path("workspace"), "rev-parse", "HEAD"); head != src.Revision {
+		t.Errorf("the agents' HEAD %s, want the source %s", head, src.Revision)
 	}
 	if br := r.Git(b.path("workspace"), "symbolic-ref", "--short", "HEAD"); br != branch {
 		t.Errorf("on branch %q", br)
+	}
+	if st := r.Git(b.path("workspace"), "status", "--porcelain"); !strings.Contains(st, "committed.txt") || !strings.Contains(st, "one.txt") {
+		t.Errorf("the agents' status does not show the run's work:\n%s", st)
 	}
 }
 
@@ -166,6 +174,9 @@ func TestSourceAloneBeforeTheFirstCheckpoint(t *testing.T) {
 	if err := a.k.Restore(ctx, key, src, branch, nil); err != nil {
 		t.Fatal(err)
 	}
+	if head, err := a.m.Head(ctx, key, t.TempDir()); err != nil || head != src.Revision {
+		t.Errorf("the run's branch is at %s (%v), want the source %s", head, err, src.Revision)
+	}
 	if head := r.Git(a.path("workspace"), "rev-parse", "HEAD"); head != src.Revision {
 		t.Errorf("HEAD %s, want the source %s", head, src.Revision)
 	}
@@ -182,7 +193,7 @@ func TestOversizedCheckpointIsSkipped(t *testing.T) {
 	a, b := newHost(t, r, 16, false), newHost(t, r, 16, false)
 	src := worked(t, r, a)
 	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
-	if !strings.Contains(cp.Skipped, "over the limit of 16") || len(cp.Bundle) != 0 {
+	if !strings.Contains(cp.Skipped, "over the limit of 16 bytes (--checkpoint-max-bytes)") || len(cp.Bundle) != 0 {
 		t.Fatalf("checkpoint %+v", cp)
 	}
 	got, err := checkpoint.Decode(cp.Encode())

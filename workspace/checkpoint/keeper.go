@@ -2,10 +2,10 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/oecp/oecp/workspace"
 )
@@ -15,12 +15,14 @@ import (
 const localRef = "refs/oecp/checkpoint"
 
 // Keeper takes and restores the checkpoints of the run directories of one
-// workspace manager. MaxBytes bounds a bundle (a larger checkpoint is
-// skipped, with a log line); with Push, checkpoints go to a hidden ref of
-// the repository's remote instead of into the ledger.
+// workspace manager. MaxBytes bounds a bundle and Limits what a snapshot
+// of the workspace reads (a larger checkpoint is skipped, with a log
+// line); with Push, checkpoints go to a hidden ref of the repository's
+// remote instead of into the ledger.
 type Keeper struct {
 	M        *workspace.Manager
 	MaxBytes int64
+	Limits   workspace.Limits
 	Push     bool
 	Log      *slog.Logger
 }
@@ -32,7 +34,7 @@ type Keeper struct {
 func (k *Keeper) Take(ctx context.Context, key string, src workspace.Source, branch, execution string) Checkpoint {
 	cp, err := k.take(ctx, key, src, branch, execution)
 	if err != nil {
-		cp = Checkpoint{Execution: execution, Base: src.Revision, Skipped: err.Error()}
+		cp = Checkpoint{Execution: execution, Base: src.Revision, Skipped: SkipReason(err)}
 		k.Log.Warn("checkpoint skipped: the run's workspace cannot move to another server until its next checkpoint", "execution", execution, "reason", err)
 		return cp
 	}
@@ -47,61 +49,43 @@ func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, bra
 		return cp, err
 	}
 	defer release()
-	p, err := k.M.Paths(key)
-	if err != nil {
-		return cp, err
-	}
 	home, err := os.MkdirTemp("", "oecp-checkpoint-")
 	if err != nil {
 		return cp, err
 	}
 	defer os.RemoveAll(home)
-	if err := workspace.ResetGitDir(p.Git); err != nil {
-		return cp, fmt.Errorf("the run's git directory: %w", err)
-	}
-	g := workspace.Git{Dir: p.Workspace, GitDir: p.Git, Home: home}
-	if cp.Commit, err = commit(ctx, g, "oecp: checkpoint after "+execution); err != nil {
+	snap, err := k.M.Snapshot(ctx, key, home, workspace.Identity{Name: committerName, Email: committerEmail},
+		"oecp: checkpoint after "+execution, k.Limits)
+	if err != nil {
 		return cp, err
 	}
-	if cp.Commit == cp.Base {
+	if cp.Commit = snap.Commit; cp.Commit == cp.Base {
 		return cp, nil
 	}
+	g := k.M.HostGit(key, home)
 	if code, err := g.Status(ctx, "merge-base", "--is-ancestor", cp.Base, cp.Commit); err != nil || code != 0 {
-		return cp, fmt.Errorf("the workspace's commit %s does not descend from the source revision %s", cp.Commit, cp.Base)
+		return cp, fmt.Errorf("the run's branch %s does not descend from the source revision %s", cp.Commit, cp.Base)
 	}
 	if k.Push {
 		cp.Ref = HiddenRefPrefix + branch
 		return cp, k.push(ctx, g, src.Repository, cp)
 	}
-	cp.Bundle, err = k.bundle(ctx, g, home, cp)
+	cp.Bundle, err = k.bundle(ctx, g, cp)
 	return cp, err
 }
 
-// commit stages everything git does not ignore and commits it, when there
-// is anything, with the fixed identity and without hooks; it returns the
-// head commit.
-func commit(ctx context.Context, g workspace.Git, message string) (string, error) {
-	return g.CommitAll(ctx, committerName, committerEmail, message)
-}
-
-// bundle packs the history from cp.Base to cp.Commit, refused over
-// MaxBytes.
-func (k *Keeper) bundle(ctx context.Context, g workspace.Git, dir string, cp Checkpoint) ([]byte, error) {
+// bundle packs the history from cp.Base to cp.Commit, read as git
+// writes it and refused as soon as it passes MaxBytes: no more than that
+// is ever held or written.
+func (k *Keeper) bundle(ctx context.Context, g workspace.Git, cp Checkpoint) ([]byte, error) {
 	if _, err := g.Run(ctx, "update-ref", localRef, cp.Commit); err != nil {
 		return nil, err
 	}
-	file := filepath.Join(dir, "checkpoint.bundle")
-	if _, err := g.Run(ctx, "bundle", "create", "--quiet", file, localRef, "^"+cp.Base); err != nil {
-		return nil, err
+	b, err := g.Output(ctx, k.MaxBytes, "bundle", "create", "--quiet", "-", localRef, "^"+cp.Base)
+	if errors.Is(err, workspace.ErrOutputLimit) {
+		return nil, fmt.Errorf("%w: over the limit of %d bytes (--checkpoint-max-bytes)", ErrTooLarge, k.MaxBytes)
 	}
-	st, err := os.Stat(file)
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > k.MaxBytes {
-		return nil, fmt.Errorf("the checkpoint is %d bytes, over the limit of %d (--checkpoint-max-bytes)", st.Size(), k.MaxBytes)
-	}
-	return os.ReadFile(file)
+	return b, err
 }
 
 // push sends cp.Commit to the hidden ref cp.Ref of the repository's
@@ -115,7 +99,7 @@ func (k *Keeper) push(ctx context.Context, g workspace.Git, repository string, c
 	if !ok {
 		return fmt.Errorf("the token variable %s of %s is not set on the server", repo.TokenEnv, repository)
 	}
-	g.Token = token
+	g.Token, g.Remote = token, repo.URL
 	_, err := g.Run(ctx, "-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.file.allow=always",
 		"push", "--porcelain", "--no-verify", "--force", repo.URL, cp.Commit+":"+cp.Ref)
 	return err

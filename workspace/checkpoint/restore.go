@@ -43,27 +43,23 @@ func (k *Keeper) Restore(ctx context.Context, key string, src workspace.Source, 
 	return err
 }
 
-// reset checks out cp's commit (src's revision without one) on branch in
-// the run's prepared clone.
+// reset makes the run's prepared workspace cp's commit (src's revision
+// without one) on branch: the commit is fetched into the host git
+// directory, and the work tree and the agents' git directory are made
+// anew from it, so nothing an execution that did not end left behind
+// stays.
 func (k *Keeper) reset(ctx context.Context, key string, src workspace.Source, branch string, cp *Checkpoint) error {
 	release, err := k.M.Gate(key).Acquire(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer release()
-	p, err := k.M.Paths(key)
-	if err != nil {
-		return err
-	}
 	home, err := os.MkdirTemp("", "oecp-checkpoint-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(home)
-	if err := workspace.ResetGitDir(p.Git); err != nil {
-		return fmt.Errorf("%w: the run's git directory: %v", workspace.ErrUnavailable, err)
-	}
-	g := workspace.Git{Dir: p.Workspace, GitDir: p.Git, Home: home}
+	g := k.M.HostGit(key, home)
 	target := src.Revision
 	if cp != nil {
 		if cp.Base != src.Revision {
@@ -74,10 +70,7 @@ func (k *Keeper) reset(ctx context.Context, key string, src workspace.Source, br
 			return err
 		}
 	}
-	if _, err := g.Run(ctx, "checkout", "--quiet", "--force", "-B", branch, target); err != nil {
-		return fmt.Errorf("%w: %v", workspace.ErrUnavailable, err)
-	}
-	if _, err := g.Run(ctx, "clean", "--force", "-d", "--quiet"); err != nil {
+	if err := k.M.Reset(ctx, key, home, src, branch, target); err != nil {
 		return fmt.Errorf("%w: %v", workspace.ErrUnavailable, err)
 	}
 	return nil
@@ -97,7 +90,7 @@ func (k *Keeper) fetch(ctx context.Context, g workspace.Git, dir, repository str
 			return fmt.Errorf("%w: %s is not served, or its token is not set", workspace.ErrUnavailable, repository)
 		}
 		remote := g
-		remote.Token = token
+		remote.Token, remote.Remote = token, repo.URL
 		if _, err := remote.Run(ctx, "fetch", "--no-tags", repo.URL, "+"+cp.Ref+":"+localRef); err != nil {
 			return fmt.Errorf("%w: the hidden ref %s: %v", ErrCorrupt, cp.Ref, err)
 		}
