@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/redact"
 	"github.com/oecp/oecp/runs/export"
 	"github.com/oecp/oecp/store"
 )
@@ -43,8 +44,8 @@ const (
 	// execution, so that a chatty process costs a few transactions a
 	// second, not one per read.
 	evidenceLinger = 250 * time.Millisecond
-	// redactedEvidence replaces a declared variable's value.
-	redactedEvidence = "[REDACTED]"
+	// redactedEvidence replaces a spelling of a declared variable's value.
+	redactedEvidence = redact.Marker
 )
 
 // Kinds of evidence records: a prompt (Attr "stdin" or "argv"), output
@@ -82,8 +83,9 @@ type evidenceRecorder struct {
 }
 
 // evidenceTap returns the worker.Tap of one execution of a run; nil when
-// the store keeps no evidence. values are the declared variables' values,
-// redacted from what it records.
+// the store keeps no evidence. values are the spellings of the declared
+// variables' values (recordRedactor.byteValues), redacted from what it
+// records.
 func (b *Backend) evidenceTap(tk, runID, execution string, values [][]byte) worker.Tap {
 	if _, ok := b.store.(store.Evidence); !ok {
 		return nil
@@ -354,14 +356,26 @@ func (p *procTap) end() {
 	p.t.b.evidence.add(p.t.b, p.t.key, evRecord(p.t.key.execution, p.turn, evEnd, "", data))
 }
 
-// redactor replaces declared values, longest first, in a stream that
-// arrives in pieces: a tail that may be the start of a value is held back
-// until the next piece (or the end) decides.
-type redactor struct{ values [][]byte }
+// redactor replaces values (the spellings of the declared values), longest
+// first, in a stream that arrives in pieces: a tail that may be the start
+// of a value is held back until the next piece (or the end) decides, so
+// the tail held is at most the longest spelling less one byte. byFirst
+// indexes the values by their first byte, longest first, so a byte no
+// value starts with costs one lookup however many spellings there are.
+type redactor struct {
+	values  [][]byte
+	byFirst *[256][][]byte
+}
 
 func newRedactor(values [][]byte) redactor {
 	sort.SliceStable(values, func(i, j int) bool { return len(values[i]) > len(values[j]) })
-	return redactor{values: values}
+	r := redactor{values: values, byFirst: new([256][][]byte)}
+	for _, v := range values {
+		if len(v) > 0 {
+			r.byFirst[v[0]] = append(r.byFirst[v[0]], v)
+		}
+	}
+	return r
 }
 
 // redact returns buf with every declared value replaced, and the tail to
@@ -372,6 +386,10 @@ func (r redactor) redact(buf []byte, final bool) (out, held []byte) {
 	}
 	start := 0
 	for i := 0; i < len(buf); {
+		if len(r.byFirst[buf[i]]) == 0 {
+			i++
+			continue
+		}
 		n, partial := r.matchAt(buf[i:], final)
 		if partial {
 			return append(out, buf[start:i]...), bytes.Clone(buf[i:])
@@ -390,7 +408,7 @@ func (r redactor) redact(buf []byte, final bool) (out, held []byte) {
 // matchAt is the length of the value rest starts with (0: none), or
 // partial when rest is a proper prefix of a value and more may come.
 func (r redactor) matchAt(rest []byte, final bool) (n int, partial bool) {
-	for _, v := range r.values {
+	for _, v := range r.byFirst[rest[0]] {
 		if bytes.HasPrefix(rest, v) {
 			return len(v), false
 		}

@@ -1,7 +1,10 @@
 package runs
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +35,46 @@ func TestRedactorAcrossPieces(t *testing.T) {
 	if out, held := (redactor{}).redact([]byte("plain"), false); string(out) != "plain" || held != nil {
 		t.Fatalf("no values: %q %q", out, held)
 	}
+}
+
+// Every spelling of a declared value (its hex and base64, and the stable
+// core of it inside larger base64 data) is redacted from the evidence
+// wherever the reads of a stream cut it in two: the tail held back reaches
+// the longest spelling.
+func TestRedactorCatchesASpellingCutAcrossPieces(t *testing.T) {
+	key := "sk-??>~~~-0123456789-cut"
+	t.Setenv("OECP_TEST_KEY", key)
+	sub := &Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"a": {Kind: KindAgent, Env: []string{"OECP_TEST_KEY"}}}}}
+	r := newRedactor(newRecordRedactor(sub).byteValues())
+	b := []byte(key)
+	const prefix = "PPPPPPP" // the key at offset 1 mod 3 of the blob's data
+	blob := base64.StdEncoding.EncodeToString([]byte(prefix + key + "zz, the rest"))
+	first, end := (8*len(prefix)+5)/6, 8*(len(prefix)+len(key))/6
+	for name, c := range map[string]struct{ in, want string }{
+		"hex":                {hex.EncodeToString(b), redactedEvidence},
+		"HEX":                {strings.ToUpper(hex.EncodeToString(b)), redactedEvidence},
+		"base64":             {base64.StdEncoding.EncodeToString(b), redactedEvidence},
+		"base64url unpadded": {base64.RawURLEncoding.EncodeToString(b), redactedEvidence},
+		"blob":               {blob, blob[:first] + redactedEvidence + blob[end:]},
+	} {
+		text := "a " + c.in + " b"
+		for cut := range len(text) + 1 {
+			if got, want := redactInTwo(r, text, cut), "a "+c.want+" b"; got != want {
+				t.Fatalf("%s cut at %d: %q, want %q", name, cut, got, want)
+			}
+		}
+	}
+}
+
+// redactInTwo redacts text arriving as two pieces cut at cut.
+func redactInTwo(r redactor, text string, cut int) string {
+	var out, held []byte
+	for _, piece := range []string{text[:cut], text[cut:]} {
+		o, h := r.redact(append(held, piece...), false)
+		out, held = append(out, o...), h
+	}
+	o, _ := r.redact(held, true)
+	return string(append(out, o...))
 }
 
 // Consecutive pieces of one stream merge up to the chunk bound; a gap in
@@ -108,4 +151,26 @@ func TestEvidenceTapNeverWaitsForTheStore(t *testing.T) {
 		t.Fatalf("written: first %+v, last %+v, %d output bytes", first, last, out)
 	}
 	b.Close()
+}
+
+// BenchmarkRedactorSpellings measures the evidence redactor over agent
+// output with a declared key's every spelling against the key alone (the
+// baseline): the first-byte index keeps the spellings from multiplying
+// the per-byte cost.
+func BenchmarkRedactorSpellings(b *testing.B) {
+	key := "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+	b.Setenv("OECP_TEST_KEY", key)
+	sub := &Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"a": {Kind: KindAgent, Env: []string{"OECP_TEST_KEY"}}}}}
+	// Ordinary output, with the start of the key's base64 ("c2stcHJv")
+	// that a redactor must look past.
+	buf := bytes.Repeat([]byte(`{"type":"item.completed","item":{"text":"some ordinary output with words and c2stcHJv 0123"}}`+"\n"), 1<<14)
+	for name, values := range map[string][][]byte{"key alone": {[]byte(key)}, "every spelling": newRecordRedactor(sub).byteValues()} {
+		r := newRedactor(values)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				r.redact(buf, true)
+			}
+		})
+	}
 }

@@ -4,58 +4,50 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/redact"
 )
-
-// redactedValue replaces a declared variable's value in a run's records.
-const redactedValue = "[REDACTED]"
 
 // recordRedactor replaces, in everything an execution of a run records (its
 // output, diagnostic, log lines and live output), the value of every
-// environment variable the run's plan declares for any node: an agent may
-// echo a key it was given into its answer, or into a file a delivery then
-// reports on. A nil recordRedactor changes nothing.
+// environment variable the run's plan declares for any node, in each of its
+// redact.Spellings (the value, its hex and base64): an agent may echo a key
+// it was given into its answer, or into a file a delivery then reports on,
+// and may encode it on the way. A nil recordRedactor changes nothing.
 type recordRedactor struct {
-	values []string // longest first
-	rep    *strings.Replacer
+	secrets *redact.Secrets
 }
 
 // newRecordRedactor reads the declared variables' values from the server's
 // environment; nil when none is set.
 func newRecordRedactor(sub *Submission) *recordRedactor {
-	seen := map[string]bool{}
 	var values []string
 	for _, b := range sub.Runtime.Nodes {
 		for _, name := range b.Env {
-			if v, ok := os.LookupEnv(name); ok && v != "" && !seen[v] {
-				seen[v] = true
+			if v, ok := os.LookupEnv(name); ok && v != "" {
 				values = append(values, v)
 			}
 		}
 	}
-	if len(values) == 0 {
+	secrets := redact.New(values)
+	if secrets == nil {
 		return nil
 	}
-	sort.Slice(values, func(i, j int) bool { return len(values[i]) > len(values[j]) })
-	pairs := make([]string, 0, 2*len(values))
-	for _, v := range values {
-		pairs = append(pairs, v, redactedValue)
-	}
-	return &recordRedactor{values: values, rep: strings.NewReplacer(pairs...)}
+	return &recordRedactor{secrets: secrets}
 }
 
-// byteValues are the values the redactor replaces (none for nil), for the
-// evidence, which redacts a stream of bytes itself.
+// byteValues are the spellings the redactor replaces, longest first (none
+// for nil), for the evidence, which redacts a stream of bytes itself.
 func (r *recordRedactor) byteValues() [][]byte {
 	if r == nil {
 		return nil
 	}
-	out := make([][]byte, len(r.values))
-	for i, v := range r.values {
+	sp := r.secrets.Spellings()
+	out := make([][]byte, len(sp))
+	for i, v := range sp {
 		out[i] = []byte(v)
 	}
 	return out
@@ -69,12 +61,12 @@ func (r *recordRedactor) sinks(s worker.Sinks) worker.Sinks {
 	out := worker.Sinks{}
 	if s.Log != nil {
 		out.Log = func(level, msg string) {
-			s.Log(level, bound(r.rep.Replace(msg), protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
+			s.Log(level, bound(r.secrets.Replace(msg), protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
 		}
 	}
 	if s.Output != nil {
 		out.Output = func(text string) {
-			s.Output(bound(r.rep.Replace(text), protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
+			s.Output(bound(r.secrets.Replace(text), protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
 		}
 	}
 	return out
@@ -98,8 +90,8 @@ func (r *recordRedactor) outcome(o worker.Outcome) worker.Outcome {
 }
 
 // json redacts every string (keys included) of a JSON value that holds a
-// value, in any of its JSON spellings; other values are returned as they
-// are.
+// spelling, in any of its JSON spellings; other values are returned as
+// they are.
 func (r *recordRedactor) json(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || !r.mentioned(raw) {
 		return raw
@@ -108,7 +100,7 @@ func (r *recordRedactor) json(raw json.RawMessage) json.RawMessage {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return json.RawMessage(r.rep.Replace(string(raw)))
+		return json.RawMessage(r.secrets.Replace(string(raw)))
 	}
 	out, err := json.Marshal(r.walk(v))
 	if err != nil {
@@ -117,11 +109,17 @@ func (r *recordRedactor) json(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
-// mentioned reports whether raw may hold a value: as it is, or escaped.
+// mentioned reports whether raw may hold a spelling: as it is, escaped as
+// json.Marshal escapes it, or behind an escape json.Marshal does not write
+// (any \u, or \/ where a spelling has a '/', as base64 may).
 func (r *recordRedactor) mentioned(raw []byte) bool {
-	for _, v := range r.values {
+	if bytes.Contains(raw, []byte(`\u`)) {
+		return true
+	}
+	slash := bytes.Contains(raw, []byte(`\/`))
+	for _, v := range r.secrets.Spellings() {
 		esc, _ := json.Marshal(v)
-		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, esc[1:len(esc)-1]) || bytes.Contains(raw, []byte(`\u`)) {
+		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, esc[1:len(esc)-1]) || slash && strings.Contains(v, "/") {
 			return true
 		}
 	}
@@ -131,7 +129,7 @@ func (r *recordRedactor) mentioned(raw []byte) bool {
 func (r *recordRedactor) walk(v any) any {
 	switch t := v.(type) {
 	case string:
-		return r.rep.Replace(t)
+		return r.secrets.Replace(t)
 	case []any:
 		for i := range t {
 			t[i] = r.walk(t[i])
@@ -139,7 +137,7 @@ func (r *recordRedactor) walk(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			out[r.rep.Replace(k)] = r.walk(e)
+			out[r.secrets.Replace(k)] = r.walk(e)
 		}
 		return out
 	}

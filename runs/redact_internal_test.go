@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -45,5 +47,33 @@ func TestRedactorRedactsEveryRecord(t *testing.T) {
 	out := json.RawMessage(`{"x":1}`)
 	if got := none.outcome(worker.Outcome{Output: out}); string(got.Output) != `{"x":1}` {
 		t.Errorf("nil redactor changed %s", got.Output)
+	}
+}
+
+// A declared value hex- or base64-encoded in an outcome's output or
+// diagnostic is recorded as [REDACTED], also when the JSON escapes
+// base64's '/' as \/ (which json.Marshal never writes).
+func TestRedactorRedactsEncodedValuesInOutcomes(t *testing.T) {
+	key := "sk-???~~~-0123456789" // standard base64 "c2stPz8/fn5+LTAxMjM0NTY3ODk="
+	t.Setenv("OECP_TEST_KEY", key)
+	r := newRecordRedactor(&Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"a": {Kind: KindAgent, Env: []string{"OECP_TEST_KEY"}}}}})
+	b64 := base64.StdEncoding.EncodeToString([]byte(key))
+	if !strings.Contains(b64, "/") {
+		t.Fatalf("the test's key has no '/' in base64: %s", b64)
+	}
+	o := r.outcome(worker.Outcome{Status: "verifier",
+		Output:     json.RawMessage(`{"b64":"` + strings.ReplaceAll(b64, "/", `\/`) + `","url":"` + base64.RawURLEncoding.EncodeToString([]byte(key)) + `"}`),
+		Diagnostic: json.RawMessage(`{"hex":"` + strings.ToUpper(hex.EncodeToString([]byte(key))) + `"}`)})
+	if got, want := string(o.Output), `{"b64":"[REDACTED]","url":"[REDACTED]"}`; got != want {
+		t.Errorf("output %s, want %s", got, want)
+	}
+	if got, want := string(o.Diagnostic), `{"hex":"[REDACTED]"}`; got != want {
+		t.Errorf("diagnostic %s, want %s", got, want)
+	}
+	t.Setenv("OECP_TEST_OTHER", "sk-plain-key-value") // no spelling has a '/'
+	other := newRecordRedactor(&Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"a": {Kind: KindAgent, Env: []string{"OECP_TEST_OTHER"}}}}})
+	plain := json.RawMessage(`{"path":"a\/b","n":1}`)
+	if got := other.json(plain); string(got) != string(plain) {
+		t.Errorf("an escaped '/' no spelling has was rewritten: %s", got)
 	}
 }

@@ -8,14 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/redact"
 )
 
 // Failure reasons of refusals this package returns.
@@ -28,9 +27,6 @@ const (
 // it, corrections included, must end before it. Passing it is a crash,
 // unlike the node's own timeout, which the caller's ctx carries.
 const DefaultDeadline = 6 * time.Hour
-
-// redactedValue replaces a declared env value in live output.
-const redactedValue = "[REDACTED]"
 
 // errDeadline is the cause of the driver deadline.
 var errDeadline = errors.New("harness driver deadline passed")
@@ -115,7 +111,8 @@ func (r *Runner) CloseRun(runID string) {
 //     session, a node without instructions): crash.
 //
 // Every stderr line and every line of each answer goes to ex.Sinks, with
-// declared env values replaced by [REDACTED].
+// declared env values, in each of their redact.Spellings, replaced by
+// [REDACTED].
 func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.Outcome {
 	log := slog.With("run", job.RunID, "node", ex.Node, "execution", ex.Ref)
 	c, instructions, err := ContractFor(job.Node)
@@ -320,18 +317,13 @@ func envValues(names []string) (values []string, missing string) {
 	return values, ""
 }
 
-// redacting wraps sinks so every declared value, longest first, becomes
-// [REDACTED].
+// redacting wraps sinks so every spelling of a declared value
+// (redact.Spellings: the value, its hex and base64) becomes [REDACTED].
 func redacting(s worker.Sinks, values []string) worker.Sinks {
-	if len(values) == 0 {
+	rep := redact.New(values)
+	if rep == nil {
 		return s
 	}
-	sort.Slice(values, func(i, j int) bool { return len(values[i]) > len(values[j]) })
-	pairs := make([]string, 0, 2*len(values))
-	for _, v := range values {
-		pairs = append(pairs, v, redactedValue)
-	}
-	rep := strings.NewReplacer(pairs...)
 	out := worker.Sinks{}
 	if s.Log != nil {
 		out.Log = func(level, msg string) {
