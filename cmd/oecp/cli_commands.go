@@ -14,7 +14,7 @@ import (
 )
 
 func planCmd(stdout, stderr io.Writer) *cobra.Command {
-	c := newCLI("plan", "plan -f GRAPH [flags]", "Verifies a graph on the server without admitting it and prints its diagnostics\nand structural bounds. Exits 1 when the graph is rejected.", stdout, stderr, false, false)
+	c := newCLI("plan", "plan -f GRAPH [flags]", "Verifies a graph on the server without admitting it and prints its diagnostics\nand structural bounds. Exits 1 when the graph is rejected. A native graph (agent and git\ndelivery nodes, for 'oecp run submit') is checked here instead, as run/submit admits it.", stdout, stderr, false, false)
 	file := c.fs.String("f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
 	return c.fs.run(func(args []string) error {
 		if err := c.parse(args, 0, 0); err != nil {
@@ -26,6 +26,9 @@ func planCmd(stdout, stderr io.Writer) *cobra.Command {
 		graph, err := readGraph(*file)
 		if err != nil {
 			return c.usageErr("%v", err)
+		}
+		if g, ok := nativeGraph(graph); ok {
+			return c.planNative(g)
 		}
 		s, err := c.open()
 		if err != nil {

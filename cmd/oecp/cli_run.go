@@ -79,32 +79,35 @@ func runGroupUnknown(run *cobra.Command, name string) error {
 }
 
 func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
-	c := newCLI("run submit", "run submit -f GRAPH --runtime FILE [--title T] [--input JSON|@FILE] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
-		`Submits a native run: the graph, its initial input (default null), the runtime plan
-(which harness, provider and size, and a binding per executable node) and the source.
+	c := newCLI("run submit", "run submit (-f GRAPH | --template NAME [--pr | --ship]) (--runtime FILE | --harness codex|claude [--model [ROLE=]M]…) [--task TEXT|@FILE | --input JSON|@FILE] [--title T] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
+		`Submits a native run: the graph (a file, or a built-in --template), its initial input
+(default null; --task builds it from a task), the runtime plan (which harness, provider and
+size, and a binding per executable node; a file, or built by --harness) and the source.
 --id is generated when absent: a UUIDv7, whose leading bits are the time it was made.
 --source defaults to the git checkout of the current directory: its origin remote as
 OWNER/NAME, the branch HEAD is on, and HEAD's exact commit (uncommitted changes are
 not part of it). --key defaults to a digest of the submission (plus --id when given),
 so running the same command again answers the run it already started; pass another
---key (or --id) to start it anew. --title defaults to the graph file's name.
+--key (or --id) to start it anew. --title defaults to the task's first line, else the graph
+file's name.
 --watch follows the run to its end as 'oecp run watch' does: exit 0 if it succeeded,
 1 if it failed.`,
 		stdout, stderr, false, false)
 	c.addTimestamps()
 	file := c.fs.String("f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
 	runtime := c.fs.String("runtime", "", "runtime plan `FILE` (JSON RuntimePlan)")
-	title := c.fs.String("title", "", "`TITLE` of the run (default: the graph file's name)")
+	title := c.fs.String("title", "", "`TITLE` of the run (default: the task's first line, else the graph file's name)")
 	input := c.fs.String("input", "null", "initial input: a `JSON` value, or @FILE")
 	id := c.fs.String("id", "", "run `ID` (default: a fresh UUIDv7)")
 	key := c.fs.String("key", "", "submission `KEY` (default: a digest of the submission)")
 	source := c.fs.String("source", "", "source snapshot `"+sourceSyntax+"` (default: the git checkout here)")
 	watch := c.fs.Bool("watch", false, "follow the run until it finishes")
+	tf := c.addTaskFlags()
 	return c.fs.run(func(args []string) error {
 		if err := c.parse(args, 0, 0); err != nil {
 			return err
 		}
-		p, err := c.submission(*file, *runtime, *title, *input, *id, *key, *source)
+		p, err := c.submission(tf, *file, *runtime, *title, *input, *id, *key, *source)
 		if err != nil {
 			return err
 		}
@@ -132,28 +135,19 @@ so running the same command again answers the run it already started; pass anoth
 }
 
 // submission builds run/submit's params from the submit flags.
-func (c *cli) submission(file, runtimeFile, title, input, id, key, source string) (client.RunSubmitParams, error) {
+func (c *cli) submission(tf *taskFlags, file, runtimeFile, title, input, id, key, source string) (client.RunSubmitParams, error) {
 	var p client.RunSubmitParams
-	if file == "" || runtimeFile == "" {
-		return p, c.fs.usageErr("give the graph with -f GRAPH and the runtime plan with --runtime FILE")
-	}
 	var sub client.RunSubmission
-	var err error
-	if sub.Graph, err = readGraph(file); err != nil {
-		return p, c.usageErr("%v", err)
-	}
-	if sub.Runtime, err = parseJSONArg("--runtime", "@"+runtimeFile); err != nil {
-		return p, c.usageErr("%v", err)
-	}
-	if sub.InitialInput, err = parseJSONArg("--input", input); err != nil {
-		return p, c.usageErr("%v", err)
+	defTitle, err := c.submissionParts(&sub, tf, file, runtimeFile, input)
+	if err != nil {
+		return p, err
 	}
 	if sub.Source, err = c.source(source); err != nil {
 		return p, err
 	}
 	sub.Title = title
 	if sub.Title == "" {
-		sub.Title = defaultTitle(file)
+		sub.Title = defTitle
 	}
 	sub.SubmissionKey = key
 	if key == "" {

@@ -172,8 +172,8 @@ func helpCmd(root *cobra.Command, stdout, stderr io.Writer) *cobra.Command {
 			case len(args) == 0, args[0] == "-h", args[0] == "--help":
 				usage(stdout)
 				return nil
-			case len(args) > 2 || (len(args) == 2 && args[0] != "run"):
-				return failf("help", exitUsage, "give at most one command name (or run and one of its commands)")
+			case len(args) > 2 || (len(args) == 2 && args[0] != "run" && args[0] != "template"):
+				return failf("help", exitUsage, "give at most one command name (or run or template and one of its commands)")
 			}
 			if _, ok := commands[args[0]]; !ok || args[0] == "help" {
 				if ok {
@@ -184,8 +184,8 @@ func helpCmd(root *cobra.Command, stdout, stderr io.Writer) *cobra.Command {
 			}
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 {
-				// `help run nope`: run's own answer to an unknown command.
-				return runGroupUnknown(target, args[1])
+				// `help run nope`: the group's own answer to an unknown command.
+				return groupUnknown(target, args[1])
 			}
 			target.HelpFunc()(target, nil)
 			return nil

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/templates"
+	"github.com/spf13/cobra"
+)
+
+// taskFlags are run submit's flags that build a submission without
+// files: a built-in graph (--template, with --pr or --ship), the task the
+// graph's agents get (--task), and the runtime plan (--harness, --model,
+// --size, --agent-env).
+type taskFlags struct {
+	template string
+	task     string
+	delivery *deliveryFlags
+	harness  string
+	models   []string
+	size     string
+	env      string
+}
+
+// addTaskFlags adds the taskFlags to run submit.
+func (c *cli) addTaskFlags() *taskFlags {
+	tf := &taskFlags{}
+	c.fs.StringVar(&tf.template, "template", "", "a built-in graph `NAME` instead of -f (oecp template list)")
+	c.fs.StringVar(&tf.task, "task", "", "the `TEXT` of the task (Markdown), or @FILE (@- for stdin): the graph's task field, its other string fields seeded empty")
+	tf.delivery = addDeliveryFlags(c.fs, "with --template: ")
+	c.fs.StringVar(&tf.harness, "harness", "", "build the runtime plan instead of --runtime: every agent on `HARNESS` codex (OpenAI) or claude (Anthropic)")
+	c.fs.StringArrayVar(&tf.models, "model", nil, "with --harness: the `MODEL` of every agent, or of a ROLE (worker, verifier) or NODE with ROLE=MODEL, NODE=MODEL; repeatable (default gpt-5.6 for codex, claude-sonnet-5 for claude)")
+	c.fs.StringVar(&tf.size, "size", "small", "with --harness: the run's `SIZE`: tiny, small, standard or large")
+	c.fs.StringVar(&tf.env, "agent-env", "", "with --harness: the environment `NAMES` (comma-separated; none for none) every agent declares (default: OPENAI_API_KEY for codex, ANTHROPIC_API_KEY for claude)")
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("template", completeTemplates)
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("harness", fixedCompletion("codex", "claude"))
+	_ = c.fs.cmd.RegisterFlagCompletionFunc("size", fixedCompletion(runSizes...))
+	c.fs.note("A built-in graph: --template NAME --task TEXT (or @FILE, Markdown) runs the template's agents on the task; " +
+		"--pr delivers the accepted change as a pull request into the source branch, --ship also merges it once its checks pass " +
+		"(software-change only). --harness codex|claude builds the runtime plan (--model M for every agent, --model verifier=M " +
+		"or --model NODE=M for some), so no file is needed: " +
+		"oecp run submit --template software-change --task @TASK.md --harness claude --pr --watch")
+	return tf
+}
+
+func fixedCompletion(values ...string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// submissionParts fills sub's graph, runtime plan and initial input from
+// the submit flags, and returns the default title: the task's first line,
+// else the graph file's name or the template's.
+func (c *cli) submissionParts(sub *client.RunSubmission, tf *taskFlags, file, runtimeFile, input string) (string, error) {
+	d, err := tf.delivery.delivery(c.fs)
+	if err != nil {
+		return "", err
+	}
+	title := defaultTitle(file)
+	switch {
+	case tf.template != "" && file != "":
+		return "", c.fs.usageErr("-f and --template exclude each other: -f runs your own graph, --template a built-in one")
+	case tf.template != "":
+		if sub.Graph, err = materialise(c.fs, tf.template, d); err != nil {
+			return "", err
+		}
+		title = tf.template
+	case file == "":
+		return "", c.fs.usageErr("give the graph with -f GRAPH, or a built-in one with --template NAME ('oecp template list')")
+	case tf.delivery.given():
+		return "", c.fs.usageErr("--pr and --ship choose the delivery of a --template graph; a graph of your own declares its own (a git delivery node)")
+	default:
+		if sub.Graph, err = readGraph(file); err != nil {
+			return "", c.usageErr("%v", err)
+		}
+	}
+	// The decoded graph, for --task and --harness (a file that does not
+	// decode is left for the server to explain, as before).
+	var g *graph.GraphSpec
+	decoded := func() (*graph.GraphSpec, error) {
+		if g != nil {
+			return g, nil
+		}
+		dg, derr := graph.Decode(sub.Graph)
+		if derr != nil {
+			return nil, c.usageErr("graph file %s is not a valid GraphSpec: %v", file, derr)
+		}
+		g = dg
+		return g, nil
+	}
+
+	inputGiven := flagGiven(c.fs, "input")
+	switch {
+	case tf.task != "" && inputGiven:
+		return "", c.fs.usageErr("--task and --input exclude each other: --task builds the input from the task")
+	case tf.task != "":
+		text, err := readTask(tf.task)
+		if err != nil {
+			return "", c.usageErr("%v", err)
+		}
+		if g, err = decoded(); err != nil {
+			return "", err
+		}
+		if sub.InitialInput, err = templates.TaskInput(g, text); err != nil {
+			if errors.Is(err, templates.ErrTaskGraph) {
+				return "", c.usageErr("--task: %v", err).hint("Give the initial input with --input JSON|@FILE instead.")
+			}
+			return "", c.usageErr("--task: %v", err)
+		}
+		title = taskTitle(text, title)
+	case tf.template != "" && !inputGiven:
+		return "", c.fs.usageErr("give the task of --template %s with --task TEXT or --task @FILE", tf.template)
+	default:
+		if sub.InitialInput, err = parseJSONArg("--input", input); err != nil {
+			return "", c.usageErr("%v", err)
+		}
+	}
+
+	planFlags := flagGiven(c.fs, "model") || flagGiven(c.fs, "size") || flagGiven(c.fs, "agent-env")
+	switch {
+	case runtimeFile != "" && tf.harness != "":
+		return "", c.fs.usageErr("--runtime and --harness exclude each other: --runtime gives the plan, --harness builds one")
+	case runtimeFile != "" && planFlags:
+		return "", c.fs.usageErr("--model, --size and --agent-env go with --harness; a --runtime plan names its own")
+	case runtimeFile != "":
+		if sub.Runtime, err = parseJSONArg("--runtime", "@"+runtimeFile); err != nil {
+			return "", c.usageErr("%v", err)
+		}
+	case tf.harness == "":
+		return "", c.fs.usageErr("give the runtime plan with --runtime FILE, or build one with --harness codex|claude [--model M]")
+	default:
+		if g, err = decoded(); err != nil {
+			return "", err
+		}
+		if sub.Runtime, err = buildRuntime(g, tf.harness, tf.models, tf.size, agentEnv(tf.env)); err != nil {
+			return "", c.fs.usageErr("%v", err)
+		}
+	}
+	return title, nil
+}
+
+// agentEnv is --agent-env: nil for the harness's default, none for no
+// names, else the comma-separated names.
+func agentEnv(flag string) []string {
+	switch strings.TrimSpace(flag) {
+	case "":
+		return nil
+	case "none":
+		return []string{}
+	}
+	var out []string
+	for _, n := range strings.Split(flag, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// readTask is --task: its text, or the content of @FILE (@- is stdin).
+func readTask(flag string) (string, error) {
+	name, isFile := strings.CutPrefix(flag, "@")
+	if !isFile {
+		return flag, nil
+	}
+	var b []byte
+	var err error
+	if name == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return "", errors.New("read --task: " + err.Error())
+	}
+	return string(b), nil
+}
+
+// maxTitleRunes bounds a title taken from a task.
+const maxTitleRunes = 80
+
+// taskTitle is a run's title taken from its task: the first line with
+// text, without Markdown's heading marks, control characters made spaces,
+// shortened; fallback when the task has no such line.
+func taskTitle(task, fallback string) string {
+	for line := range strings.SplitSeq(task, "\n") {
+		line = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, line)
+		if line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#")); line != "" {
+			return shorten(line, maxTitleRunes)
+		}
+	}
+	return fallback
+}
