@@ -119,6 +119,7 @@ func (m *Manager) Reset(ctx context.Context, key, home string, src Source, branc
 	if err != nil {
 		return err
 	}
+	m.primeStatCache(ctx, home, p, commit)
 	objects := filepath.Join(m.mirrors.path(mirrorName(src.Repository, repo.URL)), "objects")
 	return initAgentGit(ctx, home, p, objects, repo.URL, src.Revision, branch)
 }

@@ -22,8 +22,10 @@ const (
 	// DefaultSnapshotMaxFiles bounds the files and links a snapshot
 	// records (what git does not ignore).
 	DefaultSnapshotMaxFiles = 100_000
-	// DefaultSnapshotMaxBytes bounds their sizes added up, as the files
-	// say (a sparse file counts its whole length).
+	// DefaultSnapshotMaxBytes bounds the sizes of the files a snapshot
+	// reads, added up as the files state them (a sparse file counts its
+	// whole length); files unchanged since the last snapshot are not
+	// read.
 	DefaultSnapshotMaxBytes int64 = 1 << 30
 	// snapshotMaxVisits bounds the entries a snapshot looks at, ignored
 	// ones included, as a multiple of its file bound.
@@ -70,7 +72,9 @@ type Snap struct {
 	Commit string
 	// Changed reports whether Commit is new.
 	Changed bool
-	// Files and Bytes are what the snapshot read.
+	// Files is what the snapshot recorded, Bytes what it read of them
+	// (files whose stat is unchanged since the last snapshot are not
+	// read again).
 	Files int
 	Bytes int64
 }
@@ -84,6 +88,9 @@ type entry struct {
 	mode string // 100644, 100755, 120000 or 160000
 	size int64
 	oid  string // a gitlink's commit
+	// st is a regular file's lstat, when hasStat.
+	st      fileStat
+	hasStat bool
 }
 
 // tracked is what the run's branch head records: its files, its gitlinks
@@ -133,15 +140,28 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		return Snap{}, err
 	}
 	snap := Snap{Commit: parent, Files: len(entries)}
+	cache := readStatCache(p.Host)
 	for _, e := range entries {
-		snap.Bytes += e.size
+		if _, ok := cache.lookup(e); !ok {
+			snap.Bytes += e.size
+		}
 	}
+	if snap.Bytes > lim.MaxBytes {
+		return Snap{}, fmt.Errorf("%w: more than %d bytes to read", ErrTooLarge, lim.MaxBytes)
+	}
+	started := time.Now()
 	now := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
 	who := fmt.Sprintf("%s <%s> %s", id.Name, id.Email, now)
 	feed := func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<16)
 		fmt.Fprintf(bw, "commit %s\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\ndeleteall\n", snapshotRef, who, who, len(message), message, parent)
 		for _, e := range entries {
+			if oid, ok := cache.lookup(e); ok {
+				if _, err := fmt.Fprintf(bw, "M %s %s %s\n", e.mode, oid, quotePath(e.path)); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := writeEntry(bw, root, e); err != nil {
 				return err
 			}
@@ -164,6 +184,9 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 	}
 	if _, err := g.Run(ctx, "update-ref", "-d", snapshotRef); err != nil {
 		return Snap{}, err
+	}
+	if err := writeStatCache(ctx, g, p.Host, ids[0], entries, started); err != nil {
+		m.log.Warn("workspace: the snapshot's stat cache is not kept", "dir", p.Dir, "err", err)
 	}
 	if ids[1] == ids[2] {
 		return snap, nil // nothing new: the branch stays
@@ -216,7 +239,6 @@ func listTracked(ctx context.Context, g Git, commit string) (tracked, error) {
 func walk(ctx context.Context, root *os.Root, g Git, tr tracked, lim Limits, skipNested bool) ([]entry, []string, error) {
 	var out []entry
 	var left []string
-	var bytes int64
 	visits := 0
 	level := []string{"."}
 	for len(level) > 0 {
@@ -270,7 +292,8 @@ func walk(ctx context.Context, root *os.Root, g Git, tr tracked, lim Limits, ski
 					if info.Mode()&0o111 != 0 {
 						mode = "100755"
 					}
-					candidates = append(candidates, entry{path: rel, mode: mode, size: info.Size()})
+					st, ok := statOf(info, mode)
+					candidates = append(candidates, entry{path: rel, mode: mode, size: info.Size(), st: st, hasStat: ok})
 				}
 				// FIFOs, devices and sockets are not recorded, as git
 				// does not record them.
@@ -290,12 +313,8 @@ func walk(ctx context.Context, root *os.Root, g Git, tr tracked, lim Limits, ski
 				continue
 			}
 			out = append(out, c)
-			bytes += c.size
 			if len(out) > lim.MaxFiles {
 				return nil, nil, fmt.Errorf("%w: more than %d files", ErrTooLarge, lim.MaxFiles)
-			}
-			if bytes > lim.MaxBytes {
-				return nil, nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, lim.MaxBytes)
 			}
 		}
 		sort.Strings(dirs)

@@ -225,6 +225,7 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if err := materialise(ctx, g.Home, p, revision); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	m.primeStatCache(ctx, g.Home, p, revision)
 	if err := initAgentGit(ctx, g.Home, p, objects, url, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
