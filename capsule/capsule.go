@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/delivery"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/harness/sandbox"
@@ -54,6 +55,10 @@ type Options struct {
 	// Sandbox confines every agent execution (nil: none, as in tests that
 	// need no confinement; oecp serve never passes nil with a harness).
 	Sandbox *sandbox.Host
+	// AgentMaxDisk is what one run's workspace, git directory and
+	// checkpoint may take on disk, in bytes (0: no bound); oecp serve's
+	// --agent-max-disk, which the sandbox enforces while an agent runs.
+	AgentMaxDisk int64
 	// RunDir holds the directories of native runs: a workspace and a
 	// runtime directory each (default: oecp-runs in the system's temporary
 	// directory).
@@ -195,7 +200,8 @@ func New(o Options) (*Capsule, error) {
 	rc := runs.Config{
 		Store:  o.Store,
 		Shared: o.Tenancy == cluster.Shared,
-		Agents: &agents{cfg: o.Harness, sandbox: o.Sandbox, ws: ws, log: o.Log, runners: map[string]*harness.Runner{}},
+		Agents: &agents{cfg: o.Harness, sandbox: o.Sandbox, ws: ws, log: o.Log, runners: map[string]*harness.Runner{},
+			deliver: delivery.Deliverer{Limits: workspace.Limits{MaxDisk: o.AgentMaxDisk}}},
 		Verify: verifyNative(),
 		Log:    o.Log,
 
@@ -204,7 +210,7 @@ func New(o Options) (*Capsule, error) {
 	if o.Repos != nil {
 		rc.Workspaces = workspaces{ws}
 		if o.CheckpointMaxBytes >= 0 {
-			k := &checkpoint.Keeper{M: ws, MaxBytes: o.CheckpointMaxBytes, Push: o.CheckpointPush, Log: o.Log}
+			k := &checkpoint.Keeper{M: ws, MaxBytes: o.CheckpointMaxBytes, Limits: workspace.Limits{MaxDisk: o.AgentMaxDisk}, Push: o.CheckpointPush, Log: o.Log}
 			if k.MaxBytes == 0 {
 				k.MaxBytes = checkpoint.DefaultMaxBytes
 			}

@@ -93,3 +93,14 @@ func (m *Manager) SetHead(ctx context.Context, key, home, commit string) error {
 	_, err := g.Run(ctx, "update-ref", "HEAD", commit)
 	return err
 }
+
+// MirrorObjects returns the objects directory of the mirror a run of src
+// borrows from ("" when the host serves no such repository): the one
+// directory of the mirrors an agent's sandbox may show, read-only.
+func (m *Manager) MirrorObjects(src Source) string {
+	repo, ok := m.repos.Lookup(src.Repository)
+	if !ok {
+		return ""
+	}
+	return filepath.Join(m.mirrors.path(mirrorName(src.Repository, repo.URL)), "objects")
+}

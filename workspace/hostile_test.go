@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/diskusage"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/workspace"
 )
@@ -334,4 +336,42 @@ func TestSnapshotRecordsOddNames(t *testing.T) {
 	if _, err := g.Run(ctx, "cat-file", "-e", third.Commit+":README.md"); err == nil {
 		t.Error("a removed file is still recorded")
 	}
+}
+
+// TestSnapshotKeepsWithinMaxDisk: a snapshot that could take the run's
+// directories past MaxDisk is refused before it writes anything; within
+// the bound it is recorded.
+func TestSnapshotKeepsWithinMaxDisk(t *testing.T) {
+	h := newHostileRun(t)
+	ctx := context.Background()
+	home := t.TempDir()
+	before, err := diskusage.Measure([]string{h.p.Workspace, h.p.Git, h.p.Host}, 1<<40, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.writeFile(filepath.Join(h.p.Workspace, "big.bin"), strings.Repeat("0123456789abcdef", 1<<16)) // 1 MiB
+	hostBefore := h.victimStateOf(h.p.Host)
+	_, err = h.m.Snapshot(ctx, h.key, home, hostileID, "one", workspace.Limits{MaxDisk: before + 3<<19})
+	if !errors.Is(err, workspace.ErrTooLarge) || !strings.Contains(err.Error(), "--agent-max-disk") {
+		t.Fatalf("past the bound: %v", err)
+	}
+	if after := h.victimStateOf(h.p.Host); after != hostBefore {
+		t.Fatal("a refused snapshot wrote into the host git directory")
+	}
+	if snap, err := h.m.Snapshot(ctx, h.key, home, hostileID, "two", workspace.Limits{MaxDisk: before + 4<<20}); err != nil || !snap.Changed {
+		t.Fatalf("within the bound: %+v %v", snap, err)
+	}
+}
+
+// victimStateOf lists dir's entries, their sizes and modes (no content).
+func (h *hostileRun) victimStateOf(dir string) string {
+	var lines []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil {
+			info, _ := d.Info()
+			lines = append(lines, path+" "+info.Mode().String()+" "+strconv.FormatInt(info.Size(), 10))
+		}
+		return nil
+	})
+	return strings.Join(lines, "\n")
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/oecp/oecp/internal/diskusage"
 )
 
 // Bounds of a snapshot, counted by the host before git reads a byte of
@@ -49,10 +51,14 @@ var (
 	errSnapshotWalkLimit = errors.New("too many entries")
 )
 
-// Limits bound a snapshot; zero fields take the defaults.
+// Limits bound a snapshot; zero fields take the defaults. MaxDisk, when
+// set, bounds what the run's directories (workspace, the agents' and the
+// host's git directories) may take once the snapshot is written: a
+// snapshot that could take them past it is refused before it writes.
 type Limits struct {
 	MaxFiles int
 	MaxBytes int64
+	MaxDisk  int64
 }
 
 func (l Limits) orDefaults() Limits {
@@ -148,6 +154,14 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 	}
 	if snap.Bytes > lim.MaxBytes {
 		return Snap{}, fmt.Errorf("%w: more than %d bytes to read", ErrTooLarge, lim.MaxBytes)
+	}
+	if lim.MaxDisk > 0 {
+		// What the snapshot writes is at most what it reads.
+		used, err := diskusage.Measure([]string{p.Workspace, p.Git, p.Host}, lim.MaxDisk, nil)
+		if err != nil || used+snap.Bytes > lim.MaxDisk {
+			return Snap{}, fmt.Errorf("%w: the run's directories take %d bytes and recording the workspace may add %d, over the limit of %d (--agent-max-disk)",
+				ErrTooLarge, used, snap.Bytes, lim.MaxDisk)
+		}
 	}
 	started := time.Now()
 	now := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"

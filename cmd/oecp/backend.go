@@ -186,6 +186,7 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			return nil, nil, err
 		}
 	}
+	opts.AgentMaxDisk = cfg.sandbox.maxDisk.n
 	opts.KeepWorkspaces = cfg.keepWorkspaces
 	if cfg.keepWorkspaces == 0 {
 		opts.KeepWorkspaces = -1

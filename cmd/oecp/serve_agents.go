@@ -19,22 +19,26 @@ import (
 type agentConfig struct {
 	unconfined bool
 	allowPorts []string
-	maxProcs   int64
-	maxMemory  string
+	maxProcs   limitFlag
+	maxMemory  limitFlag
+	maxDisk    limitFlag
 	uidRange   string
 	// hide lists the serve flags' files (auth, TLS) no agent may see.
 	hide []string
 
-	ports  []int
-	memory int64
-	uids   sandbox.UIDRange
+	ports []int
+	uids  sandbox.UIDRange
 }
 
 func (a *agentConfig) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.unconfined, "agent-unconfined", false, "run agents without a sandbox, as the server's user beside it (they can read everything it can); logged at WARN")
 	fs.StringArrayVar(&a.allowPorts, "agent-allow-port", nil, "host loopback `PORT` agents may reach, inside their sandbox at 127.0.0.1:PORT (repeatable; e.g. a local model gateway)")
-	fs.Int64Var(&a.maxProcs, "agent-max-procs", 0, "`N` processes at most per agent execution (cgroup pids; 0: no bound)")
-	fs.StringVar(&a.maxMemory, "agent-max-memory", "", "`BYTES` of memory at most per agent execution, with an optional K, M or G suffix (cgroup memory; default no bound)")
+	a.maxProcs = limitFlag{n: sandbox.DefaultMaxProcs}
+	a.maxMemory = limitFlag{n: sandbox.DefaultMaxMemory, bytes: true}
+	a.maxDisk = limitFlag{n: sandbox.DefaultMaxDisk, bytes: true}
+	fs.Var(&a.maxProcs, sandbox.LimitProcs, "processes and threads at most per agent execution (cgroup pids; 0 or none: no bound; the default applies where the host can enforce it)")
+	fs.Var(&a.maxMemory, sandbox.LimitMemory, "memory at most per agent execution, with an optional K, M or G suffix (cgroup memory, its /tmp included; 0 or none: no bound; the default applies where the host can enforce it)")
+	fs.Var(&a.maxDisk, sandbox.LimitDisk, "disk a run's workspace, git directory and an execution's home may take, with an optional K, M or G suffix, measured while an agent runs (0 or none: no bound)")
 	fs.StringVar(&a.uidRange, "agent-uid-range", "", "`FROM-TO` UIDs agents run under when the server is root (default "+fmt.Sprintf("%d-%d", sandbox.DefaultUIDs.From, sandbox.DefaultUIDs.To)+", leased host-wide)")
 }
 
@@ -47,16 +51,6 @@ func (a *agentConfig) validate() error {
 		}
 		a.ports = append(a.ports, n)
 	}
-	if a.maxProcs < 0 {
-		return fmt.Errorf("--agent-max-procs %d: want 0 (no bound) or more", a.maxProcs)
-	}
-	if a.maxMemory != "" {
-		n, err := parseBytes(a.maxMemory)
-		if err != nil {
-			return fmt.Errorf("--agent-max-memory %q: %w", a.maxMemory, err)
-		}
-		a.memory = n
-	}
 	if a.uidRange != "" {
 		r, err := sandbox.ParseUIDRange(a.uidRange)
 		if err != nil {
@@ -67,7 +61,8 @@ func (a *agentConfig) validate() error {
 	return nil
 }
 
-// byteSuffixes are the multipliers --agent-max-memory accepts.
+// byteSuffixes are the multipliers --agent-max-memory and --agent-max-disk
+// accept.
 var byteSuffixes = map[string]int64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 // parseBytes reads N with an optional K, M or G (binary) suffix.
@@ -76,7 +71,7 @@ func parseBytes(s string) (int64, error) {
 	mul := byteSuffixes[strings.ToUpper(s)[len(num):]]
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 0 || mul == 0 || n > (1<<62)/mul {
-		return 0, errors.New("want a byte count like 536870912 or 512M")
+		return 0, errors.New("want a byte count like 536870912 or 512M, or 0 or none for no bound")
 	}
 	return n * mul, nil
 }
@@ -105,6 +100,94 @@ func (a *agentConfig) host(cfg backendConfig, h *harness.Config, log *slog.Logge
 			ports = append(ports, p)
 		}
 	}
-	return sandbox.New(sandbox.Config{Unconfined: a.unconfined, AllowPorts: ports, MaxProcs: a.maxProcs, MaxMemory: a.memory,
-		UIDs: a.uids, Hide: hide, Programs: h.Programs(), Log: log})
+	procs, memory, disk := a.limits(log)
+	host, err := sandbox.New(sandbox.Config{Unconfined: a.unconfined, AllowPorts: ports, MaxProcs: procs, MaxMemory: memory, MaxDisk: disk,
+		UIDs: a.uids, Hide: hide, Programs: h.Programs(), Commands: h.Commands(), Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if a.unconfined {
+		log.Info("agent limits in force: none, agents run unconfined")
+	} else {
+		log.Info("agent limits in force", sandbox.LimitProcs, limitText(procs, false), sandbox.LimitMemory, limitText(memory, true), sandbox.LimitDisk, limitText(disk, true))
+	}
+	return host, nil
+}
+
+// limits are the bounds of each agent execution: a default the host
+// cannot enforce is dropped with a WARN (a bound the operator gave makes
+// the sandbox refuse to start instead).
+func (a *agentConfig) limits(log *slog.Logger) (procs, memory, disk int64) {
+	if a.unconfined {
+		return 0, 0, 0
+	}
+	out := []int64{a.maxProcs.n, a.maxMemory.n, a.maxDisk.n}
+	for i, f := range []struct {
+		name string
+		flag *limitFlag
+	}{{sandbox.LimitProcs, &a.maxProcs}, {sandbox.LimitMemory, &a.maxMemory}, {sandbox.LimitDisk, &a.maxDisk}} {
+		if f.flag.set || f.flag.n == 0 {
+			continue
+		}
+		if err := sandbox.CanLimit(f.name); err != nil {
+			log.Warn("agent limit not enforced: this host cannot enforce its default (pass --"+f.name+" 0 to say so, or give the server a cgroup it may write)",
+				"limit", f.name, "default", limitText(f.flag.n, f.flag.bytes), "err", err)
+			out[i] = 0
+		}
+	}
+	return out[0], out[1], out[2]
+}
+
+// limitFlag is an agent limit flag: a count, or bytes with an optional K,
+// M or G suffix; 0 or none for no bound. set records that the operator
+// gave it.
+type limitFlag struct {
+	n     int64
+	bytes bool
+	set   bool
+}
+
+func (f *limitFlag) String() string { return limitText(f.n, f.bytes) }
+
+func (f *limitFlag) Type() string {
+	if f.bytes {
+		return "BYTES"
+	}
+	return "N"
+}
+
+func (f *limitFlag) Set(s string) error {
+	var n int64
+	var err error
+	switch {
+	case strings.EqualFold(s, "none"):
+	case f.bytes:
+		n, err = parseBytes(s)
+	default:
+		if n, err = strconv.ParseInt(s, 10, 64); err != nil || n < 0 {
+			err = errors.New("want a count, or 0 or none for no bound")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	f.n, f.set = n, true
+	return nil
+}
+
+// limitText shows a limit as its flag takes it: none, a count, or bytes
+// in the largest suffix that divides them.
+func limitText(n int64, bytes bool) string {
+	switch {
+	case n == 0:
+		return "none"
+	case !bytes:
+		return strconv.FormatInt(n, 10)
+	}
+	for _, s := range []string{"G", "M", "K"} {
+		if m := byteSuffixes[s]; n%m == 0 {
+			return strconv.FormatInt(n/m, 10) + s
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

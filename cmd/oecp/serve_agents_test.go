@@ -510,7 +510,7 @@ func TestServeAgentSandboxRefusals(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "bwrap (Debian package bubblewrap)") || !strings.Contains(stderr, "--agent-unconfined") {
 		t.Errorf("without bwrap: exit %d\n%s", code, stderr)
 	}
-	for _, bad := range [][]string{{"--agent-allow-port", "0"}, {"--agent-max-memory", "12X"}, {"--agent-uid-range", "9-1"}, {"--agent-max-procs", "-1"}} {
+	for _, bad := range [][]string{{"--agent-allow-port", "0"}, {"--agent-max-memory", "12X"}, {"--agent-uid-range", "9-1"}, {"--agent-max-procs", "-1"}, {"--agent-max-disk", "-1"}, {"--agent-max-disk", "10T"}} {
 		if code, stderr := run(nil, bad...); code != 2 || !strings.Contains(stderr, bad[0]) {
 			t.Errorf("%v: exit %d\n%s", bad, code, stderr)
 		}

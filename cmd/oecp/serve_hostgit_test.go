@@ -184,7 +184,8 @@ func TestHostGitNeverStepsOnAgentState(t *testing.T) {
 			rt := filepath.Join(s.install, "runtime-git.json")
 			w := oecp(t, srv, "run", "submit", "-f", s.graph(t, "gitattack"), "--runtime", rt, "--source", "acme/app@main:"+s.head, "--id", "attack", "--watch")
 			logs := oecp(t, srv, "run", "logs", "attack")
-			if w.code != 0 || !strings.Contains(logs.stdout, "PROBE work planted attack") {
+			if w.code != 0 || !strings.Contains(logs.stdout, "PROBE work planted attack") || !strings.Contains(logs.stdout, "PROBE work gitstatus ok") ||
+				!strings.Contains(logs.stdout, "PROBE work mirror readonly") {
 				t.Fatalf("the attack run: exit %d\n%s\n%s\nlogs:\n%s\nserver:\n%s", w.code, w.stdout, w.stderr, logs.stdout, s.log.String())
 			}
 			if after := tree(s.victim); after != before {

@@ -21,7 +21,7 @@ func (r *Runner) Confine(h *sandbox.Host) *Runner {
 // confine prepares the sandbox of one execution: nil when the runner has
 // none (its Confine and Close still work).
 func (r *Runner) confine(job Job, home string, verifier bool) (*sandbox.Execution, error) {
-	return r.sandbox.Start(sandbox.Spec{Run: job.RunID, Workspace: job.Dir, GitDir: job.GitDir, Home: home,
+	return r.sandbox.Start(sandbox.Spec{Run: job.RunID, Workspace: job.Dir, GitDir: job.GitDir, Objects: job.Objects, Home: home,
 		Scratch: job.Runtime, Verifier: verifier})
 }
 
@@ -34,6 +34,18 @@ func (c *Config) Programs() []string {
 			if i == 0 || filepath.IsAbs(a) {
 				out = append(out, a)
 			}
+		}
+	}
+	return out
+}
+
+// Commands lists each harness entry's program (argv[0]), which the
+// sandbox must show its agents.
+func (c *Config) Commands() []string {
+	var out []string
+	for _, name := range c.Names() {
+		if argv := c.entries[name].Argv; len(argv) > 0 {
+			out = append(out, argv[0])
 		}
 	}
 	return out

@@ -82,8 +82,10 @@ type Job struct {
 	// otherwise, removed when the execution ends. "" gives no home.
 	Runtime string
 	// GitDir is the run's git directory outside Dir ("" none); a sandbox
-	// shows it to the execution as git needs it.
-	GitDir string
+	// shows it to the execution as git needs it, and Objects, the object
+	// directory it borrows from, read-only.
+	GitDir  string
+	Objects string
 }
 
 // Worker adapts one job to engine/worker's Worker.

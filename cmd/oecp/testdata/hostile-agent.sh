@@ -5,8 +5,10 @@
 # the server's data directory, its harness file, a file in its home, and
 # the value of a variable only the server's environment holds.
 # The instructions pick a mode: "MODE storm" forks until stopped, "MODE
-# hog" eats memory, "MODE quiet" only answers, "MODE sleeper" sleeps as
-# oecp-sleeper-<secret>.
+# bigstorm" starts threads past the default process limit (4096) with the
+# probe directory's threads program (testdata/threads), "MODE hog" eats
+# memory, "MODE fill" writes 64 MiB into its workspace and waits, "MODE
+# quiet" only answers, "MODE sleeper" sleeps as oecp-sleeper-<secret>.
 probe_dir=$1 data=$2 harness=$3 home_file=$4 secret=$5
 req=$(cat)
 node=$(printf '%s' "$req" | grep -o '"node":"[a-z]*"' | cut -d'"' -f4)
@@ -21,6 +23,8 @@ answer() {
 }
 case "$req" in
 *"MODE storm"*) for i in $(seq 1000); do sleep 600 & done; wait; answer ;;
+*"MODE bigstorm"*) "$probe_dir/threads"; exec sleep 600 ;;
+*"MODE fill"*) head -c 67108864 /dev/zero >"$PWD/fill" 2>/dev/null; exec sleep 600 ;;
 *"MODE hog"*) head -c 2000000000 /dev/zero | tail >/dev/null; answer ;;
 *"MODE quiet"*) answer ;;
 *"MODE sleeper"*) echo "sleeper started" >&2; exec -a "oecp-sleeper-$secret" sleep 3600 ;;

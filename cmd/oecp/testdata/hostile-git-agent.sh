@@ -18,6 +18,12 @@ node=$(printf '%s' "$req" | grep -o '"node":"[a-z]*"' | cut -d'"' -f4)
 p() { echo "PROBE $node $1 $2" >&2; }
 victim=$(dirname "$harness")/victim
 gitdir=$(cd "$(sed -n 's/^gitdir: //p' .git)" 2>/dev/null && pwd)
+# The agents' git works in the workspace (its objects are the mirror's,
+# shown read-only).
+if [ "$(git log -1 --format=%s 2>/dev/null)" = seed ] && git status --porcelain >/dev/null 2>&1; then p gitstatus ok; else p gitstatus failed; fi
+objects=$(git rev-parse --git-path objects 2>/dev/null)
+mirror=$(cd "$objects" 2>/dev/null && cat info/alternates 2>/dev/null | head -1)
+if [ -n "$mirror" ] && touch "$objects/$mirror/intruder" 2>/dev/null; then p mirror writable; else p mirror readonly; fi
 case "$req" in
 *"MODE gitnested"*)
 	mkdir -p vendor/lib

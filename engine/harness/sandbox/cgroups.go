@@ -16,12 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Limits an execution can hit, as log lines name them.
-const (
-	LimitProcs  = "agent-max-procs"
-	LimitMemory = "agent-max-memory"
-)
-
 // cgroupRoot is where the cgroup v1 controller hierarchies are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 

@@ -26,6 +26,10 @@ type Spec struct {
 	Workspace string
 	// GitDir is the run's git directory outside the workspace ("" none).
 	GitDir string
+	// Objects is the object directory GitDir borrows from ("" none): the
+	// repository's mirror, shown read-only so that git works in the
+	// workspace; nothing else of the mirror is shown.
+	Objects string
 	// Home is the session's private home ("" none).
 	Home string
 	// Scratch is a directory of the host's, never shown to the sandbox,
@@ -46,6 +50,8 @@ type Execution struct {
 	lease *lease
 	files string
 	cg    *group
+	// diskStop ends the --agent-max-disk watch, which closes diskDone.
+	diskStop, diskDone chan struct{}
 
 	mu    sync.Mutex
 	inits map[int]bool
@@ -92,6 +98,9 @@ func (h *Host) Start(spec Spec) (*Execution, error) {
 		if err := g.watch(e.hitLimit); err != nil {
 			return nil, fmt.Errorf("sandbox limits: %w", err)
 		}
+	}
+	if h.cfg.MaxDisk > 0 {
+		e.watchDisk()
 	}
 	ok = true
 	return e, nil
@@ -224,12 +233,13 @@ func (e *Execution) writeFiles() error {
 	return nil
 }
 
-// Close ends the execution: a verifier's UID is released (every process
-// of it killed), the limits' groups are removed.
+// Close ends the execution: the disk watch stops, a verifier's UID is
+// released (every process of it killed), the limits' groups are removed.
 func (e *Execution) Close() {
 	if e == nil {
 		return
 	}
+	e.stopDisk()
 	if e.lease != nil {
 		if err := e.lease.release(); err != nil {
 			e.h.log.Error("sandbox: releasing a verifier UID", "uid", e.lease.uid, "err", err)
@@ -243,8 +253,8 @@ func (e *Execution) Close() {
 	}
 }
 
-// Limit names the limit the execution hit (LimitProcs, LimitMemory), or
-// "".
+// Limit names the limit the execution hit (LimitProcs, LimitMemory,
+// LimitDisk), or "".
 func (e *Execution) Limit() string {
 	if e == nil {
 		return ""
@@ -281,6 +291,11 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 	}
 	if cmd.Err != nil {
 		return nil, cmd.Err
+	}
+	if filepath.IsAbs(cmd.Path) {
+		if why := e.h.hiddenBy(cmd.Path, []string{e.spec.Workspace, e.spec.GitDir, e.spec.Home}); why != "" {
+			return nil, fmt.Errorf("%w: %s (%s)", ErrNotFound, cmd.Path, why)
+		}
 	}
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
@@ -386,6 +401,9 @@ func (e *Execution) args(dir string, infoFd, blockFd int) []string {
 		if _, err := os.Stat(d); d != "" && err == nil {
 			binds = append(binds, [3]string{rw, d, d})
 		}
+	}
+	if _, err := os.Stat(e.spec.Objects); e.spec.Objects != "" && err == nil {
+		binds = append(binds, [3]string{"--ro-bind", e.spec.Objects, e.spec.Objects})
 	}
 	made := map[string]bool{}
 	for _, b := range binds {

@@ -10,9 +10,13 @@
 // under its own leased UID. The network namespace reaches the outside
 // world through pasta, never the host's loopback except the ports the
 // operator allows. Per-execution limits on processes and memory come from
-// cgroup v1 groups beneath the server's own. Every sandbox dies with its
-// server: its outer process gets SIGKILL when the server dies, and its PID
-// namespace's init takes every process of the sandbox with it.
+// cgroup v1 groups beneath the server's own; the limit on disk is a watch
+// that measures the run's directories while the execution runs. A
+// harness program is shown where the operator installed it, or New
+// refuses it; one an agent would not find fails to start, saying so.
+// Every sandbox dies with its server: its outer process gets SIGKILL when
+// the server dies, and its PID namespace's init takes every process of
+// the sandbox with it.
 package sandbox
 
 import (
@@ -21,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,6 +59,10 @@ type Config struct {
 	// --agent-max-procs and --agent-max-memory.
 	MaxProcs  int64
 	MaxMemory int64
+	// MaxDisk bounds what a run's workspace, git directory and an
+	// execution's home take on disk, measured while the execution runs
+	// (0: no bound); --agent-max-disk.
+	MaxDisk int64
 	// UIDs is the range writer and verifier UIDs are leased from when the
 	// server is root (zero: DefaultUIDs); --agent-uid-range.
 	UIDs UIDRange
@@ -62,26 +71,32 @@ type Config struct {
 	// Hide lists paths no sandbox may see: the data directory, the
 	// server's configuration files, its home. Missing paths are ignored.
 	Hide []string
-	// Programs are the harness programs (argv[0] of each harness entry):
-	// one installed inside a hidden directory has its installation made
-	// visible, read-only.
+	// Programs are the harness programs and scripts (argv[0] of each
+	// harness entry, and every absolute path in its argv): one installed
+	// inside a hidden directory has its installation made visible,
+	// read-only.
 	Programs []string
+	// Commands are the harness programs proper (argv[0] of each entry):
+	// New fails (ErrHiddenProgram), naming it, when the sandbox cannot
+	// show one, and logs a WARN when an agent's UID may not run it.
+	Commands []string
 	Log      *slog.Logger
 }
 
 // Host confines agent executions. A nil *Host confines nothing.
 type Host struct {
-	cfg     Config
-	log     *slog.Logger
-	bwrap   string
-	pasta   string
-	setpriv string
-	root    bool
-	hide    []string // directories shown as empty
-	files   []string // files shown as empty
-	expose  []string // directories inside hidden ones shown read-only
-	leases  *leases
-	cg      *cgroups
+	cfg      Config
+	log      *slog.Logger
+	bwrap    string
+	pasta    string
+	setpriv  string
+	root     bool
+	hide     []string // directories shown as empty
+	files    []string // files shown as empty
+	expose   []string // directories (or files) inside hidden ones shown read-only
+	explicit []string // the directories of cfg.Hide
+	leases   *leases
+	cg       *cgroups
 
 	mu      sync.Mutex
 	writers map[string]*lease
@@ -122,9 +137,20 @@ func New(cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("%w: %s is not readable and writable by the server's user (%v); Debian's mode is 0666 (.ci/install-deps restores it), or pass --agent-unconfined", ErrUnavailable, tunDevice, err)
 		}
 	}
-	var explicit []string
-	h.hide, h.files, explicit = hiddenPaths(cfg.Hide)
-	h.expose = exposedPaths(h.hide, explicit, cfg.Programs)
+	h.hide, h.files, h.explicit = hiddenPaths(cfg.Hide)
+	h.expose = exposedPaths(h.hide, h.explicit, append(slices.Clone(cfg.Programs), cfg.Commands...))
+	if err := h.checkCommands(cfg.Commands); err != nil {
+		return nil, err
+	}
+	// A path in an argv may be meant for the server alone; a script an
+	// interpreter runs would be reported missing by it.
+	for _, p := range cfg.Programs {
+		if path, err := execPath(p); err == nil && !slices.Contains(cfg.Commands, p) {
+			if why := h.hiddenBy(path, nil); why != "" {
+				h.log.Warn("sandbox: a path in a harness argv is hidden from agents", "path", p, "why", why)
+			}
+		}
+	}
 	if h.root {
 		r := cfg.UIDs
 		if r == (UIDRange{}) {
@@ -139,6 +165,13 @@ func New(cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		h.leases = l
+		for _, c := range cfg.Commands {
+			if path, err := execPath(c); err == nil {
+				if why := h.othersCannotRun(path); why != "" {
+					h.log.Warn("sandbox: an agent's UID may not run a harness program", "program", c, "why", why)
+				}
+			}
+		}
 	}
 	if cfg.MaxProcs > 0 || cfg.MaxMemory > 0 {
 		cg, err := newCgroups(cfg.MaxProcs, cfg.MaxMemory)

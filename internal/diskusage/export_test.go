@@ -1,0 +1,4 @@
+package diskusage
+
+// MeasureAtMost is Measure visiting at most maxEntries entries.
+var MeasureAtMost = measure
