@@ -23,26 +23,30 @@ const hostConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\t
 
 // initHostGit makes p.Host anew: a bare repository with hostConfig,
 // borrowing the objects directory objects, its branch at revision and
-// HEAD on it.
-func initHostGit(ctx context.Context, g Git, p Paths, objects, revision, branch string) error {
+// HEAD on it. The host writes each file itself: the directory is new.
+func initHostGit(p Paths, objects, revision, branch string) error {
 	if err := os.RemoveAll(p.Host); err != nil {
 		return err
 	}
-	if _, err := g.Run(ctx, "init", "--quiet", "--bare", "--template=", p.Host); err != nil {
-		return err
+	return newGitDir(p.Host, hostConfig, objects, revision, branch)
+}
+
+// newGitDir makes dir a new git directory with config as its whole
+// configuration, objects as the one directory it borrows objects from,
+// refs/heads/branch at revision and HEAD on that branch.
+func newGitDir(dir, config, objects, revision, branch string) error {
+	ref := filepath.Join(dir, "refs", "heads", filepath.FromSlash(branch))
+	for _, d := range []string{filepath.Join(dir, "objects", "info"), filepath.Join(dir, "objects", "pack"), filepath.Join(dir, "refs", "tags"), filepath.Dir(ref)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
 	}
-	if err := os.WriteFile(filepath.Join(p.Host, "config"), []byte(hostConfig), 0o600); err != nil {
-		return err
+	for path, body := range map[string]string{filepath.Join(dir, "config"): config, filepath.Join(dir, "HEAD"): "ref: refs/heads/" + branch + "\n", ref: revision + "\n"} {
+		if err := writeNew(path, body, 0o600); err != nil {
+			return err
+		}
 	}
-	if err := writeAlternates(p.Host, objects); err != nil {
-		return err
-	}
-	h := Git{GitDir: p.Host, Home: g.Home}
-	if _, err := h.Run(ctx, "update-ref", "refs/heads/"+branch, revision); err != nil {
-		return err
-	}
-	_, err := h.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/"+branch)
-	return err
+	return writeAlternates(dir, objects)
 }
 
 // writeAlternates makes objects the one directory the git directory dir
@@ -70,14 +74,8 @@ func (m *Manager) HostGit(key, home string) Git {
 // Head returns the commit the run's branch names in its host git
 // directory.
 func (m *Manager) Head(ctx context.Context, key, home string) (string, error) {
-	head, err := m.HostGit(key, home).Run(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-	if err != nil {
-		return "", err
-	}
-	if !commitIDRE.MatchString(head) {
-		return "", fmt.Errorf("the run's branch names %q, not a commit", head)
-	}
-	return head, nil
+	_, head, err := readHead(ctx, m.HostGit(key, home), m.paths(key).Host)
+	return head, err
 }
 
 // SetHead moves the run's branch in its host git directory to commit,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // agentGitFile is the content of the workspace's .git file: it names the
@@ -24,10 +25,7 @@ func materialise(ctx context.Context, home string, p Paths, commit string) error
 		return err
 	}
 	g := Git{GitDir: p.Host, Dir: p.Workspace, Home: home}
-	if _, err := g.Run(ctx, "read-tree", "--reset", commit); err != nil {
-		return err
-	}
-	if _, err := g.Run(ctx, "checkout-index", "--all", "--force"); err != nil {
+	if _, err := g.Run(ctx, "read-tree", "-u", "--reset", commit); err != nil {
 		return err
 	}
 	return writeNew(filepath.Join(p.Workspace, ".git"), agentGitFile, 0o644)
@@ -62,41 +60,36 @@ func writeNew(path, content string, mode os.FileMode) error {
 }
 
 // initAgentGit makes the agents' git directory p.Git anew, for the work
-// tree p.Workspace: borrowing objects, with url as its origin, branch at
-// revision checked out and the index at revision (the work tree's
-// differences from it show as changes). The host never runs git there
-// after this.
-func initAgentGit(ctx context.Context, home string, p Paths, objects, url, revision, branch string) error {
+// tree p.Workspace: borrowing objects, with url as its origin and branch
+// at revision checked out; its index is a copy of the host's (copyIndex:
+// the host's index is revision's tree as just written) or revision's tree
+// (the work tree's differences from it show as changes). The host never
+// runs git there after this.
+func initAgentGit(ctx context.Context, home string, p Paths, objects, url, revision, branch string, copyIndex bool) error {
 	if err := os.RemoveAll(p.Git); err != nil {
 		return err
 	}
-	g := Git{Home: home}
-	if _, err := g.Run(ctx, "init", "--quiet", "--bare", "--template=", p.Git); err != nil {
+	config := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n" +
+		"[remote \"origin\"]\n\turl = " + configValue(url) + "\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+	if err := newGitDir(p.Git, config, objects, revision, branch); err != nil {
 		return err
 	}
-	if err := writeAlternates(p.Git, objects); err != nil {
-		return err
-	}
-	a := Git{GitDir: p.Git, Home: home}
-	for _, kv := range [][2]string{{"core.bare", "false"}, {"remote.origin.url", url}, {"remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"}} {
-		if _, err := a.Run(ctx, "config", kv[0], kv[1]); err != nil {
-			return err
+	if copyIndex {
+		index, err := os.ReadFile(filepath.Join(p.Host, "index"))
+		if err == nil {
+			return writeNew(filepath.Join(p.Git, "index"), string(index), 0o600)
 		}
 	}
-	if _, err := a.Run(ctx, "update-ref", "refs/heads/"+branch, revision); err != nil {
-		return err
-	}
-	if _, err := a.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/"+branch); err != nil {
-		return err
-	}
-	if _, err := a.Run(ctx, "read-tree", revision); err != nil {
+	if _, err := (Git{GitDir: p.Git, Home: home}).Run(ctx, "read-tree", revision); err != nil {
 		return fmt.Errorf("the agents' index: %w", err)
 	}
-	// The work tree is the host's own yet: its files' times go into the
-	// index, so an agent's first git status reads none of them.
-	a.Dir = p.Workspace
-	_, _ = a.Status(ctx, "update-index", "-q", "--refresh")
 	return nil
+}
+
+// configValue quotes s as a git configuration value.
+func configValue(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`)
+	return `"` + r.Replace(s) + `"`
 }
 
 // Reset makes the run's work tree exactly commit's tree, from the host git
@@ -119,9 +112,8 @@ func (m *Manager) Reset(ctx context.Context, key, home string, src Source, branc
 	if err != nil {
 		return err
 	}
-	m.primeStatCache(ctx, home, p, commit)
-	objects := filepath.Join(m.mirrors.path(mirrorName(src.Repository, repo.URL)), "objects")
-	return initAgentGit(ctx, home, p, objects, repo.URL, src.Revision, branch)
+	m.primeIndex(ctx, home, p, commit)
+	return initAgentGit(ctx, home, p, m.MirrorObjects(src), repo.URL, src.Revision, branch, commit == src.Revision)
 }
 
 // asideDir, in a run's directory, holds the work tree's ignored entries
@@ -143,7 +135,7 @@ func (m *Manager) setIgnoredAside(ctx context.Context, home string, p Paths, com
 		return none
 	}
 	g := Git{GitDir: p.Host, Home: home}
-	tr, err := listTracked(ctx, g, commit)
+	tr, err := listTree(ctx, g, commit)
 	if err != nil {
 		m.log.Warn("workspace: ignored files are not kept", "dir", p.Dir, "err", err)
 		return none

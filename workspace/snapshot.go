@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,9 +38,6 @@ const (
 	snapshotMaxVisits = 4
 	// SnapshotTimeout bounds one snapshot's time.
 	SnapshotTimeout = 5 * time.Minute
-	// snapshotRef is the ref of the host git directory a snapshot's commit
-	// is made under before the run's branch takes it.
-	snapshotRef = "refs/oecp/snapshot"
 )
 
 // Errors of Snapshot, each wrapped with its detail. ErrTooLarge: the
@@ -99,14 +100,6 @@ type entry struct {
 	hasStat bool
 }
 
-// tracked is what the run's branch head records: its files, its gitlinks
-// and its directories.
-type tracked struct {
-	files    map[string]bool
-	gitlinks map[string]string
-	dirs     map[string]bool
-}
-
 // Snapshot records the run's workspace as a commit on the run's branch in
 // its host git directory, as id with message, and returns it. The host
 // reads the work tree itself: it lists directories without following a
@@ -116,22 +109,24 @@ type tracked struct {
 // any kind. A directory holding a .git of its own is refused
 // (ErrNestedRepository) unless the branch records a gitlink there, which
 // is kept as it is; no such repository is read. Ignore files in the work
-// tree choose what is left out, as git add --all would. Git then writes
-// what the host read (fast-import), in the host git directory: no git
-// command runs in the work tree, and no file the agent wrote configures
-// one. Nothing is read past lim (ErrTooLarge) or SnapshotTimeout. The
-// run's gate must be held.
+// tree choose what is left out, as git add --all would. A file whose
+// stat is what the host's index holds is not read again. When the tree
+// is the branch head's, nothing is written; otherwise git writes what the
+// host read (fast-import) in the host git directory, and the branch (and
+// CheckpointRef) move to the new commit: no git command runs in the work
+// tree, and no file the agent wrote configures one. Nothing is read past
+// lim (ErrTooLarge) or SnapshotTimeout. The run's gate must be held.
 func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, message string, lim Limits) (Snap, error) {
 	ctx, cancel := context.WithTimeout(ctx, SnapshotTimeout)
 	defer cancel()
 	lim = lim.orDefaults()
 	p := m.paths(key)
 	g := m.HostGit(key, home)
-	parent, err := m.Head(ctx, key, home)
+	ref, parent, err := readHead(ctx, g, p.Host)
 	if err != nil {
 		return Snap{}, err
 	}
-	tr, err := listTracked(ctx, g, parent)
+	idx, err := loadIndex(ctx, g, p.Host, parent)
 	if err != nil {
 		return Snap{}, err
 	}
@@ -141,15 +136,18 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 	}
 	defer root.Close()
 	walker := Git{GitDir: p.Host, Dir: p.Workspace, Home: home}
-	entries, _, err := walk(ctx, root, walker, tr, lim, false)
+	entries, _, err := walk(ctx, root, walker, idx, lim, false)
 	if err != nil {
 		return Snap{}, err
 	}
 	snap := Snap{Commit: parent, Files: len(entries)}
-	cache := readStatCache(p.Host)
-	for _, e := range entries {
-		if _, ok := cache.lookup(e); !ok {
-			snap.Bytes += e.size
+	for i, e := range entries {
+		if e.mode == modeFile || e.mode == modeExec {
+			if oid, ok := idx.cached(e); ok {
+				entries[i].oid = oid
+			} else {
+				snap.Bytes += e.size
+			}
 		}
 	}
 	if snap.Bytes > lim.MaxBytes {
@@ -164,84 +162,131 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		}
 	}
 	started := time.Now()
+	next := treeIndex{commit: parent, entries: make(map[string]indexEntry, len(entries))}
+	for i := range entries {
+		e := &entries[i]
+		if err := identify(root, e); err != nil {
+			return Snap{}, err
+		}
+		next.entries[e.path] = indexEntry{mode: e.mode, oid: e.oid, st: e.st, hasStat: e.hasStat}
+		for d := path.Dir(e.path); d != "."; d = path.Dir(d) {
+			next.entries[d] = indexEntry{mode: modeDir, oid: zeroID}
+		}
+	}
+	if sameTree(idx, next) {
+		if err := writeIndex(p.Host, next, started); err != nil {
+			m.log.Warn("workspace: the snapshot's index is not kept", "dir", p.Dir, "err", err)
+		}
+		return snap, nil // nothing new: the branch stays
+	}
+	known := make(map[string]bool, len(idx.entries))
+	for _, e := range idx.entries {
+		known[e.oid] = true
+	}
 	now := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
 	who := fmt.Sprintf("%s <%s> %s", id.Name, id.Email, now)
 	feed := func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<16)
-		fmt.Fprintf(bw, "commit %s\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\ndeleteall\n", snapshotRef, who, who, len(message), message, parent)
+		fmt.Fprintf(bw, "commit %s\nmark :1\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\ndeleteall\n", ref, who, who, len(message), message, parent)
 		for _, e := range entries {
-			if oid, ok := cache.lookup(e); ok {
-				if _, err := fmt.Fprintf(bw, "M %s %s %s\n", e.mode, oid, quotePath(e.path)); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := writeEntry(bw, root, e); err != nil {
+			if err := writeEntry(bw, root, e, known[e.oid]); err != nil {
 				return err
 			}
 		}
-		if _, err := bw.WriteString("done\n"); err != nil {
+		if _, err := fmt.Fprintf(bw, "reset %s\nfrom :1\n\ndone\n", CheckpointRef); err != nil {
 			return err
 		}
 		return bw.Flush()
 	}
-	if err := g.pipe(ctx, feed, nil, "fast-import", "--quiet", "--done"); err != nil {
+	marks := filepath.Join(home, fmt.Sprintf("snapshot-%d.marks", time.Now().UnixNano()))
+	defer os.Remove(marks)
+	if err := g.pipe(ctx, feed, nil, "fast-import", "--quiet", "--done", "--export-marks="+marks); err != nil {
 		return Snap{}, err
 	}
-	trees, err := g.Run(ctx, "rev-parse", snapshotRef, snapshotRef+"^{tree}", parent+"^{tree}")
-	if err != nil {
-		return Snap{}, err
+	b, err := os.ReadFile(marks)
+	commit, ok := strings.CutPrefix(strings.TrimSpace(string(b)), ":1 ")
+	if err != nil || !ok || !commitIDRE.MatchString(commit) {
+		return Snap{}, fmt.Errorf("git fast-import named no commit (%q, %v)", b, err)
 	}
-	ids := strings.Fields(trees)
-	if len(ids) != 3 || !commitIDRE.MatchString(ids[0]) {
-		return Snap{}, fmt.Errorf("git named %q after the snapshot", trees)
+	next.commit = commit
+	if err := writeIndex(p.Host, next, started); err != nil {
+		m.log.Warn("workspace: the snapshot's index is not kept", "dir", p.Dir, "err", err)
 	}
-	if _, err := g.Run(ctx, "update-ref", "-d", snapshotRef); err != nil {
-		return Snap{}, err
-	}
-	if err := writeStatCache(ctx, g, p.Host, ids[0], entries, started); err != nil {
-		m.log.Warn("workspace: the snapshot's stat cache is not kept", "dir", p.Dir, "err", err)
-	}
-	if ids[1] == ids[2] {
-		return snap, nil // nothing new: the branch stays
-	}
-	if _, err := g.Run(ctx, "update-ref", "HEAD", ids[0], parent); err != nil {
-		return Snap{}, err
-	}
-	snap.Commit, snap.Changed = ids[0], true
+	snap.Commit, snap.Changed = commit, true
 	return snap, nil
 }
 
-// listTracked reads what commit records.
-func listTracked(ctx context.Context, g Git, commit string) (tracked, error) {
-	tr := tracked{files: map[string]bool{}, gitlinks: map[string]string{}, dirs: map[string]bool{}}
-	read := func(r io.Reader) error {
-		br := bufio.NewReader(r)
-		for {
-			rec, err := br.ReadString(0)
-			if err == io.EOF && rec == "" {
-				return nil
-			}
-			if err != nil && err != io.EOF {
-				return err
-			}
-			rec = strings.TrimSuffix(rec, "\x00")
-			meta, name, ok := strings.Cut(rec, "\t")
-			f := strings.Fields(meta)
-			if !ok || len(f) != 3 {
-				return fmt.Errorf("git ls-tree printed %q", rec)
-			}
-			switch f[1] {
-			case "tree":
-				tr.dirs[name] = true
-			case "commit":
-				tr.gitlinks[name] = f[2]
-			default:
-				tr.files[name] = true
-			}
+// CheckpointRef is the ref of a host git directory that names the run's
+// branch head whenever a snapshot moved it: a snapshot that commits moves
+// it, a restore fetches it.
+const CheckpointRef = "refs/oecp/checkpoint"
+
+// zeroID stands for the object id of a directory the host does not hash.
+const zeroID = "0000000000000000000000000000000000000000"
+
+// sameTree reports whether next records what x records: the same files,
+// links and gitlinks, with the same modes and objects.
+func sameTree(x, next treeIndex) bool {
+	n := 0
+	for p, e := range x.entries {
+		if e.mode == modeDir {
+			continue
+		}
+		n++
+		if f, ok := next.entries[p]; !ok || f.mode != e.mode || f.oid != e.oid {
+			return false
 		}
 	}
-	return tr, g.pipe(ctx, nil, read, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+	for _, e := range next.entries {
+		if e.mode != modeDir {
+			n--
+		}
+	}
+	return n == 0
+}
+
+// identify sets e's object id when it is not known: a link's from its
+// target, a regular file's from its content, read as writeEntry reads it.
+func identify(root *os.Root, e *entry) error {
+	switch {
+	case e.oid != "":
+		return nil
+	case e.mode == modeLink:
+		target, err := root.Readlink(e.path)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrChanged, e.path, err)
+		}
+		e.oid = blobID([]byte(target))
+		return nil
+	}
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", e.size)
+	if err := copyFile(h, root, *e); err != nil {
+		return err
+	}
+	e.oid = hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// readHead returns the ref the host git directory dir's HEAD names and
+// the commit it holds, read from the files the host wrote (git is asked
+// only when the ref is packed).
+func readHead(ctx context.Context, g Git, dir string) (ref, commit string, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, "HEAD"))
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: ")
+	if err != nil || !ok || !strings.HasPrefix(ref, "refs/heads/") {
+		return "", "", fmt.Errorf("the run's git directory has no branch checked out (%v)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ref))); err == nil {
+		if c := strings.TrimSpace(string(b)); commitIDRE.MatchString(c) {
+			return ref, c, nil
+		}
+	}
+	c, err := g.Run(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil || !commitIDRE.MatchString(c) {
+		return "", "", fmt.Errorf("the run's branch %s names %q, not a commit (%v)", ref, c, err)
+	}
+	return ref, c, nil
 }
 
 // walk lists what a snapshot records, level by level, asking git which of
@@ -250,7 +295,7 @@ func listTracked(ctx context.Context, g Git, commit string) (tracked, error) {
 // topmost ones: nothing below an ignored directory is looked at); nothing
 // is read past lim. A nested repository is ErrNestedRepository, or with
 // skipNested one more path in neither list.
-func walk(ctx context.Context, root *os.Root, g Git, tr tracked, lim Limits, skipNested bool) ([]entry, []string, error) {
+func walk(ctx context.Context, root *os.Root, g Git, tr treeIndex, lim Limits, skipNested bool) ([]entry, []string, error) {
 	var out []entry
 	var left []string
 	visits := 0
@@ -286,8 +331,8 @@ func walk(ctx context.Context, root *os.Root, g Git, tr tracked, lim Limits, ski
 				}
 				switch t := d.Type(); {
 				case t.IsDir():
-					if oid, ok := tr.gitlinks[rel]; ok {
-						out = append(out, entry{path: rel, mode: "160000", oid: oid})
+					if oid, ok := tr.gitlink(rel); ok {
+						out = append(out, entry{path: rel, mode: modeGitlink, oid: oid})
 						continue
 					}
 					candidates = append(candidates, entry{path: rel, mode: "dir"})
@@ -296,15 +341,15 @@ func walk(ctx context.Context, root *os.Root, g Git, tr tracked, lim Limits, ski
 					if err != nil {
 						return nil, nil, err
 					}
-					candidates = append(candidates, entry{path: rel, mode: "120000", size: int64(len(target))})
+					candidates = append(candidates, entry{path: rel, mode: modeLink, size: int64(len(target))})
 				case t.IsRegular():
 					info, err := d.Info()
 					if err != nil {
 						return nil, nil, err
 					}
-					mode := "100644"
+					mode := modeFile
 					if info.Mode()&0o111 != 0 {
-						mode = "100755"
+						mode = modeExec
 					}
 					st, ok := statOf(info, mode)
 					candidates = append(candidates, entry{path: rel, mode: mode, size: info.Size(), st: st, hasStat: ok})
@@ -372,11 +417,11 @@ func hasGit(names []fs.DirEntry) bool {
 
 // ignoredPaths returns which candidates the work tree's ignore files
 // leave out; paths the branch records are not asked about.
-func ignoredPaths(ctx context.Context, g Git, candidates []entry, tr tracked) (map[string]bool, error) {
+func ignoredPaths(ctx context.Context, g Git, candidates []entry, tr treeIndex) (map[string]bool, error) {
 	var ask bytes.Buffer
 	n := 0
 	for _, c := range candidates {
-		if tr.files[c.path] || tr.dirs[c.path] {
+		if tr.isFile(c.path) || tr.isDir(c.path) {
 			continue
 		}
 		ask.WriteString(c.path)
@@ -415,23 +460,43 @@ func ignoredPaths(ctx context.Context, g Git, candidates []entry, tr tracked) (m
 	return ignored, err
 }
 
-// writeEntry writes e as a fast-import file command: its content is read
-// by the host, a regular file through a descriptor opened without
-// following a link, exactly the size the walk saw.
-func writeEntry(w *bufio.Writer, root *os.Root, e entry) error {
+// writeEntry writes e as a fast-import file command: by its object id
+// when git has the object (known) or e is a gitlink, else with its
+// content, read by the host (a regular file through a descriptor opened
+// without following a link, exactly the size the walk saw, and it must
+// still be the object identify saw).
+func writeEntry(w *bufio.Writer, root *os.Root, e entry, known bool) error {
 	quoted := quotePath(e.path)
-	switch e.mode {
-	case "160000":
-		_, err := fmt.Fprintf(w, "M 160000 %s %s\n", e.oid, quoted)
-		return err
-	case "120000":
-		target, err := root.Readlink(e.path)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "M 120000 inline %s\ndata %d\n%s\n", quoted, len(target), target)
+	if known || e.mode == modeGitlink {
+		_, err := fmt.Fprintf(w, "M %s %s %s\n", e.mode, e.oid, quoted)
 		return err
 	}
+	if e.mode == modeLink {
+		target, err := root.Readlink(e.path)
+		if err != nil || blobID([]byte(target)) != e.oid {
+			return fmt.Errorf("%w: %s", ErrChanged, e.path)
+		}
+		_, err = fmt.Fprintf(w, "M %s inline %s\ndata %d\n%s\n", modeLink, quoted, len(target), target)
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", e.mode, quoted, e.size); err != nil {
+		return err
+	}
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", e.size)
+	if err := copyFile(io.MultiWriter(w, h), root, e); err != nil {
+		return err
+	}
+	if hex.EncodeToString(h.Sum(nil)) != e.oid {
+		return fmt.Errorf("%w: %s", ErrChanged, e.path)
+	}
+	return w.WriteByte('\n')
+}
+
+// copyFile copies the regular file e to w: opened without following a
+// link and without blocking (a FIFO put in its place), and exactly the
+// size the walk saw.
+func copyFile(w io.Writer, root *os.Root, e entry) error {
 	f, err := root.OpenFile(e.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrChanged, e.path, err)
@@ -444,13 +509,10 @@ func writeEntry(w *bufio.Writer, root *os.Root, e entry) error {
 	if !info.Mode().IsRegular() || info.Size() != e.size {
 		return fmt.Errorf("%w: %s", ErrChanged, e.path)
 	}
-	if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", e.mode, quoted, e.size); err != nil {
-		return err
-	}
 	if n, err := io.CopyN(w, f, e.size); err != nil {
 		return fmt.Errorf("%w: %s: %d of %d bytes: %v", ErrChanged, e.path, n, e.size, err)
 	}
-	return w.WriteByte('\n')
+	return nil
 }
 
 // quotePath is a path as fast-import reads it: as it is, unless it

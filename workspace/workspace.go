@@ -218,15 +218,16 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if err != nil {
 		return err
 	}
-	g := Git{Home: remote.Home}
-	if err := initHostGit(ctx, g, p, objects, revision, branch); err != nil {
+	if err := initHostGit(p, objects, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if err := materialise(ctx, g.Home, p, revision); err != nil {
+	if err := materialise(ctx, remote.Home, p, revision); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	m.primeStatCache(ctx, g.Home, p, revision)
-	if err := initAgentGit(ctx, g.Home, p, objects, url, revision, branch); err != nil {
+	m.primeIndex(ctx, remote.Home, p, revision)
+	// The host's index is the work tree it has just written: the agents'
+	// starts as its copy (their HEAD is the same revision).
+	if err := initAgentGit(ctx, remote.Home, p, objects, url, revision, branch, true); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return nil

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/oecp/oecp/workspace"
 )
 
 // localRef is the ref of the host's git directory a bundle carries the
 // checkpoint commit under.
-const localRef = "refs/oecp/checkpoint"
+const localRef = workspace.CheckpointRef
 
 // Keeper takes and restores the checkpoints of the run directories of one
 // workspace manager. MaxBytes bounds a bundle and Limits what a snapshot
@@ -62,10 +64,9 @@ func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, bra
 	if cp.Commit = snap.Commit; cp.Commit == cp.Base {
 		return cp, nil
 	}
+	// The branch descends from the source revision: only the host's
+	// snapshots and restores move it.
 	g := k.M.HostGit(key, home)
-	if code, err := g.Status(ctx, "merge-base", "--is-ancestor", cp.Base, cp.Commit); err != nil || code != 0 {
-		return cp, fmt.Errorf("the run's branch %s does not descend from the source revision %s", cp.Commit, cp.Base)
-	}
 	if k.Push {
 		cp.Ref = HiddenRefPrefix + branch
 		return cp, k.push(ctx, g, src.Repository, cp)
@@ -78,8 +79,11 @@ func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, bra
 // writes it and refused as soon as it passes MaxBytes: no more than that
 // is ever held or written.
 func (k *Keeper) bundle(ctx context.Context, g workspace.Git, cp Checkpoint) ([]byte, error) {
-	if _, err := g.Run(ctx, "update-ref", localRef, cp.Commit); err != nil {
-		return nil, err
+	// A snapshot that commits moves localRef with the branch.
+	if b, err := os.ReadFile(filepath.Join(g.GitDir, filepath.FromSlash(localRef))); err != nil || strings.TrimSpace(string(b)) != cp.Commit {
+		if _, err := g.Run(ctx, "update-ref", localRef, cp.Commit); err != nil {
+			return nil, err
+		}
 	}
 	b, err := g.Output(ctx, k.MaxBytes, "bundle", "create", "--quiet", "-", localRef, "^"+cp.Base)
 	if errors.Is(err, workspace.ErrOutputLimit) {

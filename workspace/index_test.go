@@ -29,11 +29,33 @@ func TestSnapshotReadsOnlyWhatChanged(t *testing.T) {
 	if err != nil || body != "# demo, longer now" {
 		t.Fatalf("recorded %q %v", body, err)
 	}
-	if err := os.Remove(filepath.Join(h.p.Host, "oecp-stat-cache")); err != nil {
+	if err := os.Remove(filepath.Join(h.p.Host, "oecp-index")); err != nil {
 		t.Fatal(err)
 	}
 	again, err := h.m.Snapshot(ctx, h.key, home, hostileID, "three", workspace.Limits{})
 	if err != nil || again.Changed || again.Bytes != int64(len("# demo, longer now\n")) {
 		t.Fatalf("without a cache every file is read, and nothing changed: %+v %v", again, err)
+	}
+}
+
+// TestSnapshotOfATouchedTreeCommitsNothing: files read again (their stat
+// changed) but holding what the branch records make no commit; the
+// branch and the checkpoint ref stay.
+func TestSnapshotOfATouchedTreeCommitsNothing(t *testing.T) {
+	h := newHostileRun(t)
+	ctx := context.Background()
+	home := t.TempDir()
+	readme := filepath.Join(h.p.Workspace, "README.md")
+	body, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(readme); err != nil { // a new inode, the same content
+		t.Fatal(err)
+	}
+	h.writeFile(readme, string(body))
+	snap, err := h.m.Snapshot(ctx, h.key, home, hostileID, "one", workspace.Limits{})
+	if err != nil || snap.Changed || snap.Commit != h.src.Revision || snap.Bytes != int64(len(body)) {
+		t.Fatalf("a rewritten, unchanged file: %+v %v", snap, err)
 	}
 }

@@ -1,0 +1,221 @@
+package capsule_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oecp/oecp/capsule"
+	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/store/postgres"
+	"github.com/oecp/oecp/store/postgres/pgtest"
+	"github.com/oecp/oecp/store/sqlite"
+	"github.com/oecp/oecp/workspace"
+)
+
+// agentStepRuns is how many runs one sub-benchmark op makes (each op is
+// one run; -benchtime Nx sets N).
+var agentStepFiles = flag.Int("agentstep.files", 200, "files in the repository the agent-step benchmark's runs check out")
+
+// quickAgent answers a turn at once, as the command driver expects, and
+// changes one file of the workspace (so every step has a checkpoint to
+// make).
+const quickAgent = `#!/bin/sh
+cat >/dev/null
+echo "$$" > step.txt
+echo '{"session":"s","text":"null"}'
+`
+
+// BenchmarkAgentStep runs native runs of 1 and 5 steps whose agent (the
+// command driver) answers at once, one run at a time, through the whole
+// path: the workspace from the mirror, the sandbox and its UID lease when
+// on, each step's checkpoint and settlement. It reports, per step, the
+// milliseconds the server adds to the agent program run directly (the
+// same program, same input, measured in the same op): p50 and p90 over
+// the runs of the op (-benchtime Nx), and the direct program's own p50.
+func BenchmarkAgentStep(b *testing.B) {
+	stores := map[string]func(b *testing.B) store.Store{
+		"sqlite": func(b *testing.B) store.Store {
+			st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st
+		},
+		"postgres": func(b *testing.B) store.Store {
+			dsn, _ := pgtest.Schema(b)
+			st, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return st
+		},
+	}
+	for _, storeName := range []string{"sqlite", "postgres"} {
+		for _, confined := range []bool{false, true} {
+			for _, steps := range []int{1, 5} {
+				name := fmt.Sprintf("%s/sandbox=%v/steps=%d", storeName, confined, steps)
+				b.Run(name, func(b *testing.B) {
+					benchAgentSteps(b, stores[storeName](b), confined, steps)
+				})
+			}
+		}
+	}
+}
+
+func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
+	dir := b.TempDir()
+	agent := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agent, []byte(quickAgent), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	remote := benchRemote(b, filepath.Join(dir, "remote.git"), *agentStepFiles)
+	hb, _ := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent}}})
+	h, err := harness.Parse("harness.json", hb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote}})
+	repos, err := workspace.ParseRepos("repos.json", rb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := capsule.Options{Store: st, Harness: h, Repos: repos, RunDir: filepath.Join(dir, "runs"), KeepWorkspaces: -1, Log: benchLog()}
+	if confined {
+		o.Sandbox = sandboxtest.Require(b, sandbox.Config{Hide: []string{o.RunDir}, Programs: h.Programs()})
+	}
+	e := start(b, o)
+	head := gitOut(b, remote, "rev-parse", "HEAD")
+	graph, plan := stepsGraph(steps)
+
+	var added, direct []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("step-%d", i)
+		began := time.Now()
+		sub := `{"title":"bench","graph":` + graph + `,"initialInput":null,"runtime":` + plan +
+			`,"source":{"repository":"acme/app","branch":"main","revision":"` + head + `"},"submissionKey":"` + id + `"}`
+		if _, err := e.b.Runs().Submit(local(), id, json.RawMessage(sub)); err != nil {
+			b.Fatal(err)
+		}
+		w, err := e.b.Runs().Watch(local(), id, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			n, err := w.Stream.Next(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n.Closed != "" {
+				break
+			}
+		}
+		w.Stream.Close()
+		took := time.Since(began)
+		stat, err := e.b.Runs().Status(local(), id)
+		if err != nil || !strings.Contains(string(stat.Status.TerminalResult), `"succeeded"`) {
+			b.Fatalf("run %s: %s %v", id, stat.Status.TerminalResult, err)
+		}
+		b.StopTimer()
+		// The same program, run directly as many times as the run had
+		// steps, in the run's directory.
+		var prog time.Duration
+		for range steps {
+			t0 := time.Now()
+			cmd := exec.Command("/bin/sh", agent)
+			cmd.Dir = dir
+			cmd.Stdin = strings.NewReader(`{"instructions":"go"}`)
+			if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), `"session"`) {
+				b.Fatalf("the agent alone: %v %s", err, out)
+			}
+			d := time.Since(t0)
+			prog += d
+			direct = append(direct, d)
+		}
+		added = append(added, (took-prog)/time.Duration(steps))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(percentile(added, 50)), "added-ms/step-p50")
+	b.ReportMetric(ms(percentile(added, 90)), "added-ms/step-p90")
+	b.ReportMetric(ms(percentile(direct, 50)), "direct-ms-p50")
+}
+
+// stepsGraph is a native graph of n agent steps in sequence, and its
+// runtime plan on the codex harness entry.
+func stepsGraph(n int) (graph, plan string) {
+	var children, nodes []string
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("s%d", i)
+		children = append(children, `{"kind":"step","name":"`+name+`","worker":"agent.`+name+`@1","instructions":"go","input":{"kind":"null"},"output":{"kind":"null"},"inputBindings":[],"writeBindings":[],"timeoutMs":600000,"attempts":1}`)
+		nodes = append(nodes, `"`+name+`":{"kind":"agent","model":"gpt-5.6"}`)
+	}
+	children = append(children, `{"kind":"succeed","name":"done","output":{"kind":"null"},"bindings":[]}`)
+	graph = `{"profile":"openengine.graph.full/v1","initialInput":{"kind":"null"},"policy":{"policy":"policy.default@1","default":"deny"},` +
+		`"root":{"kind":"seq","name":"main","state":{"kind":"null"},"promotedStatePaths":[],"children":[` + strings.Join(children, ",") + `]}}`
+	plan = `{"harness":"codex","provider":"openai","size":"tiny","nodes":{` + strings.Join(nodes, ",") + `}}`
+	return graph, plan
+}
+
+// benchRemote makes a bare repository at dir whose main branch holds
+// files small files in a few directories, and returns its path.
+func benchRemote(tb testing.TB, dir string, files int) string {
+	tb.Helper()
+	work := filepath.Join(filepath.Dir(dir), "seed")
+	for i := range files {
+		p := filepath.Join(work, fmt.Sprintf("d%02d", i%16), fmt.Sprintf("f%04d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Repeat(fmt.Sprintf("line %d\n", i), 20)), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	gitOut(tb, work, "init", "--quiet", "--initial-branch=main")
+	gitOut(tb, work, "add", "-A")
+	gitOut(tb, work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "-m", "seed")
+	gitOut(tb, filepath.Dir(dir), "clone", "--quiet", "--bare", work, dir)
+	return dir
+}
+
+func gitOut(tb testing.TB, dir string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tb.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func benchLog() *slog.Logger {
+	if os.Getenv("AGENTSTEP_LOG") == "" {
+		return quietLog()
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

@@ -1,0 +1,223 @@
+package workspace
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// indexFile, in a host git directory, is the host's record of the tree of
+// the run's branch head: every entry's path, mode and object id, and for
+// each regular file the lstat the host saw when it last wrote or read it.
+// A snapshot takes what the branch records from it (no git process) and
+// records a file whose stat is unchanged as the same blob without reading
+// it. Only the host writes it; an agent can set a file's modification
+// time but not its change time, so it can make the host read a file
+// again, never skip one it changed.
+const indexFile = "oecp-index"
+
+// indexMagic starts the index file, followed by the commit it describes.
+const indexMagic = "oecp-index 1 "
+
+// racyWindow: a file changed this close to the moment it was looked at may
+// change again within the same timestamp tick, so its stat is not kept.
+const racyWindow = 2 * time.Second
+
+// Modes of tree entries as git prints them.
+const (
+	modeFile    = "100644"
+	modeExec    = "100755"
+	modeLink    = "120000"
+	modeGitlink = "160000"
+	modeDir     = "040000"
+)
+
+// fileStat is what lstat said of a regular file.
+type fileStat struct {
+	ino, size, mtime, ctime int64
+	mode                    string
+}
+
+func statOf(info os.FileInfo, mode string) (fileStat, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStat{}, false
+	}
+	return fileStat{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: mode}, true
+}
+
+// indexEntry is one path of a tree: its mode and object id, and a regular
+// file's stat when hasStat.
+type indexEntry struct {
+	mode, oid string
+	st        fileStat
+	hasStat   bool
+}
+
+// treeIndex is the host's record of commit's tree, by path.
+type treeIndex struct {
+	commit  string
+	entries map[string]indexEntry
+}
+
+// isFile reports whether the tree records a file or a link at path.
+func (x treeIndex) isFile(path string) bool {
+	e, ok := x.entries[path]
+	return ok && e.mode != modeDir && e.mode != modeGitlink
+}
+
+// isDir reports whether the tree records a directory at path.
+func (x treeIndex) isDir(path string) bool { return x.entries[path].mode == modeDir }
+
+// gitlink returns the commit a gitlink at path names.
+func (x treeIndex) gitlink(path string) (string, bool) {
+	e, ok := x.entries[path]
+	return e.oid, ok && e.mode == modeGitlink
+}
+
+// cached returns the blob e was, when the tree records e's path with e's
+// stat.
+func (x treeIndex) cached(e entry) (string, bool) {
+	c, ok := x.entries[e.path]
+	if !ok || !e.hasStat || !c.hasStat || c.st != e.st || c.mode != e.mode {
+		return "", false
+	}
+	return c.oid, true
+}
+
+// loadIndex returns the host's record of commit's tree: the index file of
+// the host git directory dir when it describes commit, else the tree as
+// git lists it (without stats).
+func loadIndex(ctx context.Context, g Git, dir, commit string) (treeIndex, error) {
+	if x, ok := readIndex(dir); ok && x.commit == commit {
+		return x, nil
+	}
+	return listTree(ctx, g, commit)
+}
+
+// readIndex reads the index file of dir; a missing or damaged one is not
+// ok.
+func readIndex(dir string) (treeIndex, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if err != nil {
+		return treeIndex{}, false
+	}
+	head, body, ok := bytes.Cut(b, []byte{'\n'})
+	commit, found := strings.CutPrefix(string(head), indexMagic)
+	if !ok || !found || !commitIDRE.MatchString(commit) {
+		return treeIndex{}, false
+	}
+	x := treeIndex{commit: commit, entries: map[string]indexEntry{}}
+	for _, rec := range bytes.Split(body, []byte{0}) {
+		if len(rec) == 0 {
+			continue
+		}
+		meta, path, ok := strings.Cut(string(rec), "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 6 || !commitIDRE.MatchString(f[1]) {
+			return treeIndex{}, false
+		}
+		e := indexEntry{mode: f[0], oid: f[1]}
+		var n [4]int64
+		for i := range n {
+			if n[i], err = strconv.ParseInt(f[2+i], 10, 64); err != nil {
+				return treeIndex{}, false
+			}
+		}
+		if n[0] != 0 || n[2] != 0 || n[3] != 0 {
+			e.st, e.hasStat = fileStat{ino: n[0], size: n[1], mtime: n[2], ctime: n[3], mode: f[0]}, true
+		}
+		x.entries[path] = e
+	}
+	return x, true
+}
+
+// writeIndex replaces the index file of dir with x, keeping the stat of
+// the files looked at before since less racyWindow (every stat, with a
+// zero since: files no one else writes).
+func writeIndex(dir string, x treeIndex, since time.Time) error {
+	limit := int64(1<<63 - 1)
+	if !since.IsZero() {
+		limit = since.Add(-racyWindow).UnixNano()
+	}
+	var out bytes.Buffer
+	out.WriteString(indexMagic + x.commit + "\n")
+	for path, e := range x.entries {
+		st := e.st
+		if !e.hasStat || st.mtime >= limit || st.ctime >= limit {
+			st = fileStat{}
+		}
+		fmt.Fprintf(&out, "%s %s %d %d %d %d\t%s\x00", e.mode, e.oid, st.ino, st.size, st.mtime, st.ctime, path)
+	}
+	tmp := filepath.Join(dir, indexFile+".tmp")
+	if err := os.WriteFile(tmp, out.Bytes(), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, indexFile))
+}
+
+// listTree reads commit's tree from git, directories included.
+func listTree(ctx context.Context, g Git, commit string) (treeIndex, error) {
+	x := treeIndex{commit: commit, entries: map[string]indexEntry{}}
+	read := func(r io.Reader) error {
+		br := bufio.NewReader(r)
+		for {
+			rec, err := br.ReadString(0)
+			if err == io.EOF && rec == "" {
+				return nil
+			}
+			if err != nil && err != io.EOF {
+				return err
+			}
+			meta, name, ok := strings.Cut(strings.TrimSuffix(rec, "\x00"), "\t")
+			f := strings.Fields(meta)
+			if !ok || len(f) != 3 {
+				return fmt.Errorf("git ls-tree printed %q", rec)
+			}
+			x.entries[name] = indexEntry{mode: f[0], oid: f[2]}
+		}
+	}
+	return x, g.pipe(ctx, nil, read, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+}
+
+// blobID is the object id git gives a blob of content.
+func blobID(content []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(content))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// primeIndex writes the index of a work tree the host has just written
+// from commit (nothing else writes it before the host returns), so that
+// the first snapshot reads only what agents changed. Failing, it leaves
+// no index (the first snapshot reads everything).
+func (m *Manager) primeIndex(ctx context.Context, home string, p Paths, commit string) {
+	x, err := listTree(ctx, Git{GitDir: p.Host, Home: home}, commit)
+	if err == nil {
+		for path, e := range x.entries {
+			if e.mode != modeFile && e.mode != modeExec {
+				continue
+			}
+			if info, lerr := os.Lstat(filepath.Join(p.Workspace, filepath.FromSlash(path))); lerr == nil && info.Mode().IsRegular() {
+				e.st, e.hasStat = statOf(info, e.mode)
+				x.entries[path] = e
+			}
+		}
+		err = writeIndex(p.Host, x, time.Time{})
+	}
+	if err != nil {
+		_ = os.Remove(filepath.Join(p.Host, indexFile))
+		m.log.Info("workspace: no index for the first snapshot", "dir", p.Dir, "err", err)
+	}
+}
