@@ -22,6 +22,9 @@ import (
 	"github.com/oecp/oecp/internal/diskusage"
 )
 
+// ignoreFile names the files of a work tree that say what git leaves out.
+const ignoreFile = ".gitignore"
+
 // Bounds of a snapshot, counted by the host before git reads a byte of
 // the work tree: a workspace past them is not recorded.
 const (
@@ -298,6 +301,7 @@ func readHead(ctx context.Context, g Git, dir string) (ref, commit string, err e
 func walk(ctx context.Context, root *os.Root, g Git, tr treeIndex, lim Limits, skipNested bool) ([]entry, []string, error) {
 	var out []entry
 	var left []string
+	ignoresSeen := false
 	visits := 0
 	level := []string{"."}
 	for len(level) > 0 {
@@ -329,6 +333,9 @@ func walk(ctx context.Context, root *os.Root, g Git, tr treeIndex, lim Limits, s
 				if d.Name() == ".git" {
 					continue // the workspace's own, named by the host
 				}
+				if d.Name() == ignoreFile {
+					ignoresSeen = true
+				}
 				switch t := d.Type(); {
 				case t.IsDir():
 					if oid, ok := tr.gitlink(rel); ok {
@@ -358,9 +365,15 @@ func walk(ctx context.Context, root *os.Root, g Git, tr treeIndex, lim Limits, s
 				// does not record them.
 			}
 		}
-		ignored, err := ignoredPaths(ctx, g, candidates, tr)
-		if err != nil {
-			return nil, nil, err
+		// Ignore files rule their own directory and below, so a level's
+		// paths can be ignored only once one was seen at or above it (the
+		// host's own configuration names no other).
+		ignored := map[string]bool{}
+		if ignoresSeen {
+			var err error
+			if ignored, err = ignoredPaths(ctx, g, candidates, tr); err != nil {
+				return nil, nil, err
+			}
 		}
 		for _, c := range candidates {
 			if ignored[c.path] {
