@@ -218,8 +218,7 @@ func New(o Options) (*Capsule, error) {
 		}
 	}
 	rb := runs.New(rc)
-	owner := ownerID()
-	var ledger engine.Ledger = ledgers{cluster: b.Ledger(owner), native: rb.Ledger(owner)}
+	var ledger engine.Ledger = newLedgers(o.Store, b, rb, ownerID())
 	if o.WrapLedger != nil {
 		ledger = o.WrapLedger(ledger)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/workspace"
 	"github.com/oecp/oecp/workspace/checkpoint"
 )
@@ -20,11 +21,20 @@ var _ runs.Checkpointer = checkpointed{}
 
 // Checkpoint implements runs.Checkpointer.
 func (w checkpointed) Checkpoint(ctx context.Context, tenant, runID string, src runs.Source, execution string) []byte {
+	ctx, end := tracing.Work(ctx, tenant, runID, "checkpoint")
+	defer end(nil)
 	return w.k.Take(ctx, workspace.Key(tenant, runID), source(src), workspace.Branch(tenant, runID), execution).Encode()
 }
 
 // Restore implements runs.Checkpointer.
 func (w checkpointed) Restore(ctx context.Context, tenant, runID string, src runs.Source, record []byte) error {
+	ctx, end := tracing.Work(ctx, tenant, runID, "workspace restore")
+	err := w.restore(ctx, tenant, runID, src, record)
+	end(err)
+	return err
+}
+
+func (w checkpointed) restore(ctx context.Context, tenant, runID string, src runs.Source, record []byte) error {
 	key := workspace.Key(tenant, runID)
 	var cp *checkpoint.Checkpoint
 	if record != nil {

@@ -4,35 +4,46 @@ import (
 	"context"
 	"time"
 
+	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/runs"
+	"github.com/oecp/oecp/store"
 )
 
 // ledgers keeps the claims of both backends when the store's leases
-// expire. Both ledgers claim under one owner id, so renewing the cluster
-// ledger's leases renews every lease of this process (one store call);
-// the cluster ledger reports the cluster runs it lost, and the native
-// runs' writes are fenced by their epochs.
+// expire. Both ledgers claim through one store.Claims (one owner id), so
+// one renewal (one store call) renews every lease of this process and
+// judges every claim: a lost v1 run and a lost native run alike are
+// reported to the supervisor, which stops their workers and writes
+// nothing more for them.
 var _ engine.LeaseKeeper = ledgers{}
 
-func (l ledgers) keeper() (engine.LeaseKeeper, bool) {
-	k, ok := l.cluster.(engine.LeaseKeeper)
-	return k, ok
+// newLedgers is the engine's ledger over both backends on st, claiming
+// for the supervising process owner.
+func newLedgers(st store.Store, cb *cluster.Backend, rb *runs.Backend, owner string) ledgers {
+	claims := store.NewClaims(st, owner)
+	return ledgers{cluster: cb.LedgerOf(claims), native: rb.LedgerOf(claims), claims: claims}
 }
 
-// ClaimTTL is the cluster ledger's (the store's lease TTL).
+// ClaimTTL is the store's lease TTL (0: leases do not expire).
 func (l ledgers) ClaimTTL() time.Duration {
-	if k, ok := l.keeper(); ok {
+	if k, ok := l.cluster.(engine.LeaseKeeper); ok {
 		return k.ClaimTTL()
 	}
 	return 0
 }
 
-// Renew renews every lease of this process.
+// Renew renews every lease of this process and returns the runs, of
+// either backend, whose claim it lost.
 func (l ledgers) Renew(ctx context.Context) ([]engine.RunRef, error) {
-	if k, ok := l.keeper(); ok {
-		return k.Renew(ctx)
+	if l.claims == nil {
+		return nil, nil
 	}
-	return nil, nil
+	names, err := l.claims.Renew(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return runs.RunsOfLeases(names), nil
 }
 
 // Release releases a run's claim through the ledger that owns the run.

@@ -18,6 +18,8 @@ import (
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -53,6 +55,8 @@ func (b *Backend) RunSubscribe(ctx context.Context, method string, p protocol.Ru
 type ledgers struct {
 	cluster engine.Ledger
 	native  engine.Ledger
+	// claims are both ledgers' claims (one owner, one set of leases).
+	claims *store.Claims
 }
 
 func (l ledgers) of(ref engine.RunRef) engine.Ledger {
@@ -226,7 +230,9 @@ func (a *agents) delivery(ctx context.Context, x runs.AgentExecution, paths work
 	if d.Log == nil {
 		d.Log = a.log
 	}
-	return d.Run(ctx, job, x.Worker.Sinks)
+	out := d.Run(ctx, job, x.Worker.Sinks)
+	recordReceipt(x.Worker.Sinks, out, repo, job.Branch)
+	return out
 }
 
 // CloseRun drops a finished run's sessions and starts the retention of
@@ -250,7 +256,9 @@ func (w workspaces) CheckSource(tenant string, src runs.Source) error {
 func (w workspaces) CheckDelivery(n graph.Node) error { return delivery.CheckNode(n) }
 
 func (w workspaces) Prepare(ctx context.Context, tenant, runID string, src runs.Source) error {
+	ctx, end := tracing.Work(ctx, tenant, runID, "workspace prepare", tracing.KeyRepository.String(src.Repository))
 	err := w.m.Prepare(ctx, workspace.Key(tenant, runID), source(src), workspace.Branch(tenant, runID))
+	end(err)
 	if errors.Is(err, workspace.ErrRevisionNotFound) {
 		return revisionNotFound{err}
 	}

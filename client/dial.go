@@ -29,6 +29,10 @@ type DialOptions struct {
 	RootCAs *x509.CertPool
 	// CAFiles are PEM files whose certificates are added to the roots.
 	CAFiles []string
+	// Traceparent, when set, is sent as the W3C traceparent header of the
+	// upgrade request: the server's spans of this connection's requests
+	// join that trace.
+	Traceparent string
 	// Conn configures the resulting connection.
 	Conn Options
 }
@@ -126,6 +130,9 @@ func Dial(ctx context.Context, rawURL string, opts DialOptions) (*Conn, error) {
 	if strings.ContainsAny(opts.Token, "\r\n") {
 		return nil, errors.New("the bearer token contains a line break")
 	}
+	if strings.ContainsAny(opts.Traceparent, "\r\n") {
+		return nil, errors.New("the traceparent contains a line break")
+	}
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: false}
 	if u.Scheme == "wss" {
 		cfg, err := TLSConfig(opts.RootCAs, opts.CAFiles)
@@ -144,6 +151,9 @@ func Dial(ctx context.Context, rawURL string, opts DialOptions) (*Conn, error) {
 	h := http.Header{}
 	if opts.Token != "" {
 		h.Set("Authorization", "Bearer "+opts.Token)
+	}
+	if opts.Traceparent != "" {
+		h.Set("Traceparent", opts.Traceparent)
 	}
 	c, resp, err := ws.Dial(ctx, u.String(), &ws.DialOptions{HTTPClient: hc, HTTPHeader: h})
 	if err != nil {

@@ -106,6 +106,7 @@ func (b *Backend) Apply(ctx context.Context, p protocol.ApplyParams) (*protocol.
 	if err != nil {
 		return nil, b.wire(err)
 	}
+	traceApplied(ctx, tenant, p, res)
 	return res, nil
 }
 

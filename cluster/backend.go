@@ -11,6 +11,7 @@ import (
 
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
@@ -75,6 +76,9 @@ type Backend struct {
 
 	graphs graphCache // decoded committed specs by identity
 	gets   getAnswers // get results by tenant, encoded once per record
+	// unavailable bounds the repeats of the line a request answered
+	// STORE_UNAVAILABLE logs: every client's retry meets the outage.
+	unavailable lograte.Limiter
 }
 
 var _ server.Backend = (*Backend)(nil)
@@ -176,7 +180,7 @@ func (b *Backend) wire(err error) error {
 		return errCancelled()
 	}
 	if errors.Is(err, store.ErrUnavailable) {
-		b.cfg.Log.Error("cluster backend: store unavailable", "err", err)
+		b.unavailable.Log(b.cfg.Log, slog.LevelError, "", "cluster backend: store unavailable", "err", err)
 		return protocol.Internal(StoreUnavailable)
 	}
 	b.cfg.Log.Error("cluster backend failure", "err", err)

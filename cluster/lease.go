@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/oecp/oecp/engine"
@@ -28,46 +30,25 @@ func (l *Ledger) ClaimTTL() time.Duration {
 // Only runs claimed before the renewal started are judged: a claim made
 // while it runs is fresh.
 func (l *Ledger) Renew(ctx context.Context) ([]engine.RunRef, error) {
-	el, ok := l.b.store.(store.ExpiringLeaser)
-	if !ok {
-		return nil, nil
-	}
-	l.mu.Lock()
-	before := make(map[engine.RunRef]uint64, len(l.epochs))
-	for ref, epoch := range l.epochs {
-		before[ref] = epoch
-	}
-	l.mu.Unlock()
-	held, err := el.RenewLeases(ctx, l.owner)
+	names, err := l.claims.Renew(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var lost []engine.RunRef
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for ref, epoch := range before {
-		if held[store.RunLease(ref.Tenant, ref.RunID)] != epoch {
-			lost = append(lost, ref)
-			if l.epochs[ref] == epoch {
-				delete(l.epochs, ref)
-			}
+	for _, name := range names {
+		if tenant, runID, ok := store.ParseRunLease(name); ok {
+			lost = append(lost, engine.RunRef{Tenant: tenant, RunID: runID})
 		}
 	}
 	return lost, nil
 }
 
-// Release gives the run's lease up, when the store's leases expire.
+// Release gives the run's lease up, when the store's leases expire; a
+// lease another process took over is engine.ErrClaimLost.
 func (l *Ledger) Release(ctx context.Context, ref engine.RunRef) error {
-	el, ok := l.b.store.(store.ExpiringLeaser)
-	if !ok {
-		return nil
+	err := l.claims.Release(ctx, store.RunLease(ref.Tenant, ref.RunID))
+	if errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Errorf("%w: %w", engine.ErrClaimLost, err)
 	}
-	l.mu.Lock()
-	epoch, claimed := l.epochs[ref]
-	delete(l.epochs, ref)
-	l.mu.Unlock()
-	if !claimed {
-		return nil
-	}
-	return el.ReleaseLease(ctx, store.RunLease(ref.Tenant, ref.RunID), l.owner, epoch)
+	return err
 }

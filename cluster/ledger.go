@@ -51,11 +51,8 @@ import (
 // Ledger is the Backend seen as the engine's ledger, for one supervising
 // process (owner). It is safe for concurrent use.
 type Ledger struct {
-	b     *Backend
-	owner string
-
-	mu     sync.Mutex
-	epochs map[engine.RunRef]uint64 // claimed runs and the lease epoch held
+	b      *Backend
+	claims *store.Claims // the runs claimed, by lease name, and their epochs
 
 	logs logCache
 	// listed is what Changes last listed.
@@ -71,41 +68,29 @@ var (
 // owner (an id unique to this process lifetime). Build the backend with
 // Config.Engine set when an engine drives it.
 func (b *Backend) Ledger(owner string) *Ledger {
-	return &Ledger{b: b, owner: owner, epochs: map[engine.RunRef]uint64{}}
+	return b.LedgerOf(store.NewClaims(b.store, owner))
+}
+
+// LedgerOf is Ledger with the claims of the supervising process, which
+// it may share with the ledger of another backend on the same store (one
+// renewal then judges both).
+func (b *Backend) LedgerOf(claims *store.Claims) *Ledger {
+	return &Ledger{b: b, claims: claims}
 }
 
 // Claim takes the run's supervision lease when the store keeps leases
 // (store.Leaser); writes for the run are then fenced by its epoch.
 func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
-	lr, ok := l.b.store.(store.Leaser)
-	if !ok {
-		return nil
-	}
-	epoch, err := lr.AcquireLease(ctx, store.RunLease(ref.Tenant, ref.RunID), l.owner)
+	err := l.claims.Claim(ctx, store.RunLease(ref.Tenant, ref.RunID))
 	if errors.Is(err, store.ErrLeaseHeld) {
 		return fmt.Errorf("%w: %w", engine.ErrClaimedElsewhere, err)
 	}
-	if err != nil {
-		return err
-	}
-	l.mu.Lock()
-	l.epochs[ref] = epoch
-	l.mu.Unlock()
-	return nil
+	return err
 }
 
 // fence checks, inside tx, that this process still holds the run's lease.
 func (l *Ledger) fence(tx store.ReadTx, ref engine.RunRef) error {
-	l.mu.Lock()
-	epoch, claimed := l.epochs[ref]
-	l.mu.Unlock()
-	if !claimed {
-		if _, ok := l.b.store.(store.Leaser); ok {
-			return fmt.Errorf("%w: run %s is not claimed", engine.ErrStale, ref.RunID)
-		}
-		return nil
-	}
-	if err := store.CheckLease(tx, store.RunLease(ref.Tenant, ref.RunID), epoch); err != nil {
+	if err := l.claims.Check(tx, store.RunLease(ref.Tenant, ref.RunID)); err != nil {
 		return fmt.Errorf("%w: %v", engine.ErrStale, err)
 	}
 	return nil

@@ -102,7 +102,9 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 	say("committed %s on %s", head, j.Source.Revision)
 	g := j.Records.HostGit(j.Key, home)
 	g.Token, g.Remote = token, j.Repo.URL
-	to, err := push(ctx, g, j.Repo.URL, head, j.Branch)
+	pctx, pushed := traced(ctx, "git push")
+	to, err := push(pctx, g, j.Repo.URL, head, j.Branch)
+	pushed(err)
 	g.Token = ""
 	if err != nil {
 		return d.failure(ctx, sinks, stagePush, err)
@@ -114,12 +116,15 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 		f.env = append(f.env, "GH_TOKEN="+token)
 	}
 	t := target{branch: j.Branch, head: head, base: j.Source.Branch}
-	n, err := openPull(ctx, f, t, j.RunID)
+	prctx, pulled := traced(ctx, "pull request")
+	n, err := openPull(prctx, f, t, j.RunID)
 	if err != nil {
+		pulled(err)
 		return d.failure(ctx, sinks, stageForge, err)
 	}
 	say("pull request #%d from %s into %s", n, j.Branch, j.Source.Branch)
-	label, diag, err := d.poll(ctx, f, n, t, j.Mode, say)
+	label, diag, err := d.poll(prctx, f, n, t, j.Mode, say)
+	pulled(err)
 	if err != nil {
 		return d.failure(ctx, sinks, stageForge, err)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -35,6 +36,11 @@ type LeaseKeeper interface {
 // ErrClaimedElsewhere: Claim found the run supervised by another live
 // process. The supervisor leaves the run alone until that claim lapses.
 var ErrClaimedElsewhere = errors.New("engine: run is supervised by another process")
+
+// ErrClaimLost: Release found the claim taken over by another process (a
+// write refused by its fence made the supervisor drop the run before a
+// renewal told it the claim was lost).
+var ErrClaimLost = errors.New("engine: the run's claim was taken over by another process")
 
 // claimKeeping is the supervisor's side of expiring claims. lost and
 // lostAll are guarded by the supervisor's mu; rescan wakes the reconcile
@@ -83,7 +89,7 @@ func (s *Supervisor) keepClaims(ctx context.Context) <-chan struct{} {
 			case ctx.Err() != nil:
 				return
 			default:
-				s.log.Warn("engine: renew run claims", "err", err)
+				s.errs.Log(s.log, slog.LevelWarn, "", "engine: renew run claims", "err", err)
 				if time.Since(renewed) >= ttl {
 					s.loseClaims(nil, true)
 				}
@@ -113,7 +119,7 @@ func (s *Supervisor) loseClaims(refs []RunRef, all bool) {
 	}
 	if all {
 		s.keep.lostAll = true
-		s.log.Warn("engine: claims not renewed for a whole TTL; every worker stops")
+		s.errs.Log(s.log, slog.LevelWarn, "", "engine: claims not renewed for a whole TTL; every worker stops")
 	}
 	s.running.cancelAll(func(ref RunRef) bool { return all || lost[ref] })
 }
@@ -144,7 +150,11 @@ func (s *Supervisor) dropLost() (lost []RunRef, all bool) {
 func (s *Supervisor) unclaim(ctx context.Context, ref RunRef) {
 	delete(s.claimed, ref)
 	if lk, ttl := s.keeper(); ttl > 0 {
-		if err := lk.Release(ctx, ref); err != nil && ctx.Err() == nil {
+		err := lk.Release(ctx, ref)
+		switch {
+		case errors.Is(err, ErrClaimLost):
+			s.log.Warn("engine: lost the claim of a run; its workers stop", "run", ref.RunID, "tenant", ref.Tenant)
+		case err != nil && ctx.Err() == nil:
 			s.log.Debug("engine: release run claim", "run", ref.RunID, "err", err)
 		}
 	}

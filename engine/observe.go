@@ -63,6 +63,9 @@ func outcomeLabel(o worker.Outcome) string {
 // finish settles a run and reports it.
 func (s *Supervisor) finish(ctx context.Context, ref RunRef, t reduce.Terminal) error {
 	err := s.ledger.Finish(ctx, ref, t)
+	if err == nil {
+		traceFinished(ref, t)
+	}
 	if err == nil && s.obs != nil {
 		s.obs.RunFinished(string(t.Status))
 	}

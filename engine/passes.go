@@ -78,9 +78,9 @@ func (s *Supervisor) next(ctx context.Context, p *passPlan) (failed bool, gap <-
 		r, all, err := s.feed.Changes(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Error("engine: read the ledger's changes", "err", err)
+				s.logError("engine: read the ledger's changes", "err", err)
 			}
-			all = true
+			all, failed = true, true
 		}
 		refs, p.asked = r, p.asked || all
 	}
@@ -90,11 +90,13 @@ func (s *Supervisor) next(ctx context.Context, p *passPlan) (failed bool, gap <-
 	if p.full {
 		p.full, p.asked, p.lastFull = false, false, time.Now()
 		s.markDirty(refs...)
-		if failed = s.reconcileAll(ctx); failed {
-			p.full = true
+		if s.reconcileAll(ctx) {
+			failed, p.full = true, true
+		} else if !failed {
+			s.ledgerAnswers() // a full pass read and wrote what it had to
 		}
-	} else {
-		failed = s.reconcileSome(ctx, refs)
+	} else if s.reconcileSome(ctx, refs) {
+		failed = true
 	}
 	if p.asked {
 		gap = time.After(minFullPassGap - time.Since(p.lastFull))
@@ -135,7 +137,7 @@ type passReport struct {
 func (r *passReport) report(msg string, ref RunRef, err error) {
 	if err != nil && r.ctx.Err() == nil && !errors.Is(err, ErrStale) {
 		r.failed = true
-		r.s.log.Error(msg, "run", ref.RunID, "err", err)
+		r.s.logError(msg, "run", ref.RunID, "err", err)
 		if ref != (RunRef{}) {
 			r.s.markDirty(ref)
 		}
@@ -159,7 +161,8 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 	for _, ref := range runs {
 		live[ref] = true
 	}
-	s.claimAll(ctx, runs, rep.report)
+	s.resetSpread()
+	s.claimUpTo(ctx, runs, rep.report)
 	dirty := s.takeDirty()
 	var writes []write
 	for _, ref := range runs {
@@ -204,7 +207,9 @@ func (s *Supervisor) reconcileSome(ctx context.Context, refs []RunRef) (failed b
 			unclaimed = append(unclaimed, ref)
 		}
 	}
-	s.claimAll(ctx, unclaimed, rep.report)
+	for _, ref := range s.claimUpTo(ctx, unclaimed, rep.report) {
+		dirty[ref] = true // claimed from the backlog (spread.go)
+	}
 	var writes []write
 	for ref := range dirty {
 		if !s.claimed[ref] {
@@ -271,6 +276,7 @@ func (s *Supervisor) drop(ctx context.Context, ref RunRef) {
 	s.mu.Unlock()
 	if s.claimed[ref] {
 		s.unclaim(ctx, ref)
+		s.freedClaim()
 	}
 	s.waiting.remove(ref)
 	delete(s.seen, ref)
@@ -286,6 +292,9 @@ func (s *Supervisor) dropClaimsLost() {
 	for _, ref := range lost {
 		s.waiting.remove(ref)
 	}
+	if len(lost) > 0 || all {
+		s.freedClaim()
+	}
 	s.markDirty(lost...)
 	if all {
 		s.waiting = waitQueue{}
@@ -296,8 +305,9 @@ func (s *Supervisor) dropClaimsLost() {
 	}
 }
 
-// claimAll claims the runs not claimed yet, concurrently.
-func (s *Supervisor) claimAll(ctx context.Context, runs []RunRef, report func(string, RunRef, error)) {
+// claimAll claims the runs not claimed yet, concurrently, and returns
+// those it claimed.
+func (s *Supervisor) claimAll(ctx context.Context, runs []RunRef, report func(string, RunRef, error)) (claimed []RunRef) {
 	var claims []write
 	for _, ref := range runs {
 		if !s.claimed[ref] {
@@ -305,13 +315,16 @@ func (s *Supervisor) claimAll(ctx context.Context, runs []RunRef, report func(st
 		}
 	}
 	for i, err := range runWrites(ctx, claims) {
+		s.noteClaim(claims[i].ref, err)
 		switch {
 		case err == nil:
 			s.claimed[claims[i].ref] = true
+			claimed = append(claimed, claims[i].ref)
 		case !errors.Is(err, ErrClaimedElsewhere):
 			report(claims[i].msg, claims[i].ref, err)
 		}
 	}
+	return claimed
 }
 
 // reconcileCached is reconcile, skipped when the ledger says the run has

@@ -14,8 +14,9 @@ import (
 type Recovery interface {
 	// RecordGroup records, without an event, the process group an
 	// active execution's worker started. A later supervisor on the same
-	// host kills what is left of it before it settles the execution as
-	// crash (Snapshot.Groups).
+	// host that settles the execution as crash (a write fenced by its
+	// claim of the run) then kills what is left of it (Snapshot.Groups),
+	// before the run dispatches again.
 	RecordGroup(ctx context.Context, ref RunRef, execution uint64, g worker.Group) error
 	// Interrupt ends active executions that a graceful shutdown
 	// cancelled. They neither failed nor succeeded: each gets a fault
@@ -57,7 +58,11 @@ func (s *Supervisor) recordGroup(ctx context.Context, ref RunRef, d Dispatch, pg
 
 // killLeft kills what is left of the orphans' process groups (started by a
 // process that died without cleaning up) so that no orphan runs on while
-// its retry starts.
+// its retry starts. It runs only once the orphans' crash committed under
+// this process's claim of the run: a process that lost the run never
+// kills what the run's owner runs. A group is identified by more than its
+// id (worker.Group.KillLeft: the host's boot id and the leader's start
+// time), so a reused process group id is never killed.
 func (s *Supervisor) killLeft(ctx context.Context, snap *Snapshot, orphans []uint64) {
 	for _, x := range orphans {
 		g, ok := snap.Groups[x]

@@ -187,6 +187,9 @@ func (s *Supervisor) settleWrite(ref RunRef, ss []Settlement, run *finishing) fu
 			t = run.terminal(h)
 			return t
 		})
+		if err == nil && finished {
+			traceFinished(ref, *t)
+		}
 		if err == nil && finished && s.obs != nil {
 			s.obs.RunFinished(string(t.Status))
 		}
@@ -213,7 +216,7 @@ func (s *Supervisor) settled(ctx context.Context, ref RunRef, ps []pendingSettle
 		return true
 	}
 	if ctx.Err() == nil {
-		s.log.Error("engine: settle failed; retrying", "run", ref.RunID, "executions", len(ps), "err", err)
+		s.logError("engine: settle failed; retrying", "run", ref.RunID, "executions", len(ps), "err", err)
 	}
 	for i := range ps {
 		if ps[i].failures == 0 && ctx.Err() == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -214,6 +215,14 @@ type Supervisor struct {
 	// safetyNet is how often a full pass runs anyway (SetSafetyNet). Set
 	// before Run.
 	safetyNet time.Duration
+	// spread holds the running runs left unclaimed at the claim cap, and
+	// heldElsewhere those another process holds, since the last full
+	// pass (spread.go). Unguarded: only the reconcile loop uses them.
+	spread        backlog
+	heldElsewhere map[RunRef]bool
+	// errs bounds the repeats of the error lines of failing ledger reads
+	// and writes (errors.go).
+	errs lograte.Limiter
 }
 
 // reading is what one reconcile of a run found, and under which version.
@@ -243,6 +252,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	s.rec, _ = ledger.(Recovery)
 	s.feed, _ = ledger.(ChangeFeed)
 	s.dirty, s.safetyNet = map[RunRef]bool{}, DefaultSafetyNet
+	s.heldElsewhere = map[RunRef]bool{}
 	return s
 }
 
@@ -290,7 +300,9 @@ func (s *Supervisor) Run(ctx context.Context) {
 		var retry <-chan time.Time
 		failed, gap := s.next(ctx, &plan)
 		if failed {
-			retry = time.After(b.next())
+			// A failing ledger is retried at the backoff's pace, not at
+			// the full passes' (a full pass the feed asks for waits too).
+			retry, gap = time.After(b.next()), nil
 		} else {
 			b.reset()
 		}
@@ -343,8 +355,9 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, *write, 
 		return nil, nil, err
 	}
 	// Executions the ledger thinks active (never one of History.Ended):
-	// ours keep running; others were orphaned by a previous process and
-	// end as crash.
+	// ours keep running; others were orphaned by a previous process (or
+	// are another process's, if this one lost the run without knowing it
+	// yet) and end as crash.
 	var orphans []uint64
 	active := map[uint64]bool{}
 	s.mu.Lock()
@@ -366,8 +379,15 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, *write, 
 	s.mu.Unlock()
 	if len(orphans) > 0 {
 		return nil, &write{ref: ref, msg: "engine: reconcile", do: func(ctx context.Context) error {
+			// The crash is recorded before anything is killed: its
+			// write is fenced by this process's claim, so a process
+			// that lost the run (stopped past its lease, say) is refused
+			// there and never kills the new owner's running executions.
+			if err := s.ledger.Crash(ctx, ref, orphans); err != nil {
+				return err
+			}
 			s.killLeft(ctx, snap, orphans)
-			return s.ledger.Crash(ctx, ref, orphans)
+			return nil
 		}}, nil
 	}
 	w, wr := s.step(snap, len(active))
@@ -439,7 +459,9 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at t
 		if s.obs != nil {
 			s.obs.ExecutionStarted(label, time.Since(at))
 		}
-		outcome := s.execute(wctx, snap, d, node, timeout)
+		tctx, span := traceExecution(wctx, ref, d, node, label)
+		outcome := s.execute(tctx, snap, d, node, timeout)
+		endExecution(ctx, wctx, span, outcome)
 		s.ledger.ExecutionEnded(ref, d.Ref)
 		s.observeEnded(ctx, wctx, label, outcome)
 		if ctx.Err() != nil && outcome.IsError() {

@@ -120,6 +120,7 @@ func New() *Metrics {
 	m.takeovers = f.counter("lease_takeovers_total", "Run supervision leases taken over from another owner.")
 	m.compacted = f.counter("retention_compacted_runs_total", "Finished runs whose history retention deleted.")
 	m.agents = newAgentMetrics(f)
+	registerTracing(m.reg)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.zeroes()
 	m.reqCells = make([]cell[prometheus.Counter], methodSlots*len(server.Codes))

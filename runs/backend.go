@@ -10,6 +10,7 @@ import (
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -62,6 +63,10 @@ type Backend struct {
 
 	// evidence queues agents' raw evidence (evidence.go).
 	evidence evidenceRecorder
+
+	// waitLog bounds the repeats of the line the log flusher logs while
+	// the store cannot take lines (logs.go).
+	waitLog lograte.Limiter
 }
 
 // New builds a backend.
@@ -222,6 +227,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 		// The engine reads the run's submission next: it is the one
 		// recorded (it encodes to the same seed).
 		b.seeds.put(runKey{tk, runID}, sub)
+		traceSubmitted(ctx, tk, runID)
 		b.changes.changed(runKey{tk, runID})
 	}
 	return res, nil
@@ -327,11 +333,14 @@ func (b *Backend) List(ctx context.Context) (*ListResult, error) {
 func (b *Backend) Force(ctx context.Context, runID string) (*StatusResult, error) {
 	tk := b.tenant(ctx)
 	var res StatusResult
+	forced := false
 	err := b.update(ctx, tk, runID, func(tx store.Tx, st *runState) error {
+		forced = false
 		if st.Phase == PhaseFinished {
 			res = project(runID, st)
 			return nil
 		}
+		forced = true
 		st.Phase = PhaseStopping
 		if err := appendRecord(tx, tk, runID, st, record{Kind: recForce}); err != nil {
 			return err
@@ -342,6 +351,9 @@ func (b *Backend) Force(ctx context.Context, runID string) (*StatusResult, error
 	})
 	if err != nil {
 		return nil, wire(err)
+	}
+	if forced {
+		traceForced(tk, runID)
 	}
 	b.closeRun(tk, runID)
 	return &res, nil
@@ -379,6 +391,9 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 			return orNoRun(err)
 		}
 		from := st.Cursor
+		if lines, err = fencedLines(storeTx(tx), lines); err != nil {
+			return err
+		}
 		if err := appendLogs(tx, tk, runID, st, lines); err != nil {
 			return err
 		}

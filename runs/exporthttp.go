@@ -90,6 +90,8 @@ type exportWriter struct {
 	window        time.Duration
 	runID, format string
 	started       bool
+	// traceID, when set, is sent as the Oecp-Trace-Id header.
+	traceID string
 }
 
 func (e *exportWriter) Write(p []byte) (int, error) {
@@ -100,6 +102,9 @@ func (e *exportWriter) Write(p []byte) (int, error) {
 		h.Set("Content-Disposition", `attachment; filename="`+e.runID+"."+e.format+`.jsonl"`)
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
+		if e.traceID != "" {
+			h.Set(HeaderTraceID, e.traceID)
+		}
 	}
 	if e.window > 0 {
 		_ = e.rc.SetWriteDeadline(time.Now().Add(e.window))

@@ -161,6 +161,18 @@ func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]lo
 			delete(lines, k)
 		}
 	}
+	if err != nil {
+		// The store's error is the change's answer: it says what the
+		// change met inside the transaction, classified (a read that
+		// failed because the store is unavailable wraps
+		// store.ErrUnavailable only there), so that the change's log
+		// lines are kept for later instead of dropped.
+		for _, c := range cs {
+			if c.err != nil {
+				c.err = err
+			}
+		}
+	}
 	return err
 }
 

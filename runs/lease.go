@@ -2,6 +2,8 @@ package runs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/oecp/oecp/engine"
@@ -10,10 +12,10 @@ import (
 
 // The Ledger is an engine.LeaseKeeper: on a store whose leases expire
 // (several replicas on one database) the supervisor renews the native
-// runs' claims and releases those it no longer needs — every one when it
-// stops (SIGTERM), so that another replica resumes the runs at once
-// instead of waiting for the leases to expire. On a local store these do
-// nothing.
+// runs' claims and releases those it no longer needs — a finished run's
+// when the supervisor drops it, and every one when it stops (SIGTERM), so
+// that another replica resumes the runs at once instead of waiting for
+// the leases to expire. On a local store these do nothing.
 
 var _ engine.LeaseKeeper = (*Ledger)(nil)
 
@@ -32,33 +34,32 @@ func (l *Ledger) Renew(ctx context.Context) ([]engine.RunRef, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var lost []engine.RunRef
+	return RunsOfLeases(names), nil
+}
+
+// RunsOfLeases are the runs the run lease names name (other names are
+// skipped).
+func RunsOfLeases(names []string) []engine.RunRef {
+	var refs []engine.RunRef
 	for _, name := range names {
-		if ref, ok := l.leased[name]; ok {
-			lost = append(lost, ref)
-			delete(l.leased, name)
+		if tk, runID, ok := store.ParseRunLease(name); ok {
+			refs = append(refs, engine.RunRef{Tenant: tk, RunID: runID})
 		}
 	}
-	return lost, nil
+	return refs
 }
 
-// Release gives the run's lease up, when the store's leases expire.
+// Release gives the run's lease up, when the store's leases expire; a
+// lease another process took over is engine.ErrClaimLost.
 func (l *Ledger) Release(ctx context.Context, ref engine.RunRef) error {
-	name := store.RunLease(ref.Tenant, ref.RunID)
-	l.mu.Lock()
-	delete(l.leased, name)
-	l.mu.Unlock()
-	return l.claims.Release(ctx, name)
+	return ClaimLost(l.claims.Release(ctx, store.RunLease(ref.Tenant, ref.RunID)))
 }
 
-// claimed remembers which run a claimed lease names, for Renew.
-func (l *Ledger) claimed(ref engine.RunRef) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.leased == nil {
-		l.leased = map[string]engine.RunRef{}
+// ClaimLost reports a release that found the lease taken over as
+// engine.ErrClaimLost.
+func ClaimLost(err error) error {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Errorf("%w: %w", engine.ErrClaimLost, err)
 	}
-	l.leased[store.RunLease(ref.Tenant, ref.RunID)] = ref
+	return err
 }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/store/postgres"
+	"github.com/oecp/oecp/store/postgres/pgtest"
 )
 
 // heldElsewhere is a store whose run leases another live process holds.
@@ -34,5 +37,92 @@ func TestClaimHeldElsewhereIsTheEngineSentinel(t *testing.T) {
 	err := b.Ledger("me").Claim(context.Background(), engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"})
 	if !errors.Is(err, engine.ErrClaimedElsewhere) || !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("claim of a run held elsewhere: %v", err)
+	}
+}
+
+// releases is a native ledger that reports each claim the supervisor
+// released, once the release has returned.
+type releases struct {
+	*runs.Ledger
+	released chan engine.RunRef
+}
+
+func (r releases) Release(ctx context.Context, ref engine.RunRef) error {
+	err := r.Ledger.Release(ctx, ref)
+	r.released <- ref
+	return err
+}
+
+// TestFinishedRunReleasesItsLease: on a store whose leases expire
+// (PostgreSQL), a run that finished gives its lease up when the
+// supervisor drops it: the replica renews no lease afterwards (it had
+// renewed every run it ever finished, every TTL/3, forever), and the
+// lease row is free for anyone.
+func TestFinishedRunReleasesItsLease(t *testing.T) {
+	dsn, _ := pgtest.Schema(t)
+	st, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, LeaseTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	agents := newFakeAgents()
+	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
+	defer b.Close()
+	l := releases{Ledger: b.Ledger("replica"), released: make(chan engine.RunRef, 16)}
+	stop := runEngine(l)
+	defer stop()
+	ctx := as("alice")
+	if _, err := b.Submit(ctx, "done", oneStep("done", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	waitFinished(t, b, ctx, "done")
+	if ref := <-l.released; ref.RunID != "done" {
+		t.Fatalf("released %v", ref)
+	}
+	held, err := st.RenewLeases(context.Background(), "replica")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 0 {
+		t.Fatalf("the replica still holds (and renews) %v after its run finished", held)
+	}
+	if _, err := st.AcquireLease(context.Background(), store.RunLease(b.TenantKey("alice"), "done"), "another"); err != nil {
+		t.Fatalf("the finished run's lease is not free: %v", err)
+	}
+}
+
+// TestLostRunLogsNothingMore: a line a replica logs for a run it has lost
+// to another replica (it does not know yet) is never written, like its
+// results; the new owner's lines are.
+func TestLostRunLogsNothingMore(t *testing.T) {
+	b := runs.New(runs.Config{Store: store.NewMemory(), Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	defer b.Close()
+	ctx := as("alice")
+	if _, err := b.Submit(ctx, "r", oneStep("r", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	ref := engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
+	stale, owner := b.Ledger("stale"), b.Ledger("owner")
+	for _, l := range []*runs.Ledger{stale, owner} {
+		if err := l.Claim(context.Background(), ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale.Log(ref, "", "error", "execution ended: failed (crash)")
+	owner.Log(ref, "", "info", "the owner's line")
+	if _, err := b.Force(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.Logs(ctx, "r", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := drain(t, sub)
+	var got []string
+	for _, l := range lines {
+		got = append(got, l["record"].(map[string]any)["message"].(string))
+	}
+	if len(got) != 1 || got[0] != "the owner's line" {
+		t.Fatalf("logs %q, want only the owner's line", got)
 	}
 }

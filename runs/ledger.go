@@ -39,7 +39,6 @@ type Ledger struct {
 	// mu).
 	feed    *runFeed
 	foreign uint64
-	leased  map[string]engine.RunRef // claimed runs by lease name (lease.go)
 }
 
 var (
@@ -55,7 +54,14 @@ var (
 // Ledger returns the engine.Ledger view of b for the supervising process
 // owner (an id unique to this process lifetime).
 func (b *Backend) Ledger(owner string) *Ledger {
-	return &Ledger{b: b, claims: store.NewClaims(b.store, owner), feed: b.changes.subscribe()}
+	return b.LedgerOf(store.NewClaims(b.store, owner))
+}
+
+// LedgerOf is Ledger with the claims of the supervising process, which
+// it may share with the ledger of another backend on the same store (one
+// renewal then judges both).
+func (b *Backend) LedgerOf(claims *store.Claims) *Ledger {
+	return &Ledger{b: b, claims: claims, feed: b.changes.subscribe()}
 }
 
 // Changed is closed after the next commit.
@@ -99,7 +105,6 @@ func (l *Ledger) Version(ref engine.RunRef) uint64 {
 // many runs share one commit.
 func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	name := store.RunLease(ref.Tenant, ref.RunID)
-	l.claimed(ref)
 	if !l.claims.InTx() {
 		return claimedElsewhere(l.claims.Claim(ctx, name))
 	}
@@ -404,18 +409,20 @@ func terminalResult(t reduce.Terminal) (protocol.TerminalResult, error) {
 	return tr, nil
 }
 
-// finished drops what this process keeps for a run it has finished.
+// finished drops what this process keeps for a run it has finished. The
+// run's claim stays until the supervisor drops the run and releases it
+// (Release): a claim forgotten here could never be released, and its
+// lease would be renewed for as long as this process lives.
 func (l *Ledger) finished(ref engine.RunRef) {
-	l.claims.Forget(store.RunLease(ref.Tenant, ref.RunID))
-	l.mu.Lock()
-	delete(l.leased, store.RunLease(ref.Tenant, ref.RunID))
-	l.mu.Unlock()
 	l.b.closeRun(ref.Tenant, ref.RunID)
 }
 
-// Log buffers one durable log line of an execution.
+// Log buffers one durable log line of an execution, fenced by the run's
+// claim as it is now: the line is written only while this process still
+// holds the run under the same epoch, so a process that lost the run
+// (to another replica) writes nothing more for it.
 func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
-	l.b.log(ref.Tenant, ref.RunID, execution, level, message)
+	l.b.logFenced(ref.Tenant, ref.RunID, l.claims.Fence(store.RunLease(ref.Tenant, ref.RunID)), execution, level, message)
 }
 
 // Output publishes one chunk of an execution's live output.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -17,7 +18,10 @@ import (
 // they are buffered per run and written in batches, by a flusher that
 // runs while lines are pending, or by the next write for the run (a
 // settlement, a void, the terminal, a force), which appends them first so
-// that an execution's lines always precede its completion.
+// that an execution's lines always precede its completion. A line the
+// supervisor logs carries the run's lease as the supervisor held it then,
+// and is written only while the lease is still held so: a replica that
+// lost the run writes no more lines for it than results.
 
 // Bounds of durable logs.
 const (
@@ -29,9 +33,13 @@ const (
 )
 
 // logLine is one pending line of an execution ("" for run-wide lines).
+// fence is the run's lease as its writer held it when it logged the line
+// (the zero Fence for a line no supervisor logged): the line is written
+// only while the lease is still held so (fencedLines).
 type logLine struct {
 	execution string
 	record    protocol.LogRecord
+	fence     store.Fence
 }
 
 type runKey struct{ tk, runID string }
@@ -119,7 +127,7 @@ func (b *Backend) flushLogs() {
 		err := b.update(context.Background(), k.tk, k.runID, nil)
 		switch {
 		case errors.Is(err, store.ErrUnavailable):
-			b.cfg.Log.Warn("runs: log lines wait for the store", "run", k.runID, "err", err)
+			b.waitLog.Log(b.cfg.Log, slog.LevelWarn, "", "runs: log lines wait for the store", "run", k.runID, "err", err)
 			select {
 			case <-time.After(logRetryPause):
 			case <-b.logs.closing():
@@ -132,12 +140,47 @@ func (b *Backend) flushLogs() {
 	}
 }
 
-// Log buffers one log line of an execution (execution "" for the run).
+// log buffers one log line of an execution (execution "" for the run),
+// on no lease's behalf.
 func (b *Backend) log(tk, runID, execution, level, message string) {
+	b.logFenced(tk, runID, store.Fence{}, execution, level, message)
+}
+
+// logFenced buffers one log line written only while fence holds.
+func (b *Backend) logFenced(tk, runID string, fence store.Fence, execution, level, message string) {
 	if !slices.Contains(protocol.LogLevels, level) {
 		level = "info"
 	}
-	b.logs.add(runKey{tk, runID}, logLine{execution: execution, record: protocol.LogRecord{Level: level, Target: logTarget, Message: SafeText(message, protocol.RedactedLogMessage)}})
+	b.logs.add(runKey{tk, runID}, logLine{execution: execution, fence: fence,
+		record: protocol.LogRecord{Level: level, Target: logTarget, Message: SafeText(message, protocol.RedactedLogMessage)}})
+}
+
+// fencedLines drops, inside tx, the lines whose fence no longer holds:
+// lines a process logged for a run it has since lost to another replica
+// are never written, like its results. A fence that cannot be read fails
+// the transaction (the lines are then kept, when the store is
+// unavailable).
+func fencedLines(tx store.ReadTx, lines []logLine) ([]logLine, error) {
+	if !slices.ContainsFunc(lines, func(l logLine) bool { return l.fence != store.Fence{} }) {
+		return lines, nil
+	}
+	held := map[store.Fence]bool{}
+	kept := lines[:0:0]
+	for _, l := range lines {
+		ok, seen := held[l.fence]
+		if !seen {
+			err := l.fence.Check(tx)
+			if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+				return nil, err
+			}
+			ok = err == nil
+			held[l.fence] = ok
+		}
+		if ok {
+			kept = append(kept, l)
+		}
+	}
+	return kept, nil
 }
 
 // SafeText makes text a valid log message or attach output: control

@@ -87,3 +87,73 @@ func TestLogLinesOutliveTheStoreBeingDown(t *testing.T) {
 		}
 	}
 }
+
+// readsFail is a store whose reads fail, inside a transaction, with the
+// database's own error while down is set (a connection the server ended
+// with admin_shutdown, SQLSTATE 57P01), and whose Update and View then
+// return that error classified, as the PostgreSQL store does: the
+// classification is only on the transaction's answer, not on what its
+// reads returned.
+type readsFail struct {
+	store.Store
+	down   atomic.Bool
+	failed chan struct{}
+}
+
+var errAdminShutdown = errors.New("store/postgres: read run: FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+
+type failingTx struct {
+	store.Tx
+}
+
+func (failingTx) Run(string, string) (store.Run, bool, error) {
+	return store.Run{}, false, errAdminShutdown
+}
+func (failingTx) Cluster(string) (store.Cluster, bool, error) {
+	return store.Cluster{}, false, errAdminShutdown
+}
+
+func (f *readsFail) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if !f.down.Load() {
+		return f.Store.Update(ctx, fn)
+	}
+	err := f.Store.Update(ctx, func(tx store.Tx) error { return fn(failingTx{tx}) })
+	if err != nil {
+		select {
+		case f.failed <- struct{}{}:
+		default:
+		}
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// TestLogLinesHeldWhenAReadFailsUnavailable: lines whose write failed
+// because a read inside its transaction met a database shutting down
+// (57P01) are held for the next write, not dropped: the change's answer
+// is the store's classified error, not the raw error of the read.
+func TestLogLinesHeldWhenAReadFailsUnavailable(t *testing.T) {
+	st := &readsFail{Store: store.NewMemory(), failed: make(chan struct{}, 1)}
+	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	defer b.Close()
+	ctx := as("alice")
+	if _, err := b.Submit(ctx, "r", submission("r", graphOf(step("a", "echo")), "a")); err != nil {
+		t.Fatal(err)
+	}
+	ref := engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
+	st.down.Store(true)
+	b.Ledger("test").Log(ref, "", "info", "held line")
+	<-st.failed
+	st.down.Store(false)
+	if _, err := b.Force(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.Logs(ctx, "r", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := drain(t, sub)
+	if len(lines) != 1 || lines[0]["record"].(map[string]any)["message"] != "held line" {
+		t.Fatalf("logs %v, want the held line", lines)
+	}
+}

@@ -53,7 +53,7 @@ func (b *Backend) Export(ctx context.Context, runID, format string, w io.Writer)
 		return exportWire(err)
 	}
 	if format == export.FormatTrace {
-		t := export.NewTrace(w, runID)
+		t := export.NewTrace(w, runID, exportTraceID(w, tk, runID))
 		if err := b.exportLedger(ctx, plan, t); err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (b *Backend) Export(ctx context.Context, runID, format string, w io.Writer)
 		}
 		return t.Close(plan.finished, plan.agents)
 	}
-	s := export.NewSemantic(w, runID)
+	s := export.NewSemantic(w, runID, exportTraceID(w, tk, runID))
 	if err := b.exportEvidence(ctx, plan, s.Evidence); err != nil {
 		return err
 	}

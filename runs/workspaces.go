@@ -116,8 +116,13 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 	if ctx.Err() != nil {
 		return // shutting down: the next process prepares it again
 	}
+	// What follows is written only while this process still holds the
+	// run under the claim it prepared the workspace for.
+	b.prep.mu.Lock()
+	fence := store.FenceOf(b.store, store.RunLease(k.tk, k.runID), b.prep.epoch[k])
+	b.prep.mu.Unlock()
 	if err == nil && restore {
-		b.log(k.tk, k.runID, "", "info", "workspace: rebuilt from "+src.Repository+" at "+src.Revision+
+		b.logFenced(k.tk, k.runID, fence, "", "info", "workspace: rebuilt from "+src.Repository+" at "+src.Revision+
 			" and the run's latest checkpoint; an execution that was running runs again, and agent sessions start over")
 	}
 	if err == nil {
@@ -129,7 +134,7 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		b.prep.mu.Unlock()
 		if current {
 			b.changes.changed(k) // the run may dispatch now
-			b.log(k.tk, k.runID, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
+			b.logFenced(k.tk, k.runID, fence, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
 		} else {
 			// The run finished while its clone was landing: it is closed
 			// again, so the clone is marked finished and removed too.
@@ -162,13 +167,16 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		if st.Phase == PhaseFinished {
 			return nil
 		}
+		if err := fence.Check(storeTx(tx)); err != nil {
+			return err // the run is another process's now: it decides
+		}
 		line := logLine{record: protocol.LogRecord{Level: "error", Target: logTarget, Message: SafeText(note, protocol.RedactedLogMessage)}}
 		if err := appendLogs(tx, k.tk, k.runID, st, []logLine{line}); err != nil {
 			return err
 		}
 		return stopRun(tx, k.tk, k.runID, st, crash, protocol.TerminalResult{Status: "failed", Reason: reason})
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		b.cfg.Log.Error("runs: cannot fail the run", "run", k.runID, "err", err)
 	}
 	b.closeRun(k.tk, k.runID)

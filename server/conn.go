@@ -11,6 +11,7 @@ import (
 
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/tracing"
 )
 
 // Transport is what a binding gives the connection core: framing only.
@@ -121,6 +122,9 @@ type Options struct {
 	// Limits, when set, bound this connection's requests and
 	// subscriptions (the transport obtained them from Limits.Open).
 	Limits ConnLimits
+	// Caller is the span the peer named when it connected (a traceparent
+	// header); the spans of its requests are its children (trace.go).
+	Caller tracing.SpanContext
 }
 
 func (o *Options) defaults() {
@@ -208,7 +212,7 @@ func NewConn(d *Dispatcher, t Transport, id identity.ConnectionIdentity, opts Op
 		c.nw = nw
 		nw.OnInputWait(c.flushHeld)
 	}
-	c.ctx, c.cancel = context.WithCancel(identity.With(context.Background(), id))
+	c.ctx, c.cancel = context.WithCancel(tracing.WithRemote(identity.With(context.Background(), id), opts.Caller))
 	return c
 }
 
@@ -444,7 +448,9 @@ func (c *Conn) handleFrame(data []byte) bool {
 		// flight, and its answer is queued in frame order like the
 		// reader's own.
 		start := c.begin()
-		frame := c.disp.Unary(c.ctx, m, f.ID, f.Params)
+		ctx, span := c.traceRequest(c.ctx, m)
+		frame := c.disp.Unary(ctx, m, f.ID, f.Params)
+		traceAnswered(span, frame)
 		c.answered(m, &f, frame, start)
 		return c.inline(frame, false)
 	}
@@ -546,7 +552,9 @@ func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo,
 	defer c.wg.Done()
 	defer r.cancel()
 	start := c.begin()
+	ctx, span := c.traceRequest(ctx, m)
 	frame := c.disp.Unary(ctx, m, f.ID, f.Params)
+	traceAnswered(span, frame)
 	c.answered(m, &f, frame, start)
 	if !c.release(r) {
 		return // cancelled: a late result is dropped

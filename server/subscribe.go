@@ -20,7 +20,9 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 	}
 	defer c.closeSubscription()
 	start := c.begin()
-	sub, errFrame := c.disp.Subscribe(ctx, m, f.ID, f.Params)
+	sctx, span := c.traceRequest(ctx, m)
+	sub, errFrame := c.disp.Subscribe(sctx, m, f.ID, f.Params)
+	traceEstablished(span, sub, errFrame)
 	c.established(m, &f, sub, errFrame, start)
 	c.release(r) // subscriptions ignore $/cancelRequest; the id is free now
 	if sub == nil {

@@ -97,6 +97,8 @@ func TestHeldFailureIsRetried(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),
 		chromedp.WaitEnabled(chromedp.CSS(`button[data-action="resume"]`)),
 		until(`document.querySelector('button[data-action="retry"]').disabled`),
+		// A disabled action says why.
+		until(`document.querySelector('button[data-action="retry"]').title === 'Dispatch is suspended: resume the run before retrying.'`),
 		until(`document.querySelector('.run-meta').textContent.includes('dispatch suspended')`),
 		chromedp.Click(chromedp.CSS(`button[data-action="resume"]`)),
 		chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)),

@@ -48,6 +48,8 @@ type backendConfig struct {
 	onStore func(store.Store)
 	// agents is the agent usage accounting (--max-agent-usd-per-run).
 	agents agentAccounting
+	// stall ends silent agent CLIs (--agent-stall-timeout).
+	stall agentStall
 	// sandbox confines agent executions.
 	sandbox agentConfig
 }
@@ -69,6 +71,7 @@ func (b *backendConfig) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&b.retain, "retain", 0, "delete the history (events, logs, receipts) of runs that ended longer than `DURATION` ago; a replay from their cursors answers GONE with compactedThrough (0: keep everything)")
 	fs.IntVar(&b.activeRunsPerTenant, "max-active-runs-per-tenant", 0, "`N` unfinished native runs per tenant; run/submit past it answers SERVER_BUSY (0: unbounded)")
 	b.agents.addFlags(fs)
+	b.stall.addFlags(fs)
 }
 
 func (b *backendConfig) validate() error {
@@ -103,6 +106,9 @@ func (b *backendConfig) validate() error {
 		return fmt.Errorf("--tenancy %q: want isolated or shared", b.tenancy)
 	}
 	if err := b.agents.validate(); err != nil {
+		return err
+	}
+	if err := b.stall.validate(); err != nil {
 		return err
 	}
 	if b.keepWorkspaces < 0 {
@@ -141,6 +147,16 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 		b := cluster.NewFixture(tenancy)
 		return b, func() { _ = b.Close() }, nil
 	}
+	unlock, err := lockDataDir(cfg) // datalock.go: one data directory, one server
+	if err != nil {
+		return nil, nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			unlock()
+		}
+	}()
 	st, err := openStore(cfg, log)
 	if err != nil {
 		return nil, nil, err
@@ -175,6 +191,7 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 			return nil, nil, err
 		}
 		cfg.agents.apply(opts.Harness, cfg.metrics)
+		cfg.stall.apply(opts.Harness)
 		if opts.Sandbox, err = cfg.sandbox.host(cfg, opts.Harness, log); err != nil {
 			_ = st.Close()
 			return nil, nil, err
@@ -206,7 +223,8 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 		return nil, nil, err
 	}
 	c.Start()
-	return c.Backend(), func() { _ = c.Close() }, nil
+	started = true
+	return c.Backend(), func() { _ = c.Close(); unlock() }, nil
 }
 
 // openStore opens the configured ledger store: SQLite in the data

@@ -90,8 +90,12 @@ not part of it). --key defaults to a digest of the submission (plus --id when gi
 so running the same command again answers the run it already started; pass another
 --key (or --id) to start it anew. --title defaults to the task's first line, else the graph
 file's name.
+A submission the server already has (the same submission key) answers that run and
+says so before anything of it is shown.
 --watch follows the run to its end as 'oecp run watch' does: exit 0 if it succeeded,
-1 if it failed.`,
+1 if it failed. When the source is the git checkout here and the run delivered a branch,
+that oecp/run-… branch is then fetched from the checkout's origin (your branches and work
+tree are left alone), so that 'git diff main...oecp/run-…' shows the change.`,
 		stdout, stderr, false, false)
 	c.addTimestamps()
 	file := c.fs.String("f", "", "`GRAPH` file (JSON GraphSpec; - for stdin)")
@@ -116,22 +120,47 @@ file's name.
 			return err
 		}
 		defer s.close()
+		// A run of an explicit --id that exists already is answered, not
+		// started, when the submission is the same: the result's run id
+		// cannot tell.
+		existed := false
+		if *id != "" {
+			_, err := s.conn.RunStatus(s.ctx, *id)
+			existed = err == nil
+		}
 		var r client.RunSubmitResult
-		if done, err := s.runResult(protocol.MethodRunSubmit, p, &r); done {
-			if err == nil && *watch {
-				return c.watchRun(s, r.RunID, "")
-			}
+		done, err := s.runResult(protocol.MethodRunSubmit, p, &r)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "submitted: run %s\n", r.RunID)
-		if r.RunID != p.RunID {
-			fmt.Fprintf(stderr, "oecp run submit: this submission was already submitted, as run %s: it was not started again (pass another --key to start it anew)\n", r.RunID)
+		if r.RunID != p.RunID || existed {
+			c.answeredEarlier(r.RunID, *watch)
+		}
+		if !done {
+			fmt.Fprintf(stdout, "submitted: run %s\n", r.RunID)
 		}
 		if !*watch {
 			return nil
 		}
-		return c.watchRun(s, r.RunID, "")
+		err = c.watchRun(s, r.RunID, "")
+		var sub client.RunSubmission
+		if json.Unmarshal(p.Submission, &sub) == nil {
+			c.fetchDelivered(c.checkout, sub.Source.Repository, c.delivered)
+		}
+		return err
 	})
+}
+
+// answeredEarlier says, before anything of that run is shown, that a
+// submission answered run runID, submitted earlier with the same
+// submission key, instead of starting a new run; watch says its history
+// follows.
+func (c *cli) answeredEarlier(runID string, watch bool) {
+	then := ""
+	if watch {
+		then = "; what follows is that run's history"
+	}
+	fmt.Fprintf(c.stderr, "oecp run submit: this submission was already submitted, as run %s: it was not started again%s (pass another --key to start it anew)\n", runID, then)
 }
 
 // submission builds run/submit's params from the submit flags.
@@ -176,6 +205,7 @@ func (c *cli) source(flag string) (client.RunSource, error) {
 			hint("Give the source with --source " + sourceSyntax + " (e.g. acme/widgets@main:<40 hex digits>), or run this in a git checkout on a branch with an origin remote.")
 	}
 	fmt.Fprintf(c.stderr, "oecp %s: source %s (the git checkout %s)\n", c.name, formatSource(src), top)
+	c.checkout = top
 	return src, nil
 }
 
@@ -302,7 +332,7 @@ func shorten(s string, n int) string {
 }
 
 func runStatusCmd(stdout, stderr io.Writer) *cobra.Command {
-	c := newCLI("run status", "run status ID [-o json|yaml] [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take) and, once finished, its result.", stdout, stderr, false, false)
+	c := newCLI("run status", "run status ID [-o json|yaml] [flags]", "Shows one run: title, source, size, phase, its active executions (the refs\n'oecp run logs --execution' and 'oecp run attach' take), once finished its result, and\nwhere a git delivery put its change: the branch and the pull request (its address where\nthe server knows it, else its number). -o json adds that as \"delivery\" after the\nserver's members.", stdout, stderr, false, false)
 	c.addOutput()
 	c.fs.cmd.ValidArgsFunction = c.completeRunIDs(1)
 	return c.fs.run(func(args []string) error {
@@ -325,10 +355,47 @@ Forcing a finished run changes nothing.`,
 // showRun sends run/status or run/force for the one run id argument and
 // prints the run.
 func (c *cli) showRun(args []string, method string) error {
+	if method == protocol.MethodRunStatus {
+		return c.showRunStatus(args)
+	}
 	var r client.RunStatusResult
 	if done, err := c.runCall(args, 1, method, &r); done {
 		return err
 	}
+	c.printRun(r, method)
+	return nil
+}
+
+// showRunStatus is run status: the run, and where its delivery went (read
+// from its log history; as "delivery" after the server's members with -o
+// json or yaml).
+func (c *cli) showRunStatus(args []string) error {
+	s, err := c.startRun(args, 1)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var r client.RunStatusResult
+	raw, err := s.call(protocol.MethodRunStatus, map[string]string{"runId": c.args[0]}, &r)
+	if err != nil {
+		return c.fail(err)
+	}
+	receipt, _ := runReceipt(s.ctx, s.conn, &r)
+	if c.machine() {
+		c.printRaw(withDelivery(raw, receipt))
+		return nil
+	}
+	c.printRun(r, protocol.MethodRunStatus)
+	if receipt != nil {
+		for _, l := range deliveryLines(*receipt) {
+			fmt.Fprintln(c.stdout, l)
+		}
+	}
+	return nil
+}
+
+// printRun prints a run/status or run/force result as text.
+func (c *cli) printRun(r client.RunStatusResult, method string) {
 	w := c.stdout
 	if method == protocol.MethodRunForce {
 		if r.Status.Phase == "finished" {
@@ -349,7 +416,6 @@ func (c *cli) showRun(args []string, method string) error {
 	if tr := r.Status.TerminalResult; tr != nil {
 		fmt.Fprintf(w, "result:   %s\n", resultSummary(tr))
 	}
-	return nil
 }
 
 // resultSummary renders a terminal result: its status, then the output of
@@ -377,11 +443,18 @@ func (c *cli) reportRunEnd(runID string, tr *protocol.TerminalResult) error {
 		if tr.Output != nil && !c.machine() {
 			fmt.Fprintf(out, "output: %s\n", *tr.Output)
 		}
-		return nil
 	case "failed":
 		fmt.Fprintf(out, "run %s failed: %s\n", runID, tr.Reason)
 	default:
 		fmt.Fprintf(out, "run %s ended %s\n", runID, tr.Status)
+	}
+	if c.delivered != nil {
+		for _, l := range deliveryLines(*c.delivered) {
+			fmt.Fprintln(out, l)
+		}
+	}
+	if tr.Status == "succeeded" {
+		return nil
 	}
 	return exitWith(exitError)
 }
@@ -407,6 +480,9 @@ func explainRun(e *client.Error) (why, todo string, ok bool) {
 		e.Detail("reason", &why)
 		if hostRefusal(why) {
 			return why, "use a harness (and env) this server offers in the --runtime plan, or ask the server's operator to configure it", true
+		}
+		if repo, ok := strings.CutPrefix(why, unservedPrefix); ok {
+			return unserved(repo)
 		}
 		return why, "fix the submission (the graph, the --runtime plan or the --input) and submit it again", true
 	case protocol.RunConflict:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/client"
 	"github.com/spf13/cobra"
 )
@@ -20,10 +21,12 @@ const logsQuiet = time.Second
 func runWatchCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run watch", "run watch ID [--from CURSOR] [-o json|yaml|wide] [flags]",
 		`Prints a run's status as it changes (executions starting and ending, its phase),
-replaying its history after --from, and ends with the run's result: exit 0 if it
-succeeded, 1 if it failed. The watch survives dropped connections, resuming after
-the last event it printed. Each line starts with the local time the event arrived,
-or --:--:-- for one replayed from the run's history (the protocol records no times).
+replaying its history after --from, and an agent CLI retrying its provider as it
+happens; it ends with the run's result and, when a git delivery ran, the branch and
+the pull request it made: exit 0 if it succeeded, 1 if it failed. The watch survives
+dropped connections, resuming after the last event it printed. Each line starts
+with the local time the event arrived, or --:--:-- for one replayed from the run's
+history (the protocol records no times).
 -o json (--json) prints one event notification per line, -o yaml one document each,
 -o wide adds the cursor to each line.`,
 		stdout, stderr, false, false)
@@ -44,20 +47,45 @@ or --:--:-- for one replayed from the run's history (the protocol records no tim
 // watchRun prints a run's watch events until the run finishes and returns
 // nil when it succeeded, exit 1 when it failed.
 func (c *cli) watchRun(s *session, runID, from string) error {
+	stopNotices := func() {}
+	var n *notices
 	if st, err := s.conn.RunStatus(s.ctx, runID); err == nil {
 		c.historyEnd, _ = cursorSeq(st.AtCursor)
+		if !c.machine() {
+			n = newNotices(c, runID)
+			if st.Status.Phase != "finished" {
+				stopNotices = n.follow(s, st.AtCursor)
+			}
+		}
 	}
 	f, err := client.FollowRunWatch(s.ctx, c.followOptions(s, runID, from))
 	if err != nil {
+		stopNotices()
 		return c.fail(err)
 	}
-	p := &runPrinter{c: c, ended: func(execution string) string { return executionEnd(s.ctx, s.conn, runID, execution) }}
+	var receipt *capsule.Receipt
+	p := &runPrinter{c: c, ended: func(execution string) string {
+		end := executionEnd(s.ctx, s.conn, runID, execution)
+		if end.receipt != nil {
+			receipt = end.receipt
+		}
+		if n != nil {
+			n.ended(end.notices)
+		}
+		return end.how
+	}}
 	var last *client.RunWatchEvent
 	err = followStream(c, f, func(ev client.RunWatchEvent) bool {
 		p.print(ev)
 		last = &ev
 		return ev.Status.Phase == "finished"
 	})
+	stopNotices()
+	if err == nil && last != nil && last.Status.Phase == "finished" && receipt == nil && (c.machine() || from != "") {
+		// The printer did not read every execution's end.
+		receipt, _ = runReceipt(s.ctx, s.conn, &client.RunStatusResult{RunID: runID, AtCursor: last.Cursor, Status: last.Status})
+	}
+	c.delivered = receipt
 	switch {
 	case err != nil:
 		return err

@@ -22,12 +22,19 @@ type templateHost struct {
 
 func startTemplateHost(t *testing.T, harness string) *templateHost {
 	t.Helper()
+	return startAgentHost(t, harness, "testdata/template-agent.sh")
+}
+
+// startAgentHost is startTemplateHost with the agent script and the
+// server's extra flags given.
+func startAgentHost(t *testing.T, harness, agentScript string, serveFlags ...string) *templateHost {
+	t.Helper()
 	dir := t.TempDir()
 	// World-readable, so that the agent runs in the sandbox under any UID.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile("testdata/template-agent.sh")
+	script, err := os.ReadFile(agentScript)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +59,7 @@ func startTemplateHost(t *testing.T, harness string) *templateHost {
 			t.Fatal(err)
 		}
 	}
-	srv := startServer(t, "--harness", filepath.Join(dir, "harness.json"), "--repos", filepath.Join(dir, "repos.json"))
+	srv := startServer(t, append([]string{"--harness", filepath.Join(dir, "harness.json"), "--repos", filepath.Join(dir, "repos.json")}, serveFlags...)...)
 	return &templateHost{srv: srv, remote: remote, source: "acme/app@main:" + remote.Head()}
 }
 

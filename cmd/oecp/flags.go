@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/oecp/oecp/capsule"
 )
 
 // Defaults of the client subcommands.
@@ -31,6 +33,12 @@ type cli struct {
 	output         string // "" (text), json, yaml or wide; --json is -o json
 	timestamps     bool   // prefix streamed lines with the local time
 	historyEnd     uint64 // a run's last cursor when the command started: lines up to it are replayed
+	// delivered is the delivery receipt of the run a watch followed (nil:
+	// none), shown with how the run ended.
+	delivered *capsule.Receipt
+	// checkout is the git checkout a run's source was read from ("" for
+	// --source), where its delivered branch is fetched.
+	checkout string
 
 	// Mutating commands only.
 	idemKey      string

@@ -69,6 +69,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The connection flags "+globalFlagList()+" may also come before the command.")
 	fmt.Fprintln(w, "Run 'oecp help <command>' (or 'oecp <command> --help') for a command's flags;")
 	fmt.Fprintln(w, "'oecp --version' prints the version.")
 }
@@ -113,12 +114,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "--version":
 		args[0] = "version"
 	}
+	args, err := hoistGlobalFlags(args)
+	if err != nil {
+		return exitCode((&exitErr{code: exitUsage, text: "oecp: " + err.Error() + "\n"}).hint("Run 'oecp help' for the list of commands."), stderr)
+	}
 	root := newRoot(stdout, stderr)
 	if _, ok := commands[args[0]]; !ok && !isCobraInternal(args[0]) {
 		return exitCode(unknownCommand(root, args[0]), stderr)
 	}
 	root.SetArgs(args)
-	err := root.Execute()
+	defer startCLITrace(args[0])()
+	err = root.Execute()
 	if n := caught.Load(); n != 0 {
 		return 128 + int(n) // interrupted: whatever the command was doing is moot
 	}

@@ -62,6 +62,9 @@ var plainRefusals = map[string][2]string{
 	protocol.Gone:             {"it was deleted or is no longer active", ""},
 	protocol.ServerBusy:       {"the server is at its per-connection limit", "try again shortly"},
 	protocol.Cancelled:        {"the request was cancelled before it committed", "run it again with the same --idempotency-key"},
+	// The store (its database) is down or restarting: retryable, not a
+	// failure of the server to look into.
+	protocol.StoreUnavailable: {"the server's store (its database) is unavailable right now; nothing was changed", "retry in a moment (with the same --idempotency-key, if you gave one)"},
 }
 
 // explainPhase explains INVALID_PHASE: the cluster's phase (or, for

@@ -20,6 +20,7 @@ import (
 	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/transport/ndjson"
 	"github.com/oecp/oecp/transport/websocket"
 	"github.com/oecp/oecp/webui"
@@ -49,6 +50,7 @@ type serveConfig struct {
 	cpuProfile        string
 	backend           backendConfig
 	ops               opsConfig
+	trace             traceConfig
 }
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -70,6 +72,13 @@ SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 		if err != nil {
 			return failf("serve", exitUsage, "%v", err)
 		}
+		// A line logged in a span carries its trace_id and span_id.
+		log = slog.New(tracing.LogHandler(log.Handler()))
+		stopTracing, err := cfg.trace.start(context.Background(), log)
+		if err != nil {
+			return failf("serve", exitUsage, "%v", err)
+		}
+		defer stopTracing()
 		// Packages that log without being handed a logger (the agent
 		// harness runner, the log package) go through the same handler:
 		// one format and one level for every line the server writes.
@@ -139,6 +148,7 @@ func (cfg *serveConfig) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` until the server stops (diagnostics)")
 	cfg.backend.addFlags(fs)
 	cfg.ops.addFlags(fs)
+	cfg.trace.addFlags(fs)
 }
 
 func parseFaultDelays(specs []string) (map[string]time.Duration, error) {
@@ -186,6 +196,19 @@ func reachable(addr net.Addr) string {
 
 // authenticated reports whether connections present a token.
 func (cfg serveConfig) authenticated() bool { return cfg.authTokens != "" || cfg.authJWT != "" }
+
+// credentialKinds are the kinds of bearer credential the server takes,
+// which the web view's sign-in box names.
+func (cfg serveConfig) credentialKinds() []string {
+	var kinds []string
+	if cfg.authTokens != "" {
+		kinds = append(kinds, webui.CredentialToken)
+	}
+	if cfg.authJWT != "" {
+		kinds = append(kinds, webui.CredentialJWT)
+	}
+	return kinds
+}
 
 // wsSecurity checks the WebSocket listener's security flags and loads the
 // token resolver and TLS configuration (nil for plaintext). A non-loopback
@@ -243,7 +266,7 @@ func serveWebSocket(ctx context.Context, cfg serveConfig, disp *server.Dispatche
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
-	mux.Handle(webui.Prefix, webui.New())
+	mux.Handle(webui.Prefix, webui.New().WithCredentials(cfg.credentialKinds()...).WithTraceURL(cfg.trace.url))
 	// The server's root is the web view.
 	mux.Handle("GET /{$}", http.RedirectHandler(webui.Prefix, http.StatusFound))
 	exportRoutes(mux, disp.Backend, resolver, cfg, log)

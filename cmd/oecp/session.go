@@ -37,6 +37,7 @@ func (c *cli) dialOptions() (client.DialOptions, error) {
 	if c.caFile != "" {
 		o.CAFiles = []string{c.caFile}
 	}
+	o.Traceparent = cliTraceparent()
 	return o, nil
 }
 

@@ -58,10 +58,12 @@ func (d *claudeDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Re
 	run := func(ctx context.Context, session, prompt string) attempt {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
-		s := &claudeStream{session: session, text: lineBuffer{sinks: sinks, st: streamOutput}, thinking: lineBuffer{sinks: sinks, st: streamSystem}, stop: stop}
+		s := &claudeStream{session: session, text: lineBuffer{sinks: sinks, st: streamOutput}, thinking: lineBuffer{sinks: sinks, st: streamSystem}, stop: stop,
+			tools: newToolSpans(ctx)}
+		defer s.tools.close()
 		res, err := d.launch(pctx, t, claudeArgs(t, session, prompt), env, nil, sinks, s.line)
 		if err != nil {
-			return attempt{problem: err.Error()}
+			return launchFailed(err)
 		}
 		return s.end(res)
 	}
@@ -144,6 +146,10 @@ type claudeStream struct {
 	stop  func()
 	usage Usage
 	bad   error
+	// model is the model the init event named; tools the open tool-call
+	// spans (trace.go).
+	model string
+	tools *toolSpans
 }
 
 type claudeResult struct {
@@ -178,9 +184,12 @@ func (s *claudeStream) line(raw []byte) {
 	}
 	switch kind {
 	case "system":
+		if str(m["subtype"]) == "init" {
+			s.model = str(m["model"])
+		}
 		if str(m["subtype"]) == "api_retry" {
 			s.retrySeen = true
-			emit(s.text.sinks, streamSystem, fmt.Sprintf("API retry %s of %s: %s", m["attempt"], m["max_retries"], str(m["error"])))
+			retrying(s.text.sinks, "Claude", claudeRetry(int64Of(m["attempt"]), int64Of(m["max_retries"]), int64Of(m["error_status"]), str(m["error"])))
 			if n := int(int64Of(m["error_status"])); isAuthStatus(n) && s.auth == 0 {
 				s.auth = n
 				s.stop()
@@ -190,6 +199,8 @@ func (s *claudeStream) line(raw []byte) {
 		s.delta(object(m["event"]))
 	case "assistant":
 		s.assistant(object(m["message"]))
+	case "user":
+		s.toolResults(object(m["message"]))
 	case "result":
 		s.onResult(m)
 	}
@@ -251,6 +262,7 @@ func (s *claudeStream) assistant(msg map[string]json.RawMessage) {
 			}
 		case "tool_use":
 			emit(s.text.sinks, streamSystem, "tool "+str(b["name"])+" "+truncateUTF8(string(b["input"]), 200))
+			s.tools.start(str(b["id"]), str(b["name"]), claudeToolType(str(b["name"])))
 		}
 	}
 }
@@ -318,7 +330,7 @@ func (s *claudeStream) end(res worker.ProcessResult) attempt {
 		a.problem = processProblem(res)
 	default:
 		a.ok = true
-		a.reply = Reply{Session: s.session, Text: s.result.answer, Streamed: true}
+		a.reply = Reply{Session: s.session, Text: s.result.answer, Streamed: true, Model: s.model}
 	}
 	return a
 }

@@ -49,10 +49,11 @@ func (d *codexDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (Rep
 	run := func(ctx context.Context, session, prompt string) attempt {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
-		s := &codexStream{sinks: sinks, thread: session, stop: stop}
+		s := &codexStream{sinks: sinks, thread: session, stop: stop, tools: newToolSpans(ctx)}
+		defer s.tools.close()
 		res, err := d.launch(pctx, t, codexArgs(t, session, d.baseURL), env, []byte(prompt), sinks, s.line)
 		if err != nil {
-			return attempt{problem: err.Error()}
+			return launchFailed(err)
 		}
 		a := s.end(res)
 		if s.usage != nil {
@@ -202,6 +203,8 @@ type codexStream struct {
 	stop  func()
 	usage *Usage
 	bad   error
+	// tools are the open tool-call spans (trace.go).
+	tools *toolSpans
 }
 
 func (s *codexStream) line(raw []byte) {
@@ -242,7 +245,11 @@ func (s *codexStream) line(raw []byte) {
 // onError handles a top-level error event: a system line, and the end of
 // the process when it names a refused credential.
 func (s *codexStream) onError(msg string) {
-	emit(s.sinks, streamSystem, "provider error: "+msg)
+	if codexRetryRE.MatchString(msg) {
+		retrying(s.sinks, "Codex", msg)
+	} else {
+		emit(s.sinks, streamSystem, "provider error: "+msg)
+	}
 	s.lastError = msg
 	if n := authStatus(msg); n != 0 && s.auth == 0 {
 		s.auth = n
@@ -279,6 +286,10 @@ func (s *codexStream) item(event string, item map[string]json.RawMessage) {
 		s.bad = fmt.Errorf("%s has no item type", event)
 		return
 	}
+	if kind == "error" && codexRetryRE.MatchString(str(item["message"])) {
+		retrying(s.sinks, "Codex", str(item["message"]))
+		return
+	}
 	if kind == "agent_message" {
 		if event == "item.completed" {
 			text := str(item["text"])
@@ -288,6 +299,7 @@ func (s *codexStream) item(event string, item map[string]json.RawMessage) {
 		return
 	}
 	emit(s.sinks, streamSystem, codexSummary(kind, item))
+	s.codexToolItem(event, kind, item)
 }
 
 // codexSummary is one line about an item that is not an agent message.

@@ -17,6 +17,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"time"
 )
 
 // Harness names a runtime plan may carry.
@@ -83,6 +84,10 @@ type Config struct {
 	// usage and maxUSD are the accounting of the runners it builds.
 	usage  UsageObserver
 	maxUSD float64
+	// stall is the stall timeout of its CLI drivers (stall.go), when
+	// stallSet; else DefaultStallTimeout.
+	stall    time.Duration
+	stallSet bool
 }
 
 // Load reads and validates a harness file.
@@ -251,9 +256,13 @@ func (c *Config) Driver(harness string) (Driver, error) {
 	}
 	switch e.Driver {
 	case HarnessCodex:
-		return &codexDriver{cli: newCLI(harness, e)}, nil
+		cl := newCLI(harness, e)
+		cl.stall = c.stallTimeout()
+		return &codexDriver{cli: cl}, nil
 	case HarnessClaude:
-		return &claudeDriver{cli: newCLI(harness, e)}, nil
+		cl := newCLI(harness, e)
+		cl.stall = c.stallTimeout()
+		return &claudeDriver{cli: cl}, nil
 	}
 	return newCommandDriver(harness, e), nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"time"
 	"unicode"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -95,6 +96,9 @@ type Reply struct {
 	// ThreadUsage is the session's cumulative usage after the turn (pass
 	// it back in Turn.ThreadUsage).
 	ThreadUsage Usage
+	// Model is the model the CLI reported answering ("" when it reports
+	// none), for traces only.
+	Model string
 }
 
 // Driver is the port a harness implements.
@@ -129,6 +133,8 @@ type cli struct {
 	argv    []string
 	allowed map[string]bool
 	baseURL string
+	// stall ends a CLI process silent for that long (0: never; stall.go).
+	stall time.Duration
 }
 
 func newCLI(name string, e Entry) cli {

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -162,11 +163,18 @@ func (c cli) launch(ctx context.Context, t Turn, args, env []string, stdin []byt
 	if len(env) > maxEnvNames || totalBytes(env) > maxArgvBytes {
 		return worker.ProcessResult{}, driverErr(c.name, "environment exceeds %d entries or %d bytes", maxEnvNames, maxArgvBytes)
 	}
+	// Every line, on stdout or stderr, is progress for the stall watchdog.
+	w := newWatchdog(ctx, c.stall)
 	stderr := worker.Sinks{Output: sinks.Output}
 	if sinks.Log != nil {
-		stderr.Log = func(_, msg string) { sinks.Log(string(streamSystem), msg) }
+		stderr.Log = func(_, msg string) { w.progress(); sinks.Log(string(streamSystem), msg) }
 	}
-	return worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: onLine, Started: t.Started, Confine: t.Confine}.Run(ctx), nil
+	lines := func(line []byte) { w.progress(); onLine(line) }
+	res := worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: lines, Started: t.Started, Confine: t.Confine}.Run(w.ctx)
+	if w.stop(ctx) {
+		return res, stallError(c.stall)
+	}
+	return res, nil
 }
 
 func totalBytes(ss []string) int {
@@ -229,6 +237,14 @@ type attempt struct {
 	// usage is what the process reported; thread the session's
 	// cumulative usage after it (Codex).
 	usage, thread Usage
+	// stalled is a process the stall watchdog ended (problem says so).
+	stalled bool
+}
+
+// launchFailed is the attempt of a process launch refused or ended as
+// stalled.
+func launchFailed(err error) attempt {
+	return attempt{problem: err.Error(), stalled: errors.Is(err, ErrStalled)}
 }
 
 // runAttempt is one CLI process of a turn, resuming session when it is
@@ -260,6 +276,10 @@ func withContinuation(ctx context.Context, name, label string, t Turn, sinks wor
 		if a.ok {
 			a.reply.Usage, a.reply.ThreadUsage = spent.Usage, spent.ThreadUsage
 			return a.reply, nil
+		}
+		if a.stalled {
+			emit(sinks, streamError, a.problem+": turn ended (--agent-stall-timeout)")
+			return spent, fmt.Errorf("%w: harness %s: %s", ErrStalled, name, a.problem)
 		}
 		emit(sinks, streamError, label+" provider failure: "+diagnostic(a.problem))
 		if a.auth != 0 {

@@ -10,8 +10,8 @@ import (
 
 // A turn survives Codex's transport retries: its WebSocket fails, Codex
 // reports "Reconnecting..." error events, falls back to HTTP, runs a
-// command and answers; the turn is a success, and the retries are system
-// lines.
+// command and answers; the turn is a success, and the retries are retry
+// notices.
 func TestRealCodexRecoversFromRetries(t *testing.T) {
 	for _, v := range codexVersions {
 		t.Run(v, func(t *testing.T) {
@@ -22,7 +22,7 @@ func TestRealCodexRecoversFromRetries(t *testing.T) {
 			if s != wantVerified {
 				t.Fatalf("outcome %s\n%s", s, rec.text())
 			}
-			if !rec.contains("debug: provider error: Reconnecting...") || !rec.contains("command: ") {
+			if !rec.contains("warn: retrying: Codex: Reconnecting...") || !rec.contains("command: ") {
 				t.Fatalf("no retry or command line:\n%s", rec.text())
 			}
 		})

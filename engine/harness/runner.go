@@ -106,6 +106,7 @@ func (r *Runner) CloseRun(runID string) {
 //   - still invalid after MaxCorrections correction turns in the same
 //     session: malformed/malformed_result;
 //   - ctx ended: timeout on its deadline, refusal on cancellation;
+//   - an agent CLI silent for the stall timeout: timeout;
 //   - a declared env variable unset in the server environment:
 //     refusal/authentication_required; one the harness does not allow:
 //     refusal/policy_denied;
@@ -157,7 +158,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	if job.Binding.SessionScope != ScopeNodeInstance && conv.home != "" {
 		defer os.RemoveAll(conv.home)
 	}
-	exe, err := r.confine(job, conv.home, c.Verifier)
+	exe, err := r.confineTraced(ctx, job, conv.home, c.Verifier)
 	if err != nil {
 		log.Error("agent sandbox unavailable", "err", err)
 		if entry != nil {
@@ -223,6 +224,8 @@ func (r *Runner) failure(ctx, dctx context.Context, err error) worker.Outcome {
 		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
 	case errors.Is(err, ErrProviderAuth):
 		return worker.Failed(worker.CodeRefusal, ReasonAuthenticationRequired)
+	case errors.Is(err, ErrStalled):
+		return worker.Failed(worker.CodeTimeout, worker.ReasonDeclaredFailure)
 	}
 	return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 }
@@ -269,8 +272,9 @@ type conversation struct {
 // session. A nil error means a clean end: a valid outcome or malformed.
 func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, error) {
 	for turn := 0; ; turn++ {
-		v.log.Info("harness turn", "turn", turn, "resume", v.resume)
-		reply, err := v.r.driver.Turn(ctx, Turn{
+		v.log.InfoContext(ctx, "harness turn", "turn", turn, "resume", v.resume)
+		tctx, span := v.traceTurn(ctx, turn)
+		reply, err := v.r.driver.Turn(tctx, Turn{
 			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
 			Session: v.session, Resume: v.resume, Prompt: prompt, Env: v.job.Binding.Env,
 			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home, Started: v.ex.Started, ThreadUsage: v.thread,
@@ -280,6 +284,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 		if berr := v.r.account(v.job, v.ex, v.log, reply.Usage); berr != nil && err == nil {
 			err = berr
 		}
+		v.endTurn(ctx, span, reply, err)
 		if err != nil {
 			return worker.Outcome{}, err
 		}

@@ -34,8 +34,39 @@ func TestCodexErrorEventsAreNotFailures(t *testing.T) {
 		`{"type":"item.completed","item":{"id":"i","type":"error","message":"Falling back from WebSockets to HTTPS transport."}}`}, turn[1:]...)...)
 	t.Setenv("CODEX_API_KEY", "sk-codex-test-key")
 	rec := f.fixtureless(harness.Binding{Model: "gpt-5.6", Env: []string{"CODEX_API_KEY"}}, "openai")
-	if !rec.has("debug: provider error: Reconnecting... 2/5 (unexpected status 500)") || rec.contains("provider failure") {
+	if !rec.has("warn: retrying: Codex: Reconnecting... 2/5 (unexpected status 500)") || rec.contains("provider failure") {
 		t.Fatalf("lines:\n%s", rec.text())
+	}
+}
+
+// TestCLIRetriesAreRetryNotices: each CLI's report of a retry it makes on
+// its own (Codex's "Reconnecting... n/5" error events and its fallback
+// error items, Claude's api_retry events) is a warn record that begins
+// with harness.RetryRecordPrefix and names the CLI, so that a watch can
+// show it as it happens; another Codex error event is not.
+func TestCLIRetriesAreRetryNotices(t *testing.T) {
+	t.Setenv("CODEX_API_KEY", "sk-codex-test-key")
+	codex := newFakeCLI(t, "codex")
+	turn := codexTurn("th-1", `{"text":"better"}`)
+	codex.events(0, append([]string{turn[0], `{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}`,
+		`{"type":"item.completed","item":{"id":"e","type":"error","message":"Falling back from WebSockets to HTTPS transport."}}`,
+		`{"type":"error","message":"model overloaded"}`}, turn[1:]...)...)
+	rec := codex.fixtureless(harness.Binding{Model: "gpt-5.6", Env: []string{"CODEX_API_KEY"}}, "openai")
+	for _, want := range []string{
+		"warn: " + harness.RetryRecordPrefix + "Codex: Reconnecting... 1/5 (stream disconnected before completion)",
+		"warn: " + harness.RetryRecordPrefix + "Codex: Falling back from WebSockets to HTTPS transport.",
+		"debug: provider error: model overloaded",
+	} {
+		if !rec.has(want) {
+			t.Errorf("no line %q:\n%s", want, rec.text())
+		}
+	}
+	claude := newFakeCLI(t, "claude")
+	ct := claudeTurn("s-1", `{"text":"better"}`)
+	claude.events(0, ct[0], `{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"error_status":529,"error":"overloaded","session_id":"s-1"}`, ct[1], ct[2])
+	rec = claude.fixtureless(harness.Binding{Model: "claude-sonnet-5"}, "anthropic")
+	if want := "warn: " + harness.RetryRecordPrefix + "Claude: API retry 2 of 10: overloaded (HTTP 529)"; !rec.has(want) {
+		t.Errorf("no line %q:\n%s", want, rec.text())
 	}
 }
 

@@ -86,12 +86,41 @@ func writeJSON(t *testing.T, dir, name string, v any) string {
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
+	// wrote is closed (and replaced) at each write (waitFor).
+	wrote chan struct{}
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.wrote != nil {
+		close(l.wrote)
+		l.wrote = nil
+	}
 	return l.b.Write(p)
+}
+
+// waitFor waits until the log holds part, or fails the test once guard
+// fires (a hang guard, no timing assertion).
+func (l *lockedBuffer) waitFor(t *testing.T, part string, guard <-chan time.Time) {
+	t.Helper()
+	for {
+		l.mu.Lock()
+		if strings.Contains(l.b.String(), part) {
+			l.mu.Unlock()
+			return
+		}
+		if l.wrote == nil {
+			l.wrote = make(chan struct{})
+		}
+		wrote := l.wrote
+		l.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-guard:
+			t.Fatalf("the log never said %q:\n%s", part, l.String())
+		}
+	}
 }
 
 func (l *lockedBuffer) String() string {

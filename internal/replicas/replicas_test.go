@@ -43,8 +43,10 @@ func startCluster(t *testing.T, n int) *cluster {
 	dsn, schema := pgtest.Schema(t)
 	c := &cluster{schema: schema}
 	for range n {
+		// Each replica has a data directory of its own: one directory
+		// serves one server.
 		c.replicas = append(c.replicas, wiretest.StartServer(t, binPath, nil,
-			"--store", "postgres", "--dsn", dsn, "--lease-ttl", leaseTTL, "--pg-pool", "4"))
+			"--store", "postgres", "--dsn", dsn, "--lease-ttl", leaseTTL, "--pg-pool", "4", "--data", t.TempDir()))
 	}
 	return c
 }

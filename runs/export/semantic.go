@@ -57,9 +57,9 @@ type lineState struct {
 }
 
 // NewSemantic starts a semantic view of runID on w with its header line.
-func NewSemantic(w io.Writer, runID string) *Semantic {
+func NewSemantic(w io.Writer, runID string, traceID ...string) *Semantic {
 	s := &Semantic{lw: newLineWriter(w), tracker: NewTracker(), lines: map[procKey]*lineState{}}
-	s.lw.write(header{"header", runID, FormatSemantic, Version})
+	s.lw.write(header{"header", runID, FormatSemantic, Version, first(traceID)})
 	return s
 }
 

@@ -11,19 +11,29 @@ type Trace struct {
 	tracker *Tracker
 }
 
-// NewTrace starts a trace of runID on w with its header line.
-func NewTrace(w io.Writer, runID string) *Trace {
+// NewTrace starts a trace of runID on w with its header line; traceID,
+// when given, is the run's OpenTelemetry trace id.
+func NewTrace(w io.Writer, runID string, traceID ...string) *Trace {
 	t := &Trace{lw: newLineWriter(w), tracker: NewTracker()}
-	t.lw.write(header{"header", runID, FormatTrace, Version})
+	t.lw.write(header{"header", runID, FormatTrace, Version, first(traceID)})
 	return t
 }
 
-// header is the first line of an export.
+// header is the first line of an export. TraceID is the run's
+// OpenTelemetry trace id, when the server traces.
 type header struct {
 	Record  string `json:"record"`
 	RunID   string `json:"runId"`
 	Format  string `json:"format"`
 	Version int    `json:"version"`
+	TraceID string `json:"traceId,omitempty"`
+}
+
+func first(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return ss[0]
 }
 
 // Ledger writes one record of the run's ledger: its cursor and its body

@@ -107,3 +107,26 @@ func TestClosedStorePing(t *testing.T) {
 		t.Fatalf("Ping after Close: %v", err)
 	}
 }
+
+// TestLeaseCallsOnADownDatabaseAreUnavailable: the lease statements (a
+// renewal, an acquisition, a release) that meet a database refusing
+// connections fail with store.ErrUnavailable, like transactions, so that
+// their callers hold what they would otherwise drop.
+func TestLeaseCallsOnADownDatabaseAreUnavailable(t *testing.T) {
+	s, role, id := roleStore(t)
+	name := store.RunLease("t", "r")
+	epoch, err := s.AcquireLease(ctx, name, "me")
+	must(t, err)
+	pgtest.Exec(t, "ALTER ROLE "+id+" CONNECTION LIMIT 0")
+	defer pgtest.Exec(t, "ALTER ROLE "+id+" CONNECTION LIMIT -1")
+	cutConnections(t, role)
+	if _, err := s.RenewLeases(ctx, "me"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("renewal on a database refusing connections: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.AcquireLease(ctx, store.RunLease("t", "other"), "me"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("acquisition on a database refusing connections: %v, want ErrUnavailable", err)
+	}
+	if err := s.ReleaseLease(ctx, name, "me", epoch); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("release on a database refusing connections: %v, want ErrUnavailable", err)
+	}
+}

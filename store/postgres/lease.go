@@ -14,7 +14,8 @@ import (
 
 // Leases expire: a lease row carries its expiry in the database's clock
 // (so replicas' clocks never matter), set to now + LeaseTTL when acquired
-// or renewed. Each lease operation is one statement on its own, outside
+// or renewed; a lease whose owner's session ended is free at once
+// (liveness.go). Each lease operation is one statement on its own, outside
 // the write transactions: it takes no sequence lock, and a write
 // transaction that read the lease (CheckLease) holds it FOR SHARE, so a
 // takeover waits for that transaction's commit.
@@ -27,7 +28,7 @@ ON CONFLICT (name) DO UPDATE SET
 	epoch = CASE WHEN l.owner = excluded.owner THEN l.epoch ELSE l.epoch + 1 END,
 	owner = excluded.owner,
 	expires = excluded.expires
-WHERE l.owner = excluded.owner OR l.owner = '' OR l.expires <= now()
+WHERE l.owner = excluded.owner OR l.owner = '' OR l.expires <= now() OR ` + ownerGone + `
 RETURNING epoch, coalesce((SELECT owner FROM prev), '')`
 	qLeaseHolder = `SELECT owner, epoch, greatest(0, extract(epoch FROM expires - now()) * 1e6)::bigint FROM leases WHERE name = $1`
 	// qReleaseLease releases a lease and, in the same statement, tells
@@ -104,7 +105,8 @@ func (h *heldLeases) set(name string, until time.Time) {
 }
 
 // exec runs one statement outside a transaction, under the store's
-// client-side timeout.
+// client-side timeout. Its error wraps store.ErrUnavailable when the
+// database or the way to it failed, like a transaction's.
 func (s *Store) exec(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -115,7 +117,7 @@ func (s *Store) exec(ctx context.Context, fn func(ctx context.Context) error) er
 	defer s.gate.Exit()
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.txTimeout)
 	defer cancel()
-	return fn(actx)
+	return classify(ctx, fn(actx))
 }
 
 // AcquireLease implements store.Leaser: owner gets the lease if it is new,
@@ -130,6 +132,9 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string) (uint64, e
 	var epoch int64
 	var prev string
 	err := s.exec(ctx, func(ctx context.Context) error {
+		if err := s.live(ctx, owner, false); err != nil {
+			return err
+		}
 		err := s.pool.QueryRow(ctx, qAcquireLease, bytesArgs([]any{name, owner, float64(s.ttl.Microseconds())})...).Scan(&epoch, str{&prev})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return s.leaseHeld(ctx, name)
@@ -181,6 +186,9 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string, epoch uint
 func (s *Store) RenewLeases(ctx context.Context, owner string) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	err := s.exec(ctx, func(ctx context.Context) error {
+		if err := s.live(ctx, owner, true); err != nil {
+			return err
+		}
 		rows, err := s.pool.Query(ctx, qRenewLeases, []byte(owner), float64(s.ttl.Microseconds()))
 		if err != nil {
 			return err

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -19,7 +21,9 @@ import (
 // sequence other than this store's own last commit), which covers a lost
 // notification of an event in any way that left the connection up. A lost connection is reopened, and the
 // watchers are woken once it listens again, since what was committed in
-// between was never announced.
+// between was never announced. Once a PollInterval, however busy the
+// channel, the listener also looks for lease owners whose session ended
+// (liveness.go).
 
 func newID() string {
 	var b [8]byte
@@ -71,8 +75,9 @@ func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Co
 			if ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("store/postgres: listener reconnect failed", "err", err)
+			s.reconnects.Log(s.log, slog.LevelWarn, "", "store/postgres: listener reconnect failed", "err", err)
 		}
+		s.reconnects.Reset()
 		s.log.Info("store/postgres: listener reconnected")
 		s.wakeForeign()
 	}
@@ -82,6 +87,16 @@ func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Co
 // or ctx ends.
 func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 	var polled uint64
+	// Owners whose session ended are looked for once a PollInterval,
+	// however busy the channel.
+	var looked time.Time
+	lookForGone := func() error {
+		looked = time.Now()
+		if err := s.findGone(ctx, conn); err != nil && (conn.IsClosed() || ctx.Err() != nil) {
+			return err
+		}
+		return nil
+	}
 	for {
 		wctx, cancel := context.WithTimeout(ctx, s.poll)
 		n, err := conn.WaitForNotification(wctx)
@@ -89,6 +104,11 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 		switch {
 		case err == nil:
 			s.notified(n.Payload)
+			if time.Since(looked) >= s.poll {
+				if err := lookForGone(); err != nil {
+					return err
+				}
+			}
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -97,6 +117,9 @@ func (s *Store) waitLoop(ctx context.Context, conn *pgx.Conn) error {
 		}
 		cur, err := s.polledSeq(ctx, conn)
 		if err != nil {
+			return err
+		}
+		if err := lookForGone(); err != nil {
 			return err
 		}
 		// A sequence this store committed itself was announced by its own

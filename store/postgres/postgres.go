@@ -2,7 +2,9 @@
 // store.ExpiringLeaser) on a PostgreSQL database, so that several
 // `oecp serve` replicas keep one ledger. Everything durable is in the
 // database; a replica keeps only a connection pool, one listening
-// connection and a cache of leases it saw held by others.
+// connection, one connection per lease owner holding the owner's
+// liveness lock (liveness.go) and a cache of leases it saw held by
+// others.
 //
 // Tables live in one schema (Options.Schema, default "oecp"), created and
 // migrated at Open: the schema records its version, migrations run in one
@@ -60,6 +62,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/store"
 )
 
@@ -136,6 +139,12 @@ type Store struct {
 
 	held heldLeases
 	bc   broadcaster
+	// reconnects bounds the repeats of the listener's failed reconnects
+	// (one a PollInterval while the database is down).
+	reconnects lograte.Limiter
+	// alive holds the liveness locks of the store's lease owners
+	// (liveness.go).
+	alive liveness
 }
 
 var (
@@ -170,6 +179,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		ttl: orDefault(opt.LeaseTTL, DefaultLeaseTTL), poll: orDefault(opt.PollInterval, DefaultPollInterval),
 		txTimeout: 2 * orDefault(opt.StatementTimeout, DefaultStatementTimeout),
 	}
+	s.alive.cc = cfg.ConnConfig.Copy()
 	if err := s.startListener(ctx, cfg.ConnConfig.Copy()); err != nil {
 		pool.Close()
 		return nil, classify(ctx, err)
@@ -269,6 +279,7 @@ func (s *Store) Close() error {
 	s.stopBroadcasts()
 	s.stopListen()
 	<-s.listenDone
+	s.closeLiveness()
 	s.pool.Close()
 	// Wake the watchers: their next read fails with ErrClosed instead of
 	// waiting for a commit that will never come.

@@ -269,3 +269,53 @@ func TestDroppedConnectionsRetried(t *testing.T) {
 	must(t, other.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("t", "r", body); return err }))
 	<-ch
 }
+
+// TestDeadOwnersLeasesFreeAtOnce: a lease owner whose sessions all end
+// (its process died: the server closes them) loses its leases at once,
+// not when they expire: another store's listener notices within a poll,
+// wakes its watchers, and the lease is taken over at the next epoch
+// although its hour-long TTL is far from over. An owner whose session
+// lives keeps its lease.
+func TestDeadOwnersLeasesFreeAtOnce(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	app := "oecp-dead-" + schema
+	dead := openOn(t, dsn+"&application_name="+app, postgres.Options{LeaseTTL: time.Hour})
+	live := openOn(t, dsn, postgres.Options{LeaseTTL: time.Hour})
+	survivor := openOn(t, dsn, postgres.Options{LeaseTTL: time.Hour})
+	gone, kept := store.RunLease("t", "gone"), store.RunLease("t", "kept")
+	epoch, err := dead.AcquireLease(ctx, gone, "dead-owner")
+	must(t, err)
+	_, err = live.AcquireLease(ctx, kept, "live-owner")
+	must(t, err)
+	for _, name := range []string{gone, kept} {
+		if _, err := survivor.AcquireLease(ctx, name, "survivor"); !errors.Is(err, store.ErrLeaseHeld) {
+			t.Fatalf("takeover of %s held by a live owner: %v, want ErrLeaseHeld", name, err)
+		}
+	}
+	changed := survivor.Changed()
+	// The dead owner's process is gone: the server ends its sessions.
+	pgtest.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+	guard := time.NewTimer(time.Minute) // a hang guard, no timing assertion
+	defer guard.Stop()
+	for {
+		select {
+		case <-changed:
+		case <-guard.C:
+			t.Fatal("the survivor was never woken to take the dead owner's lease over")
+		}
+		changed = survivor.Changed()
+		got, err := survivor.AcquireLease(ctx, gone, "survivor")
+		if err == nil {
+			if got != epoch+1 {
+				t.Fatalf("takeover at epoch %d, want %d", got, epoch+1)
+			}
+			break
+		}
+		if !errors.Is(err, store.ErrLeaseHeld) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := survivor.AcquireLease(ctx, kept, "survivor"); !errors.Is(err, store.ErrLeaseHeld) {
+		t.Fatalf("takeover of a live owner's lease: %v, want ErrLeaseHeld", err)
+	}
+}

@@ -90,6 +90,16 @@ CREATE TABLE evidence (
 );
 CREATE INDEX evidence_by_run ON evidence (tenant, run_id, id);
 `,
+	// 3: the lease owners that announce their liveness (liveness.go): the
+	// key of the session-level advisory lock each holds while it lives,
+	// and when (database clock) it took it.
+	`
+CREATE TABLE replicas (
+	owner        bytea PRIMARY KEY,
+	key          int NOT NULL,
+	locked_since timestamptz NOT NULL
+);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

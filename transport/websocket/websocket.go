@@ -24,6 +24,7 @@ import (
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/tracing"
 )
 
 // Close codes of the binding beyond the library's own.
@@ -234,6 +235,9 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (conn *server.Con
 	}
 	opts := h.Options
 	opts.Binding, opts.Peer = "websocket", r.RemoteAddr
+	// A caller's traceparent on the upgrade request makes its requests'
+	// spans children of its own (nothing while tracing is off).
+	opts.Caller = tracing.Remote(r.Header)
 	closeLimits := func() {}
 	if h.Limits != nil {
 		lim, ok := h.Limits.Open(id)

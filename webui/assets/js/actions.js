@@ -37,9 +37,20 @@ export function actionBar() {
       byName.set(spec.name, b);
       buttons.append(b);
     },
-    // enable sets which actions are possible now.
-    enable(names) {
-      for (const [name, b] of byName) b.disabled = !names.includes(name);
+    // enable sets which actions are possible now; reasons[name] says why
+    // a disabled one is not (its tooltip, and its accessible description).
+    enable(names, reasons = {}) {
+      for (const [name, b] of byName) {
+        b.disabled = !names.includes(name);
+        const why = b.disabled ? reasons[name] || 'Not possible now.' : '';
+        if (why) {
+          b.title = why;
+          b.setAttribute('aria-description', why);
+        } else {
+          b.removeAttribute('title');
+          b.removeAttribute('aria-description');
+        }
+      }
     },
   };
   async function act(spec) {
@@ -89,6 +100,31 @@ export function clusterEnabled(run, isCurrent) {
   if (ds === 'active' || ds === 'suspended' || ds === 'draining') out.push('force');
   if (ds === 'active' || ds === 'suspended') out.push('drain');
   return out;
+}
+
+// clusterReasons says, for each action of a cluster run, why it is not
+// possible in the state run (an action that is possible gets a reason too,
+// which enable ignores).
+export function clusterReasons(run, isCurrent) {
+  const all = (why) => Object.fromEntries(['suspend', 'resume', 'retry', 'drain', 'force'].map((n) => [n, why]));
+  if (!run.status) return all('Waiting for the run\'s state.');
+  if (run.finished) return all('The run has finished.');
+  if (!isCurrent) return all('This is no longer the cluster\'s current run: actions apply to the current run only.');
+  const ds = run.status.operational?.dispatchState || 'unknown';
+  const state = `Dispatch is ${ds.replace('_', ' ')}`;
+  return {
+    suspend: `${state}: only an active run can be suspended.`,
+    resume: `${state}: only a suspended run can be resumed.`,
+    retry: !run.held ? 'No failed step holds the run: there is nothing to retry.' : `${state}: resume the run before retrying.`,
+    drain: `${state}: the run is stopping already.`,
+    force: `${state}: the run is stopping already.`,
+  };
+}
+
+// nativeReasons says why a native run's force stop is not possible.
+export function nativeReasons(status) {
+  if (!status) return {force: 'Waiting for the run\'s state.'};
+  return {force: 'The run has finished: there is nothing to stop.'};
 }
 
 // nativeActions adds the force action of a native run.

@@ -3,7 +3,7 @@
 // routes /ui/ to the runs page and /ui/runs/<runId> to a run's page.
 import {h, replace, link} from './dom.js';
 import {Connection} from './rpc.js';
-import {protocols, signInForm, setToken, token} from './auth.js';
+import {protocols, signInForm, setToken, token, credentialText} from './auth.js';
 import {runsPage} from './runs.js';
 import {runPage} from './run.js';
 
@@ -26,7 +26,7 @@ conn.addEventListener('state', (e) => {
   indicator.textContent = STATE_TEXT[e.detail];
   indicator.dataset.state = e.detail;
   signOut.hidden = !token();
-  if (e.detail === 'refused') showSignIn(token() ? 'The server refused this token.' : 'The server refused the connection: it needs an access token (or it does not accept this page\'s origin).');
+  if (e.detail === 'refused') showSignIn(token() ? 'The server refused this token.' : `The server refused the connection: it needs ${credentialText()} (or it does not accept this page's origin).`);
   if (e.detail === 'expired') showSignIn('Your sign-in has expired. Sign in again.');
   if (e.detail === 'open' && !page) route();
 });

@@ -4,22 +4,49 @@
 import {newRun, apply} from './fold.js';
 import {note} from './times.js';
 
-// resumable opens a watch-like stream (watch, run/watch) that resumes from
-// cursor() after a drop. onEvent(params, live) gets each event; live is
-// false while the stream replays history up to the tail it was opened at.
-export function resumable(conn, method, params, cursor, onEvent, {onEstablished, onError, onClosed}) {
-  let tail = null;
+// seq is the sequence of a native run's cursor ("v2:N"), or null for
+// another cursor.
+function seq(cursor) {
+  const m = /^v2:(\d+)$/.exec(cursor || '');
+  return m ? Number(m[1]) : null;
+}
+
+// reached reports whether cursor is at or past tail. A native run's watch
+// and logs share one sequence of cursors, so the tail a run/watch opens
+// at may be a log record's, which the watch never sends: its events are
+// compared by sequence.
+function reached(cursor, tail) {
+  const c = seq(cursor);
+  const t = seq(tail);
+  return c !== null && t !== null ? c >= t : cursor === tail;
+}
+
+// resumable opens a watch-like stream (watch, run/watch, run/logs) that
+// resumes from cursor() after a drop. onEvent(params, live) gets each
+// event; live is false while the stream replays history up to its tail.
+// A cluster's watch answers its tail as atCursor; a native run's streams
+// answer the cursor they start after, so their tail is given as
+// historyEnd (run/status's atCursor when the page opened), and since a
+// native run's watch and logs share one sequence, an event past it is
+// live even when the tail itself is a record this stream never sends.
+export function resumable(conn, method, params, cursor, onEvent, {onEstablished, onError, onClosed, historyEnd}) {
+  let tail = historyEnd ?? null;
   let live = false;
   return conn.stream({
     method, params, onError, onClosed,
     onEstablished(res) {
       onEstablished?.(res);
-      tail = res.atCursor;
-      live = tail === null || tail === cursor();
+      if (historyEnd === undefined) {
+        tail = res.atCursor;
+        live = tail === null || reached(cursor(), tail);
+      } else {
+        live = live || tail === null || reached(cursor(), tail);
+      }
     },
     onEvent(p) {
+      if (!live && historyEnd !== undefined && seq(p.cursor) !== null && seq(p.cursor) > seq(tail)) live = true;
       onEvent(p, live);
-      if (p.cursor === tail) live = true;
+      if (reached(p.cursor, tail)) live = true;
     },
   });
 }
@@ -77,8 +104,10 @@ export function foldNative(run, rec) {
 }
 
 // followNative follows a native run from its first record, or after from
-// (a RunStatusResult already read) when given.
-export function followNative(conn, runId, {onChange, onError, onClosed}, from = null) {
+// (a RunStatusResult already read) when given; historyEnd is the run's
+// cursor when the page read its status (events after it are live), by
+// default from's.
+export function followNative(conn, runId, {onChange, onError, onClosed}, from = null, historyEnd = from?.atCursor) {
   const run = newNative(runId);
   if (from) {
     foldNative(run, from);
@@ -89,6 +118,6 @@ export function followNative(conn, runId, {onChange, onError, onClosed}, from = 
     const added = foldNative(run, p);
     note(runId, {live, started: added.some((e) => e.text === 'run admitted'), ended: p.status.phase === 'finished'});
     if (added.length) onChange(run, added);
-  }, {onError, onClosed});
+  }, {onError, onClosed, historyEnd: historyEnd ?? null});
   return {run, close: () => stream.close()};
 }

@@ -5,12 +5,19 @@ import {h, replace} from './dom.js';
 import {explain} from './errors.js';
 import {followNative, resumable} from './follow.js';
 import {runHeader, timelinePanel, logsPanel, attachPanel, resultPanel} from './panels.js';
-import {actionBar, nativeActions} from './actions.js';
+import {actionBar, nativeActions, nativeReasons} from './actions.js';
 import {exportLinks} from './exports.js';
+import {traceLink} from './trace.js';
+import {ageAndDuration} from './times.js';
 
 // END_RECORD begins an execution's last log record; its outcome follows
 // ("succeeded", "failed (CODE: REASON)", "cancelled (…)").
 const END_RECORD = 'execution ended: ';
+// RECEIPT_RECORD begins a git delivery's receipt record; the receipt
+// follows as JSON (capsule.ReceiptRecordPrefix).
+const RECEIPT_RECORD = 'delivery receipt: ';
+// TICK_MS is how often the page re-renders the run's age and duration.
+const TICK_MS = 1000;
 
 export function nativePage(conn, main, runId, status) {
   const head = runHeader('Native', runId);
@@ -22,7 +29,8 @@ export function nativePage(conn, main, runId, status) {
   const attach = attachPanel();
   const result = resultPanel();
   const exports = exportLinks(runId);
-  replace(main, head.el, bar.el, exports.el, h('div', {class: 'run-grid'},
+  const trace = traceLink(runId);
+  replace(main, head.el, bar.el, exports.el, trace.el, h('div', {class: 'run-grid'},
     h('section', {class: 'panel graph-panel', 'aria-label': 'Executions'}, h('h2', {}, 'Executions'),
       h('p', {class: 'hint'}, 'The protocol does not carry a native run\'s graph: these are the executions it has run.'), execs),
     h('div', {class: 'side'}, result.el, attach.el), timeline.el, logs.el));
@@ -42,12 +50,19 @@ export function nativePage(conn, main, runId, status) {
     const why = failed && lastLines.has(execution) ? `; last line: ${lastLines.get(execution)}` : '';
     return {state: failed ? 'failed' : o.startsWith('succeeded') ? 'succeeded' : 'ended', text: o + why};
   };
+  // renderHead shows the phase, title, source, size, age and duration.
+  const renderHead = (run) => {
+    const st = run.status;
+    const src = run.source ? `${run.source.repository}@${run.source.branch} ${run.source.revision.slice(0, 12)}` : '';
+    const t = ageAndDuration(runId, st.phase === 'finished');
+    head.set(st.phase === 'finished' ? st.terminalResult.status : st.phase,
+      [run.title, src, run.size, `age ${t.age}`, `duration ${t.duration}`].filter(Boolean).join(' · '), t.why);
+  };
   const update = (run) => {
     last = run;
     const st = run.status;
-    const src = run.source ? `${run.source.repository}@${run.source.branch} ${run.source.revision.slice(0, 12)}` : '';
-    head.set(st.phase === 'finished' ? st.terminalResult.status : st.phase, [run.title, src, run.size].filter(Boolean).join(' · '));
-    bar.enable(st.phase === 'finished' ? [] : ['force']);
+    renderHead(run);
+    bar.enable(st.phase === 'finished' ? [] : ['force'], nativeReasons(st));
     replace(execs, [...run.executions].map(([execution, e]) => {
       const st = stateOf(execution, e);
       return h('button', {type: 'button', class: 'node leaf', 'data-node': e.node, 'data-state': st.state,
@@ -63,7 +78,7 @@ export function nativePage(conn, main, runId, status) {
       update(run);
     },
     onError(err) { head.set('unavailable', explain(err)); },
-  });
+  }, null, status.atCursor);
   head.set(status.status.phase, status.title);
   let logCursor = null;
   const logStream = resumable(conn, 'run/logs', () => ({runId, fromCursor: logCursor}), () => logCursor, (p) => {
@@ -71,6 +86,9 @@ export function nativePage(conn, main, runId, status) {
     logs.add(p.record, p.execution);
     if (!p.execution) return;
     const msg = p.record.message;
+    if (msg.startsWith(RECEIPT_RECORD)) {
+      try { result.delivered(JSON.parse(msg.slice(RECEIPT_RECORD.length))); } catch { /* not a receipt */ }
+    }
     const u = parseUsage(msg);
     if (u) {
       const sum = usage.get(p.execution) || {input: 0, cached: 0, output: 0, reasoning: 0, cost: 0};
@@ -87,7 +105,9 @@ export function nativePage(conn, main, runId, status) {
     timeline.add({cursor: p.cursor, type: 'node_end', text: `${node} ${stateOf(p.execution, {state: 'ended'}).text} (${p.execution})`});
     if (follower.run.status) update(follower.run);
   }, {onError: (err) => logs.add({level: 'info', target: 'page', message: explain(err)})});
+  const tick = setInterval(() => { if (last) renderHead(last); }, TICK_MS);
   return {close() {
+    clearInterval(tick);
     follower.close();
     logStream.close();
     attach.close();

@@ -91,12 +91,25 @@ export function attachPanel() {
   };
 }
 
-// resultPanel shows a TerminalResult.
+// resultPanel shows a TerminalResult, and where a git delivery put the
+// change: its branch and its pull request (a link where the server knows
+// the address, else its number).
 export function resultPanel() {
   const body = h('div', {class: 'result'}, 'The run has not finished.');
-  const el = h('section', {class: 'panel', 'aria-label': 'Result'}, h('h2', {}, 'Result'), body);
+  const delivery = h('div', {class: 'delivery', 'aria-label': 'Delivery', hidden: true});
+  const el = h('section', {class: 'panel', 'aria-label': 'Result'}, h('h2', {}, 'Result'), body, delivery);
   return {
     el,
+    // delivered shows a delivery receipt (see capsule.Receipt).
+    delivered(r) {
+      const pr = /^https:\/\//.test(r.pullRequestUrl || '')
+        ? h('a', {href: r.pullRequestUrl, class: 'pull-request', target: '_blank', rel: 'noopener noreferrer'}, r.pullRequestUrl)
+        : h('span', {class: 'pull-request'}, `#${r.pullRequestId}`);
+      delivery.hidden = false;
+      replace(delivery,
+        h('p', {}, 'Delivered branch ', h('code', {class: 'branch'}, r.branch), ` (head ${r.headRevision.slice(0, 12)}) of ${r.repository}.`),
+        h('p', {}, 'Pull request ', pr, ` into ${r.targetBranch} (${r.outcome}).`));
+    },
     show(tr, stopMode) {
       if (!tr) return replace(body, stopMode ? `Stopped (${stopMode}) without a result.` : 'Finished.');
       if (tr.status === 'succeeded') {
@@ -113,10 +126,14 @@ export function runHeader(kind, runId) {
   const meta = h('p', {class: 'run-meta'});
   return {
     el: h('header', {class: 'run-head'}, h('h1', {}, `${kind} run ${runId} `, badge), meta),
-    set(phase, details) {
+    // set shows the phase and the details; note, when given, is the
+    // details' tooltip (what a "—" or "≥" in them means).
+    set(phase, details, note) {
       badge.textContent = phase;
       badge.dataset.phase = phase;
       meta.textContent = details;
+      if (note) meta.title = note;
+      else meta.removeAttribute('title');
     },
   };
 }

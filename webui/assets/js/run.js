@@ -9,7 +9,7 @@ import {followCluster} from './follow.js';
 import {phaseLabel, running, setTerminal, executionRef} from './fold.js';
 import {drawGraph, paint} from './graph.js';
 import {runHeader, timelinePanel, logsPanel, attachPanel, resultPanel} from './panels.js';
-import {actionBar, clusterActions, clusterEnabled} from './actions.js';
+import {actionBar, clusterActions, clusterEnabled, clusterReasons} from './actions.js';
 import {nativePage} from './native.js';
 
 export function runPage(conn, main, runId) {
@@ -58,7 +58,7 @@ function clusterPage(conn, main, runId) {
     head.set(phaseLabel(run), [`generation ${run.status?.observedGeneration ?? '—'}`,
       op && `dispatch ${op.dispatchState.replace('_', ' ')}`, `${running(run).length} running`,
       run.seed !== undefined && `input ${compact(run.seed, 120)}`].filter(Boolean).join(' · '));
-    bar.enable(clusterEnabled(run, current));
+    bar.enable(clusterEnabled(run, current), clusterReasons(run, current));
     if (run.finished) result.show(run.terminal, run.stopMode);
   };
   const select = (name) => selectNode(conn, follower.run, name, attach, logs);

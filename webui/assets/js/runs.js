@@ -101,6 +101,6 @@ function row(v) {
     h('th', {scope: 'row'}, link(runPath(v.runId), v.runId, {'aria-label': `Open run ${v.runId}`})),
     h('td', {}, v.kind), h('td', {}, v.title),
     h('td', {}, h('span', {class: 'phase', 'data-phase': v.phase}, v.phase)),
-    h('td', {}, t.age), h('td', {}, t.duration),
+    h('td', {class: 'age', title: t.why || null}, t.age), h('td', {class: 'duration', title: t.why || null}, t.duration),
     h('td', {class: 'active'}, v.active.length ? v.active.join(', ') : '—'));
 }

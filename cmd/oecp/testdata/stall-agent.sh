@@ -1,0 +1,10 @@
+#!/bin/sh
+# stall-agent.sh: a stand-in for the codex CLI that starts a turn, reports
+# one retry of its provider connection, then writes nothing more, as a CLI
+# stuck on a dead connection does (until the server's stall timeout ends
+# it).
+cat >/dev/null
+echo '{"type":"thread.started","thread_id":"th-stall"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}'
+exec sleep 600

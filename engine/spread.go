@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+// Runs spread over the replicas. Where claims expire (several processes
+// share one ledger) and the executions running at once are bounded, a
+// supervisor claims only the runs it can run: at most its execution
+// slots plus a small margin (claimCap), so that the runs of a replica
+// that died are shared among the survivors instead of going, all of
+// them, to the first one to notice. The running runs it lists but does
+// not claim wait in a backlog, per tenant in listing order; when a
+// claimed run goes (it finished, or its claim was lost) the next pass
+// claims from the backlog, fairly across tenants (fewest claimed runs
+// first), without listing every run again. A full pass rebuilds the
+// backlog. Where claims do not expire (one process owns the ledger), or
+// the executions are unbounded, every running run is claimed.
+
+// claimMarginDivisor sets the margin of claims beyond the execution
+// slots: a quarter of the slots, at least one, so that a run is read and
+// ready (its workspace prepared) when a slot frees.
+const claimMarginDivisor = 4
+
+// claimCap is how many runs the supervisor claims at most (0: no bound).
+func (s *Supervisor) claimCap() int {
+	if s.maxActive <= 0 {
+		return 0
+	}
+	if _, ttl := s.keeper(); ttl <= 0 {
+		return 0
+	}
+	return s.maxActive + max(1, s.maxActive/claimMarginDivisor)
+}
+
+// backlog holds running runs not claimed because the claim cap was
+// reached, per tenant, oldest first. Only the reconcile loop uses it.
+type backlog struct {
+	tenants map[string][]RunRef
+	order   []string // tenants in the order they first came
+	in      map[RunRef]bool
+}
+
+func (b *backlog) push(ref RunRef) {
+	if b.in[ref] {
+		return
+	}
+	if b.in == nil {
+		b.in, b.tenants = map[RunRef]bool{}, map[string][]RunRef{}
+	}
+	if _, ok := b.tenants[ref.Tenant]; !ok {
+		b.order = append(b.order, ref.Tenant)
+	}
+	b.in[ref] = true
+	b.tenants[ref.Tenant] = append(b.tenants[ref.Tenant], ref)
+}
+
+func (b *backlog) len() int { return len(b.in) }
+
+// take removes and returns up to n runs, one at a time from the tenant
+// with the fewest runs (claimed, per claimed, plus taken), the tenant
+// that came first among equals.
+func (b *backlog) take(n int, claimed map[string]int) []RunRef {
+	var out []RunRef
+	for ; n > 0 && b.len() > 0; n-- {
+		best := -1
+		for i, t := range b.order {
+			if len(b.tenants[t]) == 0 {
+				continue
+			}
+			if best < 0 || claimed[t] < claimed[b.order[best]] {
+				best = i
+			}
+		}
+		t := b.order[best]
+		ref := b.tenants[t][0]
+		b.tenants[t] = b.tenants[t][1:]
+		if len(b.tenants[t]) == 0 {
+			delete(b.tenants, t)
+			b.order = append(b.order[:best:best], b.order[best+1:]...)
+		}
+		delete(b.in, ref)
+		claimed[t]++
+		out = append(out, ref)
+	}
+	return out
+}
+
+// claimUpTo claims runs among candidates (and the backlog) while the
+// claim cap allows, and returns the runs it claimed; those left wait in
+// the backlog. A run another process holds leaves the backlog until a
+// full pass lists it again. Without a cap it claims every candidate.
+func (s *Supervisor) claimUpTo(ctx context.Context, candidates []RunRef, report func(string, RunRef, error)) (claimed []RunRef) {
+	limit := s.claimCap()
+	if limit == 0 {
+		return s.claimAll(ctx, candidates, report)
+	}
+	for _, ref := range candidates {
+		if !s.claimed[ref] {
+			s.spread.push(ref)
+		}
+	}
+	for s.spread.len() > 0 && len(s.claimed) < limit && ctx.Err() == nil {
+		perTenant := map[string]int{}
+		for ref := range s.claimed {
+			perTenant[ref.Tenant]++
+		}
+		next := s.spread.take(limit-len(s.claimed), perTenant)
+		got := s.claimAll(ctx, next, report)
+		claimed = append(claimed, got...)
+		settled := len(got)
+		for _, ref := range next {
+			switch {
+			case s.claimed[ref]:
+			case s.heldElsewhere[ref]:
+				settled++
+			default:
+				s.spread.push(ref) // it failed: the next pass tries again
+			}
+		}
+		if settled == 0 {
+			return claimed // every claim failed: the store cannot answer now
+		}
+	}
+	return claimed
+}
+
+// claimedAny reports whether any of refs is claimed now.
+func (s *Supervisor) claimedAny(refs []RunRef) bool {
+	for _, ref := range refs {
+		if s.claimed[ref] {
+			return true
+		}
+	}
+	return false
+}
+
+// resetSpread empties the backlog before a full pass lists every run.
+func (s *Supervisor) resetSpread() {
+	s.spread = backlog{}
+	clear(s.heldElsewhere)
+}
+
+// freedClaim asks for another pass when a claim went while runs wait in
+// the backlog: the pass claims one of them.
+func (s *Supervisor) freedClaim() {
+	if s.spread.len() == 0 {
+		return
+	}
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+// noteClaim records a claim another process holds.
+func (s *Supervisor) noteClaim(ref RunRef, err error) {
+	if errors.Is(err, ErrClaimedElsewhere) {
+		s.heldElsewhere[ref] = true
+	}
+}

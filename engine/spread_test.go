@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sharedLeases are run claims that expire, shared by the supervisors of
+// several processes: a run is claimed by at most one owner.
+type sharedLeases struct {
+	mu    sync.Mutex
+	owner map[RunRef]string
+	runs  []RunRef
+}
+
+// replicaLedger is one process's view of many runs (each wants to
+// dispatch, and the gate refuses) over sharedLeases.
+type replicaLedger struct {
+	versioned
+	leases *sharedLeases
+	name   string
+}
+
+func (l *replicaLedger) Running(context.Context) ([]RunRef, error) { return l.leases.runs, nil }
+
+func (l *replicaLedger) Claim(_ context.Context, ref RunRef) error {
+	l.leases.mu.Lock()
+	defer l.leases.mu.Unlock()
+	if o := l.leases.owner[ref]; o != "" && o != l.name {
+		return fmt.Errorf("%w: %s holds it", ErrClaimedElsewhere, o)
+	}
+	l.leases.owner[ref] = l.name
+	return nil
+}
+
+func (l *replicaLedger) ClaimTTL() time.Duration                 { return time.Minute }
+func (l *replicaLedger) Renew(context.Context) ([]RunRef, error) { return nil, nil }
+func (l *replicaLedger) Release(_ context.Context, ref RunRef) error {
+	l.leases.mu.Lock()
+	defer l.leases.mu.Unlock()
+	if l.leases.owner[ref] == l.name {
+		delete(l.leases.owner, ref)
+	}
+	return nil
+}
+
+func (s *sharedLeases) count(owner string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, o := range s.owner {
+		if o == owner {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReplicaClaimsOnlyWhatItCanRun: where claims expire, a replica with
+// two execution slots claims two runs and a margin of one, not every run
+// it lists, so another replica (a survivor of a dead one) gets the rest.
+// The unclaimed runs are claimed as claims go.
+func TestReplicaClaimsOnlyWhatItCanRun(t *testing.T) {
+	leases := &sharedLeases{owner: map[RunRef]string{}}
+	for i := range 8 {
+		leases.runs = append(leases.runs, RunRef{Tenant: "t", RunID: fmt.Sprint("r", i)})
+	}
+	ctx := context.Background()
+	a := New(&replicaLedger{versioned: versioned{version: 1}, leases: leases, name: "a"}, nil, nil)
+	b := New(&replicaLedger{versioned: versioned{version: 1}, leases: leases, name: "b"}, nil, nil)
+	a.SetMaxActive(2)
+	b.SetMaxActive(2)
+	a.reconcileAll(ctx)
+	b.reconcileAll(ctx)
+	if n := leases.count("a"); n != 3 {
+		t.Fatalf("the first replica claimed %d runs, want its 2 slots and a margin of 1", n)
+	}
+	if n := leases.count("b"); n != 3 {
+		t.Fatalf("the second replica claimed %d runs, want 3", n)
+	}
+	// A claim goes (its run finished elsewhere): the next incremental
+	// pass claims one from the backlog, without listing the runs.
+	var gone RunRef
+	for ref := range a.claimed {
+		gone = ref
+		break
+	}
+	a.drop(ctx, gone)
+	if n := leases.count("a"); n != 2 {
+		t.Fatalf("after a drop: %d claims", n)
+	}
+	a.reconcileSome(ctx, nil)
+	if n := leases.count("a"); n != 3 {
+		t.Fatalf("after a drop and a pass: %d claims, want 3", n)
+	}
+}
+
+// TestClaimSpreadIsFairAcrossTenants: at the claim cap, the runs claimed
+// are spread across tenants (fewest claimed first), not the oldest runs
+// of the tenant that listed first.
+func TestClaimSpreadIsFairAcrossTenants(t *testing.T) {
+	leases := &sharedLeases{owner: map[RunRef]string{}}
+	for i := range 6 {
+		leases.runs = append(leases.runs, RunRef{Tenant: "busy", RunID: fmt.Sprint("b", i)})
+	}
+	leases.runs = append(leases.runs, RunRef{Tenant: "quiet", RunID: "q"})
+	s := New(&replicaLedger{versioned: versioned{version: 1}, leases: leases, name: "a"}, nil, nil)
+	s.SetMaxActive(2)
+	s.reconcileAll(context.Background())
+	if !s.claimed[RunRef{Tenant: "quiet", RunID: "q"}] {
+		t.Fatalf("claimed %v: the quiet tenant's run waits behind the busy one's", s.claimed)
+	}
+}
+
+// TestLocalLedgerClaimsEveryRun: where claims do not expire (one process
+// owns the ledger) every running run is claimed, whatever the bound.
+func TestLocalLedgerClaimsEveryRun(t *testing.T) {
+	l := &missedWake{versioned: versioned{version: 1}}
+	for i := range 5 {
+		l.runs = append(l.runs, RunRef{Tenant: "t", RunID: fmt.Sprint("r", i)})
+	}
+	s := New(l, nil, nil)
+	s.SetMaxActive(1)
+	s.reconcileAll(context.Background())
+	if len(s.claimed) != 5 {
+		t.Fatalf("claimed %d of 5 runs on a local ledger", len(s.claimed))
+	}
+}
