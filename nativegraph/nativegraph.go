@@ -84,7 +84,7 @@ func Check(g *graph.GraphSpec) (verifier.Result, error) {
 			return verifier.Result{}, rulef("agent node %q must carry instructions", name)
 		}
 	}
-	if err := checkOverlap(g.Root); err != nil {
+	if err := CheckOverlap(g.Root); err != nil {
 		return verifier.Result{}, err
 	}
 	reg, err := LocalRegistry(execs)
@@ -155,12 +155,12 @@ func sameContract(a, b verifier.CommandWorkerSpec) bool {
 		enc(a.Diagnostic) == enc(b.Diagnostic) && maps.EqualFunc(a.Signals, b.Signals, slices.Equal)
 }
 
-// checkOverlap enforces that a writer (every step, and git delivery, which
+// CheckOverlap enforces that a writer (every step, and git delivery, which
 // commits) never runs beside another execution: no par in which a branch
 // holding a step runs next to another branch holding any executable, and
 // no step in a map body that may run more than one item. Verifiers are
 // read-only and may overlap each other.
-func checkOverlap(n graph.Node) error {
+func CheckOverlap(n graph.Node) error {
 	switch t := n.(type) {
 	case *graph.Par:
 		var withExec, withWriter []string
@@ -182,7 +182,7 @@ func checkOverlap(n graph.Node) error {
 		}
 	}
 	for _, c := range graph.Children(n) {
-		if err := checkOverlap(c); err != nil {
+		if err := CheckOverlap(c); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/verifier"
 )
@@ -93,12 +95,12 @@ func admit(ctx context.Context, s *Submission, host Harnesses, ws Workspaces, ve
 			return rejectf("repository is not served: %s", s.Source.Repository)
 		}
 	}
-	if err := checkOverlap(g.Root); err != nil {
-		return err
+	if err := nativegraph.CheckOverlap(g.Root); err != nil {
+		return ruleRejection(err)
 	}
-	reg, err := localRegistry(execs)
+	reg, err := nativegraph.LocalRegistry(execs)
 	if err != nil {
-		return err
+		return ruleRejection(err)
 	}
 	res, err := verify(ctx, g, reg)
 	if err != nil {
@@ -210,106 +212,11 @@ func checkDelivery(name string, b Binding, node graph.Node, ws Workspaces) error
 	return nil
 }
 
-// checkOverlap enforces that a writer (every step) never runs alongside
-// another execution: no par in which a branch holding a step runs next to
-// another branch holding any executable, and no step in a map body that
-// may run more than one item. Verifiers are read-only and may overlap
-// each other.
-func checkOverlap(n graph.Node) error {
-	switch t := n.(type) {
-	case *graph.Par:
-		var withExec, withWriter []string
-		for _, b := range t.Branches {
-			w, e := contents(b)
-			if e {
-				withExec = append(withExec, b.NodeName())
-			}
-			if w != "" {
-				withWriter = append(withWriter, w)
-			}
-		}
-		if len(withWriter) > 0 && len(withExec) > 1 {
-			return rejectf("par %q: writer step %q may run alongside another execution", t.Name, withWriter[0])
-		}
-	case *graph.Map:
-		if w, _ := contents(t.Body); w != "" && t.MaxItems > 1 {
-			return rejectf("map %q: writer step %q may run for several items at once", t.Name, w)
-		}
+// ruleRejection is a native rule's refusal (nativegraph.ErrRule) as an
+// admission rejection, in its own words.
+func ruleRejection(err error) error {
+	if !errors.Is(err, nativegraph.ErrRule) {
+		return err
 	}
-	for _, c := range graph.Children(n) {
-		if err := checkOverlap(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// contents reports the first step in n's subtree (writer) and whether the
-// subtree holds any executable.
-func contents(n graph.Node) (writer string, hasExec bool) {
-	switch n.NodeKind() {
-	case graph.KindStep:
-		return n.NodeName(), true
-	case graph.KindVerifier:
-		return "", true
-	}
-	for _, c := range graph.Children(n) {
-		w, e := contents(c)
-		if writer == "" {
-			writer = w
-		}
-		hasExec = hasExec || e
-	}
-	return writer, hasExec
-}
-
-// localRegistry synthesizes the graph-local worker registry: one
-// builtin-bound descriptor per distinct worker reference whose contract is
-// the node's declared types. A reference used by two nodes with different
-// contracts is refused.
-func localRegistry(execs map[string]graph.Node) (verifier.Registry, error) {
-	byRef := map[string]verifier.CommandWorkerSpec{}
-	keyOf := map[string]string{}
-	for _, name := range sortedKeys(execs) {
-		spec := workerSpec(execs[name])
-		key, err := protocol.Marshal(struct {
-			Kind       string              `json:"kind"`
-			Input      graph.PayloadType   `json:"input"`
-			Output     graph.PayloadType   `json:"output"`
-			Signals    map[string][]string `json:"signals"`
-			Diagnostic graph.PayloadType   `json:"diagnostic"`
-		}{spec.Kind, spec.Input, spec.Output, spec.Signals, spec.Diagnostic})
-		if err != nil {
-			return nil, err
-		}
-		if prev, ok := keyOf[spec.Worker]; ok {
-			if prev != string(key) {
-				return nil, rejectf("worker %q is used by nodes with different contracts", spec.Worker)
-			}
-			continue
-		}
-		keyOf[spec.Worker] = string(key)
-		byRef[spec.Worker] = spec
-	}
-	specs := make([]verifier.CommandWorkerSpec, 0, len(byRef))
-	for _, ref := range sortedKeys(byRef) {
-		specs = append(specs, byRef[ref])
-	}
-	reg, err := verifier.NewCommandRegistry(specs)
-	if err != nil {
-		return nil, rejectf("graph-local worker registry: %v", err)
-	}
-	return reg, nil
-}
-
-func workerSpec(n graph.Node) verifier.CommandWorkerSpec {
-	null := graph.PayloadType{Kind: graph.PayloadNull}
-	switch t := n.(type) {
-	case *graph.Step:
-		return verifier.CommandWorkerSpec{Worker: t.Worker, Kind: verifier.KindStep, Input: t.Input, Output: t.Output, Diagnostic: null}
-	case *graph.Verifier:
-		return verifier.CommandWorkerSpec{Worker: t.Worker, Kind: verifier.KindVerifier, Input: t.Input, Output: t.Output,
-			Signals: t.Signals, Diagnostic: t.Diagnostic}
-	}
-	return verifier.CommandWorkerSpec{}
+	return rejectf("%s", strings.TrimPrefix(err.Error(), nativegraph.ErrRule.Error()+": "))
 }
