@@ -236,7 +236,7 @@ func (d Deliverer) failure(ctx context.Context, sinks worker.Sinks, stage string
 		if log == nil {
 			log = slog.Default()
 		}
-		log.Warn("delivery failed", "stage", stage, "err", err)
+		log.WarnContext(ctx, "delivery failed", "stage", stage, "err", err)
 		line = stage + " (the server's log says why)"
 	}
 	publish(sinks, "error", "delivery failed: "+line)

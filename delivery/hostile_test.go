@@ -107,9 +107,9 @@ func TestPushReachesOnlyTheRunsRepository(t *testing.T) {
 	rewrite := "[url \"" + evilURL + "\"]\n\tinsteadOf = " + url + "\n\tpushInsteadOf = " + url + "\n[remote \"origin\"]\n\turl = " + evilURL + "\n\tpushurl = " + evilURL + "\n"
 	other := t.TempDir()
 	for path, body := range map[string]string{
-		filepath.Join(paths.Git, "config"):       rewrite,
-		filepath.Join(other, "config"):           rewrite,
-		filepath.Join(paths.Git, "commondir"):    other + "\n",
+		filepath.Join(paths.Git, "config"):        rewrite,
+		filepath.Join(other, "config"):            rewrite,
+		filepath.Join(paths.Git, "commondir"):     other + "\n",
 		filepath.Join(paths.Workspace, "new.txt"): "the agent's work\n",
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

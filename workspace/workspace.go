@@ -199,7 +199,7 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	if err := os.WriteFile(marker, []byte(src.Revision+"\n"), 0o600); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	m.log.Info("workspace prepared", "repository", src.Repository, "revision", src.Revision, "branch", branch, "dir", p.Workspace)
+	m.log.InfoContext(ctx, "workspace prepared", "repository", src.Repository, "revision", src.Revision, "branch", branch, "dir", p.Workspace)
 	return nil
 }
 

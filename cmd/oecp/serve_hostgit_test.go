@@ -71,7 +71,7 @@ func newHostGitSetup(t *testing.T, uid int) *hostGitSetup {
 	})
 	for path, body := range map[string][]byte{
 		agentPath: agent, ghPath: gh, s.repos: repos,
-		s.harness: fmt.Appendf(nil, `{"codex":{"driver":"command","argv":["/bin/bash",%q,%q,%q,%q,%q,%q]}}`, agentPath, s.install, s.data, s.harness, s.homeFile, s.secret),
+		s.harness:                             fmt.Appendf(nil, `{"codex":{"driver":"command","argv":["/bin/bash",%q,%q,%q,%q,%q,%q]}}`, agentPath, s.install, s.data, s.harness, s.homeFile, s.secret),
 		filepath.Join(s.victim, "attributes"): []byte("the server's own file\n"),
 		filepath.Join(s.victim, "tokens"):     []byte("alice " + s.secret + "\n"),
 	} {

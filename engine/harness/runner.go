@@ -120,22 +120,22 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	log := slog.With("run", job.RunID, "node", ex.Node, "execution", ex.Ref)
 	c, instructions, err := ContractFor(job.Node)
 	if err != nil {
-		log.Error("agent node refused by the harness runner", "err", err)
+		log.ErrorContext(ctx, "agent node refused by the harness runner", "err", err)
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	prompt, err := RenderPrompt(instructions, ex.Input, c)
 	if err != nil {
-		log.Error("agent input refused", "err", err)
+		log.ErrorContext(ctx, "agent input refused", "err", err)
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	if spent, over := r.budget.over(job.RunID); over {
-		log.Warn("agent budget exceeded: the run's agents reported more cost than --max-agent-usd-per-run", "spentUsd", spent, "maxUsd", r.budget.maxUSD)
+		log.WarnContext(ctx, "agent budget exceeded: the run's agents reported more cost than --max-agent-usd-per-run", "spentUsd", spent, "maxUsd", r.budget.maxUSD)
 		publish(ex.Sinks, string(streamError), fmt.Sprintf("%v: the run's agents reported %.6f USD, over the --max-agent-usd-per-run budget of %.6f USD", errBudget, spent, r.budget.maxUSD))
 		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
 	}
 	values, missing := envValues(job.Binding.Env)
 	if missing != "" {
-		log.Warn("declared env variable unset on the server", "env", missing)
+		log.WarnContext(ctx, "declared env variable unset on the server", "env", missing)
 		return worker.Failed(worker.CodeRefusal, ReasonAuthenticationRequired)
 	}
 	ex.Sinks = redacting(ex.Sinks, values)
@@ -143,13 +143,13 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	conv := conversation{r: r, job: job, ex: ex, c: c, log: log}
 	if job.Binding.SessionScope == ScopeNodeInstance {
 		if entry, err = r.sessions.checkout(ctx, sessionKey{job.RunID, job.Instance}); err != nil {
-			log.Warn("node instance session unavailable", "err", err)
+			log.WarnContext(ctx, "node instance session unavailable", "err", err)
 			return r.failure(ctx, ctx, err)
 		}
 		conv.session, conv.resume, conv.thread = entry.id, entry.used, entry.thread
 	}
 	if conv.home, err = makeHome(job, c.Verifier); err != nil {
-		log.Error("agent home unavailable", "err", err)
+		log.ErrorContext(ctx, "agent home unavailable", "err", err)
 		if entry != nil {
 			r.sessions.release(entry, "", false)
 		}
@@ -160,7 +160,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	}
 	exe, err := r.confineTraced(ctx, job, conv.home, c.Verifier)
 	if err != nil {
-		log.Error("agent sandbox unavailable", "err", err)
+		log.ErrorContext(ctx, "agent sandbox unavailable", "err", err)
 		if entry != nil {
 			r.sessions.release(entry, "", false)
 		}
@@ -176,14 +176,14 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		r.sessions.release(entry, conv.session, err == nil)
 	}
 	if limit := exe.Limit(); limit != "" && ctx.Err() == nil {
-		log.Error("agent execution ended: it hit its limit", "limit", limit)
+		log.ErrorContext(ctx, "agent execution ended: it hit its limit", "limit", limit)
 		system(ex.Sinks, "the execution was stopped: it hit its --"+limit+" limit")
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	if err != nil {
-		log.Warn("agent execution failed", "err", err)
+		log.WarnContext(ctx, "agent execution failed", "err", err)
 		if errors.Is(err, ErrProviderAuth) {
-			log.Warn("the provider refused the agent's credential", "status", authStatus(err.Error()))
+			log.WarnContext(ctx, "the provider refused the agent's credential", "status", authStatus(err.Error()))
 		}
 		if errors.Is(err, errBudget) {
 			publish(ex.Sinks, string(streamError), err.Error())
@@ -299,7 +299,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 		if verr == nil {
 			return out, nil
 		}
-		v.log.Info("agent answer rejected", "turn", turn)
+		v.log.InfoContext(ctx, "agent answer rejected", "turn", turn)
 		if turn == MaxCorrections {
 			system(v.ex.Sinks, "answer still invalid after "+fmt.Sprint(MaxCorrections)+" corrections: malformed")
 			return worker.Failed(worker.CodeMalformed, worker.ReasonMalformedResult), nil

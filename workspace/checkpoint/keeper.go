@@ -37,10 +37,10 @@ func (k *Keeper) Take(ctx context.Context, key string, src workspace.Source, bra
 	cp, err := k.take(ctx, key, src, branch, execution)
 	if err != nil {
 		cp = Checkpoint{Execution: execution, Base: src.Revision, Skipped: SkipReason(err)}
-		k.Log.Warn("checkpoint skipped: the run's workspace cannot move to another server until its next checkpoint", "execution", execution, "reason", err)
+		k.Log.WarnContext(ctx, "checkpoint skipped: the run's workspace cannot move to another server until its next checkpoint", "execution", execution, "reason", err)
 		return cp
 	}
-	k.Log.Info("checkpoint", "execution", execution, "commit", cp.Commit, "bytes", len(cp.Bundle), "ref", cp.Ref)
+	k.Log.InfoContext(ctx, "checkpoint", "execution", execution, "commit", cp.Commit, "bytes", len(cp.Bundle), "ref", cp.Ref)
 	return cp
 }
 
