@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -43,6 +44,9 @@ func TestLeasesAreHostWide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// b's lease must stay open (a lease dropped by the garbage collector
+	// closes its file, and its flock with it).
+	defer runtime.KeepAlive(lb)
 	if la.uid == lb.uid {
 		t.Fatalf("both servers leased %d", la.uid)
 	}
