@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/oecp/oecp/engine/worker"
@@ -230,7 +229,7 @@ func (d Deliverer) failure(ctx context.Context, sinks worker.Sinks, stage string
 	line := err.Error()
 	switch {
 	case errors.Is(err, workspace.ErrNestedRepository), errors.Is(err, workspace.ErrTooLarge), errors.Is(err, errNoChange):
-		line = strings.Split(line, ": "+workspace.ErrGit.Error())[0]
+		// The host's own words: a bound, a path of the workspace.
 	case stage != "":
 		log := d.Log
 		if log == nil {

@@ -1,19 +1,18 @@
 package workspace
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/oecp/oecp/engine/worker"
 )
 
 // Git runs git commands on behalf of the host, never of an agent: with
@@ -47,12 +46,9 @@ var ErrGit = errors.New("git failed")
 // GitTimeout bounds one git command.
 const GitTimeout = 10 * time.Minute
 
-// Bounds of what a git command prints: its stdout, and the stderr lines an
-// error keeps.
-const (
-	maxGitStdout      = 1 << 20
-	maxGitStderrLines = 8
-)
+// maxGitStdout bounds what Run keeps of a git command's standard output
+// (what an error keeps of its standard error: maxPipeStderr).
+const maxGitStdout = 1 << 20
 
 // Env is the environment of git and of the forge CLI: Token, when set,
 // becomes an extra HTTP header for the URLs under Remote alone (none when
@@ -122,39 +118,25 @@ func (g Git) argv() []string {
 	return argv
 }
 
-// run returns stdout, the exit status and the last stderr lines of a git
-// command that ran to its end.
+// run returns stdout (trimmed, at most maxGitStdout bytes), the exit
+// status and the end of stderr of a git command that ran to its end.
 func (g Git) run(ctx context.Context, args ...string) (string, int, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
-	defer cancel()
-	argv := g.argv()
-	var mu sync.Mutex
-	var stderr []string
-	keep := func(_, line string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stderr = append(stderr, line); len(stderr) > maxGitStderrLines {
-			stderr = stderr[1:]
+	var out bytes.Buffer
+	read := func(r io.Reader) error {
+		if n, err := io.Copy(&out, io.LimitReader(r, maxGitStdout+1)); err != nil || n > maxGitStdout {
+			return cmp.Or(err, errors.New("too much output"))
 		}
+		return nil
 	}
-	res := worker.Process{Argv: append(argv, args...), Dir: g.Home, Env: g.Env(), MaxStdout: maxGitStdout, Sinks: worker.Sinks{Log: keep}}.Run(ctx)
-	mu.Lock()
-	detail := strings.Join(stderr, "; ")
-	mu.Unlock()
-	var exit *exec.ExitError
+	err := g.exec(ctx, nil, read, args...)
+	var exit *exitError
 	switch {
-	case res.StartErr != nil:
-		return "", 0, "", res.StartErr
-	case res.Cancelled:
-		return "", 0, "", fmt.Errorf("stopped: %w", ctx.Err())
-	case res.Overflow:
-		return "", 0, "", errors.New("too much output")
-	case errors.As(res.Exit, &exit):
-		return "", exit.ExitCode(), detail, nil
-	case res.Exit != nil:
-		return "", 0, "", res.Exit
+	case errors.As(err, &exit):
+		return "", exit.code, exit.stderr, nil
+	case err != nil:
+		return "", 0, "", err
 	}
-	return strings.TrimSpace(string(res.Stdout)), 0, detail, nil
+	return strings.TrimSpace(out.String()), 0, "", nil
 }
 
 // userinfoRE matches the user and password of a URL (scheme://user:pw@).

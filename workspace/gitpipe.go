@@ -30,6 +30,14 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d: %s", e.
 // command's (an *exitError for a non-zero status). ctx's end, or
 // GitTimeout, kills the command's process group.
 func (g Git) pipe(ctx context.Context, feed func(io.Writer) error, read func(io.Reader) error, args ...string) error {
+	if err := g.exec(ctx, feed, read, args...); err != nil {
+		return fmt.Errorf("%w: git %s: %w", ErrGit, args[0], err)
+	}
+	return nil
+}
+
+// exec is pipe's work; its error is the failure itself, unwrapped.
+func (g Git) exec(ctx context.Context, feed func(io.Writer) error, read func(io.Reader) error, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, GitTimeout)
 	defer cancel()
 	argv := append(g.argv(), args...)
@@ -45,14 +53,14 @@ func (g Git) pipe(ctx context.Context, feed func(io.Writer) error, read func(io.
 	var err error
 	if feed != nil {
 		if stdin, err = cmd.StdinPipe(); err != nil {
-			return fmt.Errorf("%w: git %s: %v", ErrGit, args[0], err)
+			return err
 		}
 	}
 	if stdout, err = cmd.StdoutPipe(); err != nil {
-		return fmt.Errorf("%w: git %s: %v", ErrGit, args[0], err)
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%w: git %s: %v", ErrGit, args[0], err)
+		return err
 	}
 	errs := make(chan error, 2)
 	go func() {
@@ -74,10 +82,10 @@ func (g Git) pipe(ctx context.Context, feed func(io.Writer) error, read func(io.
 		if read != nil {
 			err = read(stdout)
 		}
-		_, _ = io.Copy(io.Discard, stdout)
 		if err != nil {
-			cancel()
+			cancel() // before draining: a command past its bound stops now
 		}
+		_, _ = io.Copy(io.Discard, stdout)
 		errs <- err
 	}()
 	ferr, rerr := <-errs, <-errs
@@ -97,10 +105,7 @@ func (g Git) pipe(ctx context.Context, feed func(io.Writer) error, read func(io.
 	case ferr != nil:
 		err = ferr
 	}
-	if err != nil {
-		return fmt.Errorf("%w: git %s: %w", ErrGit, args[0], err)
-	}
-	return nil
+	return err
 }
 
 // tailBuffer keeps the last max bytes written to it, as one line.
