@@ -95,6 +95,7 @@ type Capsule struct {
 	log     *slog.Logger
 	retainD time.Duration
 	retObs  RetentionObserver
+	sandbox *sandbox.Host
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -232,7 +233,7 @@ func New(o Options) (*Capsule, error) {
 	case o.MaxActive > 0:
 		sup.SetMaxActive(o.MaxActive)
 	}
-	return &Capsule{backend: &Backend{Backend: b, runs: rb}, sup: sup, ws: ws, log: o.Log, retainD: o.Retain, retObs: o.Compacted, done: make(chan struct{})}, nil
+	return &Capsule{backend: &Backend{Backend: b, runs: rb}, sup: sup, ws: ws, log: o.Log, retainD: o.Retain, retObs: o.Compacted, sandbox: o.Sandbox, done: make(chan struct{})}, nil
 }
 
 // Backend is the server.Backend to serve.
@@ -255,9 +256,17 @@ func (c *Capsule) Start() {
 			go func() { defer close(retained); c.retain(ctx, c.retainD) }()
 			defer func() { <-retained }()
 		}
+		swept := make(chan struct{})
+		go func() { defer close(swept); c.sandbox.SweepEvery(ctx, orphanSweep) }()
+		defer func() { <-swept }()
 		c.sup.Run(ctx)
 	}()
 }
+
+// orphanSweep is how often the host is searched for sandboxes whose
+// server died during their setup (this server's earlier life, or another
+// server's on the same host).
+const orphanSweep = 5 * time.Second
 
 // ErrNotStarted is returned by Close on a capsule that never started.
 var ErrNotStarted = errors.New("capsule: not started")

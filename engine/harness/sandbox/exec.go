@@ -297,18 +297,21 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 			return nil, fmt.Errorf("%w: %s (%s)", ErrNotFound, cmd.Path, why)
 		}
 	}
-	infoR, infoW, err := os.Pipe()
+	pipes, err := newPipes(3)
 	if err != nil {
 		return nil, err
 	}
-	blockR, blockW, err := os.Pipe()
-	if err != nil {
-		infoR.Close()
-		infoW.Close()
-		return nil, err
-	}
+	infoR, infoW := pipes[0].r, pipes[0].w
+	blockR, blockW := pipes[1].r, pipes[1].w
+	gateR, gateW := pipes[2].r, pipes[2].w
 	fd := 3 + len(cmd.ExtraFiles)
-	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR)
+	if fd+2 > maxGateFd {
+		for _, p := range pipes {
+			p.close()
+		}
+		return nil, fmt.Errorf("sandbox: %d inherited files leave no descriptor for the start gate", len(cmd.ExtraFiles))
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR, gateR)
 	dir := cmd.Dir
 	if dir == "" {
 		dir = e.spec.Workspace
@@ -317,7 +320,7 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	args := e.args(dir, fd, fd+1)
+	args := e.args(dir, fd, fd+1, fd+2)
 	args = append(args, cmd.Path)
 	cmd.Args = append(append([]string{programBwrap}, args...), cmd.Args[1:]...)
 	cmd.Path = e.h.bwrap
@@ -325,22 +328,60 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		net = e.setup(infoR, blockW)
+		net = e.setup(infoR, blockW, gateW)
 	}()
 	return func() {
 		infoW.Close()
 		blockR.Close()
+		gateR.Close()
 		infoR.Close()
 		<-done
 		net.stop()
 	}, nil
 }
 
+// maxGateFd is the highest descriptor the start gate may read: the
+// shell's redirections take one digit.
+const maxGateFd = 9
+
+// gateScript runs the program ("$@") only once the host has written "go"
+// on the descriptor it names, and closes that descriptor first. bwrap's own block descriptor lets
+// the sandbox go on when it reaches end of file, which is what a host that
+// died during setup leaves behind (and by then the sandbox's init no
+// longer dies with its parent): the gate turns that into an exit before
+// anything of the agent's runs.
+const gateScript = `IFS= read -r go <&%[1]d && [ "$go" = go ] || exit 125; exec %[1]d<&-; exec "$@"`
+
+// pipe is one os.Pipe.
+type pipe struct{ r, w *os.File }
+
+func (p pipe) close() {
+	p.r.Close()
+	p.w.Close()
+}
+
+// newPipes makes n pipes, or none.
+func newPipes(n int) ([]pipe, error) {
+	out := make([]pipe, 0, n)
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, p := range out {
+				p.close()
+			}
+			return nil, err
+		}
+		out = append(out, pipe{r, w})
+	}
+	return out, nil
+}
+
 // setup waits for the sandbox's namespaces, puts its init in the
 // execution's groups, connects its network, then lets it run the
 // program. On any failure the sandbox is killed before it runs anything.
-func (e *Execution) setup(info, block *os.File) *network {
+func (e *Execution) setup(info, block, gate *os.File) *network {
 	defer block.Close()
+	defer gate.Close()
 	var msg struct {
 		Pid int `json:"child-pid"`
 	}
@@ -359,24 +400,36 @@ func (e *Execution) setup(info, block *os.File) *network {
 	if hit {
 		return fail("a limit was already hit", fmt.Errorf("%s", e.limit))
 	}
+	setupStage("limits", msg.Pid)
 	if e.cg != nil {
 		if err := e.cg.add(msg.Pid); err != nil {
 			return fail("applying limits", err)
 		}
 	}
+	setupStage("network", msg.Pid)
 	net, err := e.h.connect(msg.Pid)
 	if err != nil {
 		return fail("connecting the network", err)
 	}
+	setupStage("unblock", msg.Pid)
 	if _, err := block.Write([]byte{'1'}); err != nil {
+		net.stop()
+		return nil
+	}
+	setupStage("gate", msg.Pid)
+	if _, err := gate.Write([]byte("go\n")); err != nil {
 		net.stop()
 		return nil
 	}
 	return net
 }
 
+// setupStage is called as setup reaches each stage with the sandbox's
+// init; only tests set it, to stop a host at that point.
+var setupStage = func(stage string, pid int) {}
+
 // args are bwrap's arguments up to the program.
-func (e *Execution) args(dir string, infoFd, blockFd int) []string {
+func (e *Execution) args(dir string, infoFd, blockFd, gateFd int) []string {
 	a := e.h.namespaceArgs()
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp",
@@ -424,7 +477,8 @@ func (e *Execution) args(dir string, infoFd, blockFd int) []string {
 	a = append(a, "--ro-bind", filepath.Join(e.files, "passwd"), "/etc/passwd",
 		"--ro-bind", filepath.Join(e.files, "group"), "/etc/group",
 		"--ro-bind", filepath.Join(e.files, "gitconfig"), "/etc/gitconfig",
-		"--chdir", dir, "--info-fd", strconv.Itoa(infoFd), "--block-fd", strconv.Itoa(blockFd), "--")
+		"--chdir", dir, "--info-fd", strconv.Itoa(infoFd), "--block-fd", strconv.Itoa(blockFd), "--",
+		"/bin/sh", "-c", fmt.Sprintf(gateScript, gateFd), gateArg0)
 	if e.uid >= 0 {
 		id := strconv.Itoa(e.uid)
 		a = append(a, e.h.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups",

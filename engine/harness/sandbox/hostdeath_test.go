@@ -1,0 +1,175 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dyingHostEnv names the stage at which the re-executed test binary, acting
+// as a server, stops during an agent's sandbox setup to be killed.
+const dyingHostEnv = "OECP_SANDBOX_TEST_DYING_HOST"
+
+// TestHostKilledDuringSetupLeavesNoAgent kills a server (this test binary,
+// re-executed) at each stage of an agent's sandbox setup: the agent's
+// program never runs, and the sandbox is gone.
+func TestHostKilledDuringSetupLeavesNoAgent(t *testing.T) {
+	if stage := os.Getenv(dyingHostEnv); stage != "" {
+		dyingHost(t, stage)
+		return
+	}
+	// The surviving server: it sweeps what the dead one left.
+	survivor, err := New(Config{LeaseDir: t.TempDir()})
+	if err != nil {
+		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("needs the agent sandbox: %v", err)
+	}
+	for _, stage := range []string{"limits", "network", "unblock", "gate"} {
+		t.Run(stage, func(t *testing.T) {
+			ws := filepath.Join(t.TempDir(), "workspace")
+			if err := os.Mkdir(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHostKilledDuringSetupLeavesNoAgent$", "-test.v")
+			cmd.Env = append(os.Environ(), dyingHostEnv+"="+stage, "OECP_SANDBOX_TEST_WORKSPACE="+ws,
+				"OECP_SANDBOX_TEST_LEASES="+t.TempDir())
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			init := pausedAt(t, out)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			waitGone(t, init, func() { survivor.SweepOrphans() })
+			if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+				t.Fatalf("the agent's program ran after its server died at %q", stage)
+			}
+		})
+	}
+}
+
+// pausedAt reads the re-executed server's "paused PID" line.
+func pausedAt(t *testing.T, out interface{ Read([]byte) (int, error) }) int {
+	t.Helper()
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if pid, ok := strings.CutPrefix(sc.Text(), "paused "); ok {
+			n, err := strconv.Atoi(pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("the server ended before reaching the stage")
+	return 0
+}
+
+// waitGone waits, bounded, until pid has ended, calling sweep meanwhile as
+// a live server would; an orphan is reaped by the host's init, or stays a
+// zombie where init does not reap.
+func waitGone(t *testing.T, pid int, sweep func()) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		sweep()
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	stack, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stack", pid))
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("the sandbox (init %d) outlived its server:\n%s\n%s", pid, status, stack)
+}
+
+// dyingHost is the re-executed server: it confines an agent that marks
+// the workspace, and stops for good at stage, reporting the sandbox's init.
+func dyingHost(t *testing.T, stage string) {
+	ws := os.Getenv("OECP_SANDBOX_TEST_WORKSPACE")
+	h, err := New(Config{LeaseDir: os.Getenv("OECP_SANDBOX_TEST_LEASES")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setupStage = func(s string, pid int) {
+		if s == stage {
+			fmt.Printf("paused %d\n", pid)
+			select {}
+		}
+	}
+	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", `echo ran > "$PWD/ran"; exec sleep 600`)
+	cmd.Dir = ws
+	if _, err := e.Confine(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	t.Fatal("the agent ended while its server was paused")
+}
+
+// TestSweepLeavesLiveSandboxesAlone sweeps while an agent runs: its
+// sandbox has its bwrap parent and is not touched.
+func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
+	h, err := New(Config{LeaseDir: t.TempDir()})
+	if err != nil {
+		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("needs the agent sandbox: %v", err)
+	}
+	ws := t.TempDir()
+	defer h.CloseRun("r")
+	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cmd := exec.Command("/bin/sh", "-c", `echo started; read -r _; echo survived`)
+	cmd.Dir = ws
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cleanup, err := e.Confine(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	if line, _ := r.ReadString('\n'); line != "started\n" {
+		t.Fatalf("agent said %q", line)
+	}
+	if n := h.SweepOrphans(); n != 0 {
+		t.Errorf("the sweep killed %d live sandboxes", n)
+	}
+	stdin.Write([]byte("\n"))
+	if line, _ := r.ReadString('\n'); line != "survived\n" {
+		t.Errorf("after the sweep the agent said %q", line)
+	}
+	_ = cmd.Wait()
+	cleanup()
+}
