@@ -194,7 +194,7 @@ func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) (out worke
 	paths, err := a.ws.Paths(key)
 	if err != nil {
 		a.log.Error("run directories unavailable", "run", x.RunID, "err", err)
-		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+		return worker.HostFailed("the server could not make the run's directories")
 	}
 	_, verifier := x.Node.(*graph.Verifier)
 	delivers := x.Binding.Kind == runs.KindGitDelivery

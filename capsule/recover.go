@@ -2,6 +2,7 @@ package capsule
 
 import (
 	"context"
+	"errors"
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
@@ -26,4 +27,15 @@ func (l ledgers) Interrupt(ctx context.Context, ref engine.RunRef, executions []
 		return r.Interrupt(ctx, ref, executions)
 	}
 	return nil
+}
+
+var _ engine.HostFaults = ledgers{}
+
+// Unstarted records executions their host could not start, when the
+// run's ledger can; otherwise the supervisor settles them as they ended.
+func (l ledgers) Unstarted(ctx context.Context, ref engine.RunRef, executions []uint64, why string) error {
+	if h, ok := l.of(ref).(engine.HostFaults); ok {
+		return h.Unstarted(ctx, ref, executions, why)
+	}
+	return errors.New("capsule: the run's ledger does not record unstarted executions")
 }

@@ -393,6 +393,22 @@ func (l *Ledger) Interrupt(ctx context.Context, ref engine.RunRef, execs []uint6
 	})
 }
 
+// Unstarted records executions their host could not start as
+// interrupted (a fault event each naming why): the same attempt runs
+// again.
+func (l *Ledger) Unstarted(ctx context.Context, ref engine.RunRef, execs []uint64, why string) error {
+	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+		return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
+			func(x uint64, e *execRecord) (protocol.WatchEvent, error) {
+				e.Interrupted = true
+				f := engineFault("unstarted-"+turnOf(x), e.Ref, "no_observable_effect", "retryable", "wait", "warning",
+					"execution could not start on this server: "+why+"; the same attempt runs again shortly")
+				f.Code = "unavailable"
+				return faultEvent(f)
+			}, nil)
+	})
+}
+
 // errUnchanged ends a ledger transaction that has nothing to write.
 var errUnchanged = errors.New("cluster: nothing to change")
 

@@ -279,6 +279,7 @@ func (s *Supervisor) drop(ctx context.Context, ref RunRef) {
 		s.freedClaim()
 	}
 	s.waiting.remove(ref)
+	s.hostStarted(ref)
 	delete(s.seen, ref)
 	delete(s.memos, ref)
 	delete(s.counts, ref)
@@ -333,6 +334,10 @@ func (s *Supervisor) claimAll(ctx context.Context, runs []RunRef, report func(st
 func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, *write, error) {
 	v, ok := s.ledger.(Versioner)
 	if !ok {
+		return s.reconcile(ctx, ref)
+	}
+	if _, held := s.heldByHost(ref); held {
+		delete(s.seen, ref)
 		return s.reconcile(ctx, ref)
 	}
 	version := v.Version(ref)

@@ -220,6 +220,9 @@ type Supervisor struct {
 	// pass (spread.go). Unguarded: only the reconcile loop uses them.
 	spread        backlog
 	heldElsewhere map[RunRef]bool
+	// hostHolds holds back the runs whose last execution its host could
+	// not start (hostfault.go). Under mu.
+	hostHolds map[RunRef]hostHold
 	// errs bounds the repeats of the error lines of failing ledger reads
 	// and writes (errors.go).
 	errs lograte.Limiter
@@ -253,6 +256,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	s.feed, _ = ledger.(ChangeFeed)
 	s.dirty, s.safetyNet = map[RunRef]bool{}, DefaultSafetyNet
 	s.heldElsewhere = map[RunRef]bool{}
+	s.hostHolds = map[RunRef]hostHold{}
 	return s
 }
 
@@ -430,6 +434,9 @@ func (s *Supervisor) step(snap *Snapshot, active int) (*want, *write) {
 		if snap.Dispatch != protocol.DispatchActive {
 			return nil, nil // suspended or stopping: the gate holds new work
 		}
+		if waiting, _ := s.heldByHost(ref); waiting {
+			return nil, nil // its host could not start the last one: wait
+		}
 		return &want{snap: snap, ds: ds}, nil
 	}
 	if hs := res.Holds(); len(hs) > 0 && active == 0 && snap.Held != hs[0].Execution {
@@ -479,6 +486,13 @@ func (s *Supervisor) start(ctx context.Context, snap *Snapshot, d Dispatch, at t
 			// A void or a lost claim: the ledger already decided.
 			s.forget(key)
 			return
+		}
+		if outcome.HostFault != "" {
+			if s.hostFault(ctx, ref, key, d.Ref, outcome.HostFault) {
+				return
+			}
+		} else {
+			s.hostStarted(ref)
 		}
 		s.mu.Lock()
 		s.pending[ref] = append(s.pending[ref], pendingSettlement{Settlement: Settlement{Execution: d.Execution, Outcome: outcome.Outcome}, ref: d.Ref, run: run})

@@ -347,6 +347,15 @@ func (l *Ledger) Interrupt(ctx context.Context, ref engine.RunRef, ids []uint64)
 		"this execution was interrupted by a server shutdown; the same node runs again when the server is back", nil)
 }
 
+// Unstarted records executions their host could not start (a full disk,
+// a sandbox it could not set up) as interrupted, after a log line naming
+// why: the execution neither ran nor failed, so the reducer dispatches
+// the same node again with its attempt unspent.
+func (l *Ledger) Unstarted(ctx context.Context, ref engine.RunRef, ids []uint64, why string) error {
+	return l.settle(ctx, ref, ids, func(int) ending { return ending{Interrupted: true} },
+		"this execution could not start on this server: "+why+"; its attempt is not spent, and the same node runs again shortly", nil)
+}
+
 // RecordGroup keeps the process group an active execution's worker
 // started; it appends no record.
 func (l *Ledger) RecordGroup(ctx context.Context, ref engine.RunRef, id uint64, g worker.Group) error {

@@ -153,7 +153,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		if entry != nil {
 			r.sessions.release(entry, "", false)
 		}
-		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+		return worker.HostFailed(hostReason(err, "the server could not make the session's home directory"))
 	}
 	if job.Binding.SessionScope != ScopeNodeInstance && conv.home != "" {
 		defer os.RemoveAll(conv.home)
@@ -164,7 +164,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		if entry != nil {
 			r.sessions.release(entry, "", false)
 		}
-		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
+		return worker.HostFailed(hostReason(err, "the server could not set up the agent's sandbox"))
 	}
 	defer exe.Close()
 	conv.confine = exe.Confine
@@ -187,6 +187,9 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		}
 		if errors.Is(err, errBudget) {
 			publish(ex.Sinks, string(streamError), err.Error())
+		}
+		if why := hostReason(err, ""); why != "" && ctx.Err() == nil {
+			return worker.HostFailed(why)
 		}
 		return r.failure(ctx, dctx, err)
 	}

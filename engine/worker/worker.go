@@ -38,6 +38,20 @@ type Outcome struct {
 	Diagnostic json.RawMessage
 	Code       string
 	Reason     string
+	// HostFault, when set, says why the host could not start the
+	// execution (a full disk, a sandbox it could not set up): the
+	// execution neither ran nor failed, and a supervisor that can record
+	// it so runs the same attempt again. It is never on the wire; a
+	// consumer that ignores it sees Code and Reason (crash).
+	HostFault string
+}
+
+// HostFailed is the outcome of an execution its host could not start,
+// for the reason why.
+func HostFailed(why string) Outcome {
+	o := Failed(CodeCrash, ReasonDeclaredFailure)
+	o.HostFault = why
+	return o
 }
 
 // Failed builds an error outcome.

@@ -17,16 +17,18 @@ const gateArg0 = "oecp-gate"
 
 // SweepOrphans kills every sandbox on this host whose server died: the
 // init of a sandbox (the inner bwrap, PID 1 of the sandbox's PID
-// namespace, whose command line carries the start gate) that no longer has
-// its bwrap parent. Such an init was orphaned during setup, when it does
-// not yet die with its parent; killing it ends every process of the
-// sandbox. A live sandbox always has its bwrap parent, so no server's
-// running agents are touched. It returns how many it killed.
+// namespace, whose command line carries the start gate) whose parent is no
+// longer bwrap, in this sweep and the one before. Such an init was
+// orphaned during setup, when it does not yet die with its parent;
+// killing it ends every process of the sandbox. A running sandbox always
+// has its bwrap parent; one that is ending may outlive its parent for a
+// moment, which the second sighting leaves it to finish. It returns how
+// many it killed.
 func (h *Host) SweepOrphans() int {
 	if h == nil || h.cfg.Unconfined {
 		return 0
 	}
-	killed := 0
+	seen := map[int]string{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -36,8 +38,24 @@ func (h *Host) SweepOrphans() int {
 		if err != nil || !isSandboxInit(pid) {
 			continue
 		}
-		ppid, ok := parentOf(pid)
-		if !ok || isOurBwrap(ppid) {
+		ppid, _, start, ok := stat(pid)
+		if !ok {
+			continue
+		}
+		// The parent's name, not its command line: an exiting process
+		// shows an empty command line, and its sandbox is ending anyway.
+		if _, comm, _, ok := stat(ppid); ok && comm == programBwrap {
+			continue
+		}
+		seen[pid] = start
+	}
+	h.orphanMu.Lock()
+	before := h.orphans
+	h.orphans = seen
+	h.orphanMu.Unlock()
+	killed := 0
+	for pid, start := range seen {
+		if before[pid] != start {
 			continue
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
@@ -102,20 +120,23 @@ func isOurBwrap(pid int) bool {
 	return false
 }
 
-// parentOf is pid's parent, from /proc/PID/stat.
-func parentOf(pid int) (int, bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// stat is pid's parent, name and start time (in clock ticks since boot,
+// as text), from /proc/PID/stat; ok is false for a process that is gone or
+// a zombie.
+func stat(pid int) (ppid int, comm, start string, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return 0, "", "", false
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return 0, "", "", false
 	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 || f[0] == "Z" {
-		return 0, false
+	// After the name: state, ppid, ... starttime is the 20th field.
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 20 || f[0] == "Z" {
+		return 0, "", "", false
 	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, string(b[open+1 : end]), f[19], err == nil
 }

@@ -100,6 +100,11 @@ type Host struct {
 
 	mu      sync.Mutex
 	writers map[string]*lease
+
+	// orphans are the sandbox inits without a bwrap parent at the last
+	// sweep, by PID, with their start times (orphans.go).
+	orphanMu sync.Mutex
+	orphans  map[int]string
 }
 
 // New checks that this host can confine agents as cfg asks and returns
