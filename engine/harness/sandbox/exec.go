@@ -48,6 +48,7 @@ type Execution struct {
 	spec  Spec
 	uid   int // -1: the server's own
 	lease *lease
+	net   *runNetwork // the run's namespace it enters (nil: one of its own per sandbox)
 	files string
 	cg    *group
 	// diskStop ends the --agent-max-disk watch, which closes diskDone.
@@ -98,6 +99,13 @@ func (h *Host) Start(spec Spec) (*Execution, error) {
 		if err := g.watch(e.hitLimit); err != nil {
 			return nil, fmt.Errorf("sandbox limits: %w", err)
 		}
+	}
+	if h.root && h.nsenter != "" {
+		n, err := h.takeNetwork(spec.Run)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox network: %w", err)
+		}
+		e.net = n
 	}
 	if h.cfg.MaxDisk > 0 {
 		e.watchDisk()
@@ -166,6 +174,7 @@ func (h *Host) CloseRun(run string) {
 	l, ok := h.writers[run]
 	delete(h.writers, run)
 	h.mu.Unlock()
+	h.closeNetworks(run)
 	if ok {
 		if err := l.release(); err != nil {
 			h.log.Error("sandbox: releasing a run's writer UID", "uid", l.uid, "err", err)
@@ -240,6 +249,7 @@ func (e *Execution) Close() {
 		return
 	}
 	e.stopDisk()
+	e.h.giveBack(e.spec.Run, e.net)
 	if e.lease != nil {
 		if err := e.lease.release(); err != nil {
 			e.h.log.Error("sandbox: releasing a verifier UID", "uid", e.lease.uid, "err", err)
@@ -324,6 +334,10 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 	args = append(args, cmd.Path)
 	cmd.Args = append(append([]string{programBwrap}, args...), cmd.Args[1:]...)
 	cmd.Path = e.h.bwrap
+	if e.net != nil {
+		cmd.Args = append([]string{"nsenter", "--net=" + e.net.path(), "--", e.h.bwrap}, cmd.Args[1:]...)
+		cmd.Path = e.h.nsenter
+	}
 	var net *network
 	done := make(chan struct{})
 	go func() {
@@ -407,9 +421,12 @@ func (e *Execution) setup(info, block, gate *os.File) *network {
 		}
 	}
 	setupStage("network", msg.Pid)
-	net, err := e.h.connect(msg.Pid)
-	if err != nil {
-		return fail("connecting the network", err)
+	var net *network
+	if e.net == nil {
+		var err error
+		if net, err = e.h.connectPid(msg.Pid); err != nil {
+			return fail("connecting the network", err)
+		}
 	}
 	setupStage("unblock", msg.Pid)
 	if _, err := block.Write([]byte{'1'}); err != nil {
@@ -430,7 +447,7 @@ var setupStage = func(stage string, pid int) {}
 
 // args are bwrap's arguments up to the program.
 func (e *Execution) args(dir string, infoFd, blockFd, gateFd int) []string {
-	a := e.h.namespaceArgs()
+	a := e.h.namespaceArgs(e.net == nil)
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp",
 		"--perms", "1777", "--tmpfs", "/dev/shm", "--perms", "0755", "--tmpfs", "/run")

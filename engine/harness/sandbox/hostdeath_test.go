@@ -173,3 +173,47 @@ func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
 	_ = cmd.Wait()
 	cleanup()
 }
+
+// TestRunNetworksAreReusedNeverShared: an execution that follows another
+// of its run enters the namespace the other used; two that overlap never
+// share one; a run's end ends them.
+func TestRunNetworksAreReusedNeverShared(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs get network namespaces of their own only on a root server")
+	}
+	h, err := New(Config{LeaseDir: t.TempDir()})
+	if err != nil {
+		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("needs the agent sandbox: %v", err)
+	}
+	if h.nsenter == "" {
+		t.Skip("no nsenter: each execution connects a namespace of its own")
+	}
+	ws := t.TempDir()
+	start := func() *Execution {
+		e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first, second := start(), start()
+	if first.net == nil || first.net == second.net {
+		t.Fatalf("overlapping executions' networks: %p and %p", first.net, second.net)
+	}
+	firstNet := first.net
+	first.Close()
+	third := start()
+	if third.net != firstNet {
+		t.Errorf("a following execution made a new namespace instead of entering its run's")
+	}
+	third.Close()
+	second.Close()
+	pasta := firstNet.net.cmd.Process.Pid
+	h.CloseRun("r")
+	if err := syscall.Kill(pasta, 0); err == nil {
+		t.Errorf("the run's pasta (pid %d) outlived the run", pasta)
+	}
+}

@@ -23,17 +23,22 @@ type network struct {
 	once sync.Once
 }
 
-// connect gives the network namespace of process pid an interface to the
-// outside world through pasta, which does not map the host's loopback
-// (the gateway address reaches the real gateway) and forwards only the
-// allowed ports from the namespace's 127.0.0.1 to the host's. It returns
-// once pasta has configured the namespace.
-func (h *Host) connect(pid int) (*network, error) {
+// connectPid connects the network namespace of process pid (connect).
+func (h *Host) connectPid(pid int) (*network, error) {
 	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
 		return nil, err
 	}
 	defer netns.Close()
+	return h.connect(netns)
+}
+
+// connect gives the network namespace netns an interface to the outside
+// world through pasta, which does not map the host's loopback (the
+// gateway address reaches the real gateway) and forwards only the allowed
+// ports from the namespace's 127.0.0.1 to the host's. It returns once
+// pasta has configured the namespace.
+func (h *Host) connect(netns *os.File) (*network, error) {
 	ready, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, err

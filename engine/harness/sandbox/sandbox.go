@@ -98,8 +98,11 @@ type Host struct {
 	leases   *leases
 	cg       *cgroups
 
+	nsenter  string // set when runs get network namespaces of their own (runnet.go)
+
 	mu      sync.Mutex
 	writers map[string]*lease
+	nets    map[string][]*runNetwork // each run's free network namespaces
 
 	// orphans are the sandbox inits without a bwrap parent at the last
 	// sweep, by PID, with their start times (orphans.go).
@@ -114,7 +117,7 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}}
+	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}, nets: map[string][]*runNetwork{}}
 	if cfg.Unconfined {
 		return h, nil
 	}
@@ -136,6 +139,10 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("%w: missing %s; install them (.ci/install-deps does) or pass --agent-unconfined", ErrUnavailable, strings.Join(missing, ", "))
 	}
 	h.root = os.Geteuid() == 0
+	if h.root {
+		// Without nsenter each execution connects a namespace of its own.
+		h.nsenter, _ = exec.LookPath("nsenter")
+	}
 	if !h.root {
 		// pasta opens the tap device as the server's user.
 		if err := syscall.Access(tunDevice, accessReadWrite); err != nil {
@@ -193,7 +200,7 @@ func New(cfg Config) (*Host, error) {
 
 // probe runs `true` in a sandbox with every namespace.
 func (h *Host) probe() error {
-	args := append(h.namespaceArgs(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true")
+	args := append(h.namespaceArgs(true), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true")
 	cmd := exec.Command(h.bwrap, args...)
 	cmd.Env = []string{}
 	out, err := cmd.CombinedOutput()
@@ -203,9 +210,13 @@ func (h *Host) probe() error {
 	return nil
 }
 
-// namespaceArgs are bwrap's namespace and lifetime options.
-func (h *Host) namespaceArgs() []string {
-	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"}
+// namespaceArgs are bwrap's namespace and lifetime options; without
+// ownNet the sandbox stays in the network namespace it was started in.
+func (h *Host) namespaceArgs(ownNet bool) []string {
+	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	if ownNet {
+		args = append(args, "--unshare-net")
+	}
 	if !h.root {
 		// Nested user namespaces stay allowed: a CLI may sandbox itself
 		// with them, and the kernel locks the mounts that hide the host.

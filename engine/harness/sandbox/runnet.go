@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// A root server gives each run network namespaces of its own, each made
+// once with its pasta and entered (nsenter) by the run's executions, one
+// execution at a time: configuring pasta is most of what a sandbox costs
+// to start, and paying it per run instead of per execution changes
+// nothing of what an agent can reach (the same allowed ports, no host
+// loopback). Two executions of a run that overlap (parallel verifiers)
+// never share a namespace; one that follows another finds it without a
+// process of the earlier one left (each sandbox's PID namespace dies with
+// its init). A server that is not root cannot enter a namespace its
+// sandbox's user namespace owns, and connects one per execution.
+
+// runNetwork is one network namespace of a run's and its pasta.
+type runNetwork struct {
+	ns  *os.File // holds the namespace open
+	net *network
+}
+
+// path names the namespace for nsenter, through this process's
+// descriptor (so that no descriptor of it is inherited by the sandbox).
+func (n *runNetwork) path() string {
+	return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(n.ns.Fd()))
+}
+
+func (n *runNetwork) close() {
+	n.net.stop()
+	n.ns.Close()
+}
+
+// takeNetwork gives an execution of run a namespace no running execution
+// of the run uses, making one when none is free.
+func (h *Host) takeNetwork(run string) (*runNetwork, error) {
+	h.mu.Lock()
+	if free := h.nets[run]; len(free) > 0 {
+		n := free[len(free)-1]
+		h.nets[run] = free[:len(free)-1]
+		h.mu.Unlock()
+		return n, nil
+	}
+	h.mu.Unlock()
+	ns, err := newNetNamespace()
+	if err != nil {
+		return nil, fmt.Errorf("network namespace: %w", err)
+	}
+	net, err := h.connect(ns)
+	if err != nil {
+		ns.Close()
+		return nil, fmt.Errorf("connecting the network: %w", err)
+	}
+	return &runNetwork{ns: ns, net: net}, nil
+}
+
+// giveBack returns n to run's free namespaces, or ends it when the run
+// has ended meanwhile.
+func (h *Host) giveBack(run string, n *runNetwork) {
+	if n == nil {
+		return
+	}
+	h.mu.Lock()
+	_, open := h.writers[run]
+	if open {
+		h.nets[run] = append(h.nets[run], n)
+	}
+	h.mu.Unlock()
+	if !open {
+		n.close()
+	}
+}
+
+// closeNetworks ends run's free namespaces.
+func (h *Host) closeNetworks(run string) {
+	h.mu.Lock()
+	free := h.nets[run]
+	delete(h.nets, run)
+	h.mu.Unlock()
+	for _, n := range free {
+		n.close()
+	}
+}
+
+// newNetNamespace makes a network namespace and returns a descriptor
+// that keeps it: a process started in a new one, whose namespace is
+// opened before it is ended.
+func newNetNamespace() (*os.File, error) {
+	cmd := exec.Command("/bin/sh", "-c", "read -r _")
+	cmd.Env = []string{}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ns, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net")
+	stdin.Close()
+	_ = cmd.Wait()
+	return ns, err
+}
