@@ -320,3 +320,16 @@ func TestIssueCommandAndCloses(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIIssueGraphWithoutClosesRefused: a graph of one's own that
+// delivers but has no input field "closes" to carry the issue to its
+// delivery is refused with --issue (exit 2, nothing submitted): its pull
+// request would not close the issue.
+func TestCLIIssueGraphWithoutClosesRefused(t *testing.T) {
+	answer, _ := json.Marshal(map[string]any{"number": 7, "title": issueTitle, "body": issueBody})
+	gh := fakeForgeCLI(t, "gh", string(answer), "", 0)
+	r := oecpPath(t, "", gh, false, nil, "run", "submit", "-f", "../../examples/agents/review-loop.json",
+		"--runtime", "../../examples/agents/runtime-codex.json", "--issue", "7", "--source", testSource)
+	expect(t, r, 2, nil, []string{`--issue: the graph's input has no string field closes, so its pull request could not close the issue`,
+		`Add a required string field "closes" to its initialInput`})
+}
