@@ -128,6 +128,26 @@ func TestCLISubmitIssueOpensClosingPullRequest(t *testing.T) {
 	}
 }
 
+// TestCLISubmitIssueShipMergesClosingAnotherRepository: --ship with an
+// issue of another repository (OWNER/NAME#N) merges the pull request
+// through the fake forge, and its body closes the issue by its full
+// reference (Closes acme/other#12).
+func TestCLISubmitIssueShipMergesClosingAnotherRepository(t *testing.T) {
+	h := startTemplateHost(t, "codex")
+	answer, _ := json.Marshal(map[string]any{"number": 12, "title": issueTitle, "body": issueBody, "url": "https://github.com/acme/other/issues/12"})
+	gh := fakeForgeCLI(t, "gh", string(answer), "", 0)
+	r := oecpPath(t, "", gh, false, h.srv, "run", "submit", "--template", "software-change", "--issue", "acme/other#12", "--ship", "--harness", "codex",
+		"--source", h.source, "--id", "issue-ship", "--watch", "--timestamps=false")
+	expect(t, r, 0, []string{"run issue-ship succeeded", "pull request: #1 into main (merged)"}, nil)
+	want := []string{"issue", "view", "12", "--json", "number,title,body,url", "--repo", "acme/other"}
+	if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
+		t.Fatalf("gh calls %q, want one %q", calls, want)
+	}
+	if _, body := h.pullRequest(t); !strings.HasSuffix(body, "\n\nCloses acme/other#12") {
+		t.Fatalf("pull request body:\n%s", body)
+	}
+}
+
 // TestCLISubmitGitLabIssueFromCheckout: in a git checkout, --forge gitlab
 // --issue 5 reads issue 5 of the checkout's repository with glab (its JSON
 // has iid, description and web_url), the pull request closes it, and the
