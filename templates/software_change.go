@@ -61,9 +61,9 @@ const reasonExhausted = "change_attempts_exhausted"
 //	          choice judged
 //	            acceptance error, code error (each code) → fail <node>_<cause>
 //	            both accepted                          → succeed done            (no delivery)
-//	                                                   → seq ship: deliver (pr), then
+//	                                                   → seq ship: deliver (pr; task as title, closes), then
 //	                                                     opened → succeed done; error → fail deliver_<cause>
-//	                                                   → seq ship: deliver (merge), then
+//	                                                   → seq ship: deliver (merge; the same input), then
 //	                                                     merged → succeed done; error → fail deliver_<cause>;
 //	                                                     conflict, ci_failed → step delivery_repair
 //	            otherwise                              → step repair
