@@ -225,7 +225,8 @@ func (a *agents) delivery(ctx context.Context, x runs.AgentExecution, paths work
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
 	job := delivery.Job{RunID: x.RunID, Mode: delivery.Mode(v.Worker), Source: source(x.Source), Repo: repo,
-		Branch: workspace.Branch(x.Tenant, x.RunID), Paths: paths, Key: workspace.Key(x.Tenant, x.RunID), Records: a.ws}
+		Branch: workspace.Branch(x.Tenant, x.RunID), Paths: paths, Key: workspace.Key(x.Tenant, x.RunID), Records: a.ws,
+		Input: x.Worker.Input}
 	d := a.deliver
 	if d.Log == nil {
 		d.Log = a.log

@@ -51,6 +51,11 @@ type Job struct {
 	// pushes from there, never from the git directory agents write.
 	Key     string
 	Records Recorder
+	// Input is the delivery node's input: a record whose optional string
+	// fields "title" (its first line with text titles the pull request)
+	// and "closes" (an issue the pull request closes, #N or OWNER/NAME#N)
+	// shape the pull request; any other input asks for neither.
+	Input json.RawMessage
 }
 
 // Recorder records a run's workspace as a commit on its branch, in the
@@ -82,6 +87,11 @@ type Deliverer struct {
 // any other failure. Every step is a "delivery:" line in the sinks.
 func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Outcome {
 	say := func(format string, args ...any) { publish(sinks, "debug", fmt.Sprintf("delivery: "+format, args...)) }
+	req, err := parseRequest(j.Input)
+	if err != nil {
+		publish(sinks, "error", "delivery failed: "+err.Error())
+		return worker.Failed(worker.CodeMalformed, worker.ReasonDeclaredFailure)
+	}
 	token, ok := j.Repo.Token()
 	if !ok {
 		publish(sinks, "error", fmt.Sprintf("delivery: the token variable %s of %s is not set on the server", j.Repo.TokenEnv, j.Source.Repository))
@@ -116,7 +126,7 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 	}
 	t := target{branch: j.Branch, head: head, base: j.Source.Branch}
 	prctx, pulled := traced(ctx, "pull request")
-	n, err := openPull(prctx, f, t, j.RunID)
+	n, err := openPull(prctx, f, t, j.RunID, req)
 	if err != nil {
 		pulled(err)
 		return d.failure(ctx, sinks, stageForge, err)
@@ -139,7 +149,7 @@ func (d Deliverer) Run(ctx context.Context, j Job, sinks worker.Sinks) worker.Ou
 // openPull finds the run's pull request or creates it, in up to
 // findAttempts rounds: a creation that raced another one finds it in the
 // next round.
-func openPull(ctx context.Context, f forge, t target, runID string) (int64, error) {
+func openPull(ctx context.Context, f forge, t target, runID string, req request) (int64, error) {
 	var err error
 	for round := 0; round < findAttempts; round++ {
 		if round > 0 && !sleep(ctx, findPause) {
@@ -147,8 +157,7 @@ func openPull(ctx context.Context, f forge, t target, runID string) (int64, erro
 		}
 		var n int64
 		if n, err = f.find(ctx, t); err == nil && n == 0 {
-			n, err = f.create(ctx, t, "oecp: run "+runID,
-				fmt.Sprintf("Delivered by oecp from run %s: branch %s at %s, based on %s.", runID, t.branch, t.head, t.base))
+			n, err = f.create(ctx, t, req.pullTitle(runID), req.pullBody(runID, t))
 		}
 		if err == nil || errors.Is(err, errRejected) || errors.Is(err, errNoForge) {
 			return n, err

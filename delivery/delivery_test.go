@@ -300,3 +300,53 @@ func TestAgentGitConfigNeverSeesTheToken(t *testing.T) {
 		}
 	}
 }
+
+// TestPullRequestTitledAndClosingFromInput: a delivery node's input titles
+// the pull request (the first line with text of "title", without heading
+// marks) and names the issue it closes, as "Closes REF" in its body; an
+// input without them keeps the run's title and closes nothing.
+func TestPullRequestTitledAndClosingFromInput(t *testing.T) {
+	for _, tc := range []struct {
+		input, title, closes string
+	}{
+		{`{"title":"\n# Fix the login form\n\nIt rejects valid e-mails.","closes":"#7"}`, "Fix the login form", "\n\nCloses #7\n"},
+		{`{"title":"Fix it","closes":"acme/other#12"}`, "Fix it", "\n\nCloses acme/other#12\n"},
+		{`{"title":"Fix it","closes":""}`, "Fix it", ""},
+		{`null`, "oecp: run run-1", ""},
+	} {
+		r := newRig(t, delivery.ModePR)
+		r.job.Input = json.RawMessage(tc.input)
+		r.edit("notes.txt", "improved\n")
+		if got := r.deliver(delivery.Deliverer{}); !strings.Contains(got, `"outcome":"opened"`) {
+			t.Fatalf("%s: outcome %s\n%s", tc.input, got, r.text())
+		}
+		state := r.remote.Dir + ".fake-gh"
+		title, _ := os.ReadFile(filepath.Join(state, "title"))
+		body, _ := os.ReadFile(filepath.Join(state, "body"))
+		if string(title) != tc.title+"\n" {
+			t.Errorf("%s: title %q, want %q", tc.input, title, tc.title)
+		}
+		if !strings.HasPrefix(string(body), "Delivered by oecp from run run-1: branch "+r.job.Branch) ||
+			strings.Contains(string(body), "Closes") != (tc.closes != "") || !strings.HasSuffix(string(body), tc.closes) {
+			t.Errorf("%s: body %q, want it to end %q", tc.input, body, tc.closes)
+		}
+	}
+}
+
+// TestDeliveryRefusesABadIssueReference: a "closes" that is no issue
+// reference fails the delivery as malformed before anything is committed
+// or pushed.
+func TestDeliveryRefusesABadIssueReference(t *testing.T) {
+	r := newRig(t, delivery.ModePR)
+	r.job.Input = json.RawMessage(`{"title":"x","closes":"#7\nCloses #8"}`)
+	r.edit("notes.txt", "improved\n")
+	if got := r.deliver(delivery.Deliverer{}); !strings.Contains(got, `"code":"malformed"`) {
+		t.Fatalf("outcome %s", got)
+	}
+	if !strings.Contains(r.text(), `is not an issue reference`) {
+		t.Fatalf("log:\n%s", r.text())
+	}
+	if head := r.remote.Ref("refs/heads/" + r.job.Branch); head != "" {
+		t.Fatalf("pushed %s", head)
+	}
+}

@@ -11,7 +11,15 @@ const (
 	fieldCode        = "codeFeedback"       // the code verifier's last message
 	fieldDelivery    = "deliveryFeedback"   // why the last delivery did not merge
 	fieldPullRequest = "pullRequest"        // the delivered pull request's number
+	// FieldCloses is the issue a delivering run's pull request closes:
+	// "#N" in the delivered repository, "OWNER/NAME#N" in another, or
+	// empty for none. --issue sets it; TaskInput seeds it empty.
+	FieldCloses = "closes"
 )
+
+// deliveryTitle is the field of the delivery's input that titles the pull
+// request (its first line with text).
+const deliveryTitle = "title"
 
 // software-change's agent nodes, and its delivery node.
 const (
@@ -53,9 +61,9 @@ const reasonExhausted = "change_attempts_exhausted"
 //	          choice judged
 //	            acceptance error, code error (each code) → fail <node>_<cause>
 //	            both accepted                          → succeed done            (no delivery)
-//	                                                   → seq ship: deliver (pr), then
+//	                                                   → seq ship: deliver (pr; task as title, closes), then
 //	                                                     opened → succeed done; error → fail deliver_<cause>
-//	                                                   → seq ship: deliver (merge), then
+//	                                                   → seq ship: deliver (merge; the same input), then
 //	                                                     merged → succeed done; error → fail deliver_<cause>;
 //	                                                     conflict, ci_failed → step delivery_repair
 //	            otherwise                              → step repair
@@ -69,7 +77,7 @@ const reasonExhausted = "change_attempts_exhausted"
 func softwareChange(d Delivery) *graph.GraphSpec {
 	fields := []string{fieldTask, fieldSummary, fieldAcceptance, fieldCode, fieldDelivery}
 	if d != DeliveryNone {
-		fields = append(fields, fieldPullRequest)
+		fields = append(fields, fieldPullRequest, FieldCloses)
 	}
 	state := record(fields...)
 
@@ -159,9 +167,15 @@ func accepted(d Delivery, state graph.PayloadType) graph.Node {
 	if d == DeliveryShip {
 		mode = "merge"
 	}
+	// The delivery's input titles the pull request with the task and names
+	// the issue it closes.
 	deliver := &graph.Verifier{
 		Name: nodeDeliver, Worker: worker,
-		Input: null(), Output: receipt(mode, labels), InputBindings: []graph.InputBinding{},
+		Input: record(deliveryTitle, FieldCloses), Output: receipt(mode, labels),
+		InputBindings: []graph.InputBinding{
+			{Target: graph.FieldPath{deliveryTitle}, Value: graph.DataSelector{Source: graph.SourceState, Path: graph.FieldPath{fieldTask}}},
+			{Target: graph.FieldPath{FieldCloses}, Value: graph.DataSelector{Source: graph.SourceState, Path: graph.FieldPath{FieldCloses}}},
+		},
 		WriteBindings: []graph.WriteBinding{write(nodeDeliver, graph.ChannelOut, "pullRequestId", fieldPullRequest)},
 		TimeoutMs:     timeout, Attempts: 1,
 		Signals:    map[string][]string{signalDelivery: labels},

@@ -56,3 +56,26 @@ func TaskInput(g *graph.GraphSpec, task string) (json.RawMessage, error) {
 	}
 	return json.Marshal(input)
 }
+
+// ErrNoCloses is a graph whose initial input has no string field
+// FieldCloses, so its delivery cannot be told which issue it closes.
+var ErrNoCloses = errors.New("the graph's input has no string field " + FieldCloses)
+
+// Closing is input (a TaskInput of g) with FieldCloses set to ref, the
+// issue the run's pull request closes.
+func Closing(g *graph.GraphSpec, input json.RawMessage, ref string) (json.RawMessage, error) {
+	t := g.InitialInput
+	if t.Kind != graph.PayloadRecord || t.Fields[FieldCloses].Type.Kind != graph.PayloadString {
+		return nil, ErrNoCloses
+	}
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(input, &in); err != nil {
+		return nil, fmt.Errorf("closing: the input is not a record: %w", err)
+	}
+	v, err := json.Marshal(ref)
+	if err != nil {
+		return nil, err
+	}
+	in[FieldCloses] = v
+	return json.Marshal(in)
+}

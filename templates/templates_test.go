@@ -110,7 +110,7 @@ func TestTaskInputSeedsWorkingFields(t *testing.T) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"task": text, "summary": "", "acceptanceFeedback": "", "codeFeedback": "", "deliveryFeedback": "", "pullRequest": ""}
+	want := map[string]string{"task": text, "summary": "", "acceptanceFeedback": "", "codeFeedback": "", "deliveryFeedback": "", "pullRequest": "", "closes": ""}
 	if !maps.Equal(in, want) {
 		t.Fatalf("input %v, want %v", in, want)
 	}
@@ -137,5 +137,37 @@ func TestTaskInputRefuses(t *testing.T) {
 		if _, err := templates.TaskInput(&other, "do it"); !errors.Is(err, templates.ErrTaskGraph) {
 			t.Errorf("initialInput %s: %v", input, err)
 		}
+	}
+}
+
+// TestClosingNamesTheIssue: a delivering software-change's input carries
+// the issue its pull request closes, and its delivery reads it with the
+// task as the pull request's title; a graph without the field is
+// ErrNoCloses.
+func TestClosingNamesTheIssue(t *testing.T) {
+	tpl, _ := templates.Lookup(templates.SoftwareChange)
+	g, _ := tpl.Graph(templates.DeliveryShip)
+	raw, _ := templates.TaskInput(g, "# Fix it")
+	raw, err := templates.Closing(g, raw, "acme/other#7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.InitialInput.Validate(raw); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	var in map[string]string
+	if err := json.Unmarshal(raw, &in); err != nil || in["closes"] != "acme/other#7" || in["task"] != "# Fix it" {
+		t.Fatalf("input %s: %v", raw, err)
+	}
+	data, _ := tpl.JSON(templates.DeliveryShip)
+	if !strings.Contains(string(data), `"target":["closes"],"value":{"source":"state","path":["closes"]}`) ||
+		!strings.Contains(string(data), `"target":["title"],"value":{"source":"state","path":["task"]}`) {
+		t.Fatalf("the delivery does not read the task and the issue:\n%s", data)
+	}
+	one, _ := templates.Lookup(templates.SingleWorker)
+	g, _ = one.Graph(templates.DeliveryNone)
+	raw, _ = templates.TaskInput(g, "x")
+	if _, err := templates.Closing(g, raw, "#7"); !errors.Is(err, templates.ErrNoCloses) {
+		t.Fatalf("single-worker: %v", err)
 	}
 }

@@ -79,10 +79,11 @@ func runGroupUnknown(run *cobra.Command, name string) error {
 }
 
 func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
-	c := newCLI("run submit", "run submit (-f GRAPH | --template NAME [--pr | --ship]) (--runtime FILE | --harness codex|claude [--model [ROLE=]M]…) [--task TEXT|@FILE | --input JSON|@FILE] [--title T] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
+	c := newCLI("run submit", "run submit (-f GRAPH | --template NAME [--pr | --ship]) (--runtime FILE | --harness codex|claude [--model [ROLE=]M]…) [--task TEXT|@FILE | --issue REF | --input JSON|@FILE] [--title T] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
 		`Submits a native run: the graph (a file, or a built-in --template), its initial input
-(default null; --task builds it from a task), the runtime plan (which harness, provider and
-size, and a binding per executable node; a file, or built by --harness) and the source.
+(default null; --task builds it from a task, --issue from an issue), the runtime plan
+(which harness, provider and size, and a binding per executable node; a file, or built
+by --harness) and the source.
 --id is generated when absent: a UUIDv7, whose leading bits are the time it was made.
 --source defaults to the git checkout of the current directory: its origin remote as
 OWNER/NAME, the branch HEAD is on, and HEAD's exact commit (uncommitted changes are
@@ -167,11 +168,24 @@ func (c *cli) answeredEarlier(runID string, watch bool) {
 func (c *cli) submission(tf *taskFlags, file, runtimeFile, title, input, id, key, source string) (client.RunSubmitParams, error) {
 	var p client.RunSubmitParams
 	var sub client.RunSubmission
+	// The source is resolved once: by --issue when it needs the source's
+	// repository, else after the other parts.
+	var src *client.RunSource
+	tf.source = func() (client.RunSource, error) {
+		if src == nil {
+			s, err := c.source(source)
+			if err != nil {
+				return s, err
+			}
+			src = &s
+		}
+		return *src, nil
+	}
 	defTitle, err := c.submissionParts(&sub, tf, file, runtimeFile, input)
 	if err != nil {
 		return p, err
 	}
-	if sub.Source, err = c.source(source); err != nil {
+	if sub.Source, err = tf.source(); err != nil {
 		return p, err
 	}
 	sub.Title = title
