@@ -17,6 +17,9 @@ import (
 // dialOptions builds the dialing options from flags and environment.
 func (c *cli) dialOptions() (client.DialOptions, error) {
 	var o client.DialOptions
+	if err := c.resolveServer(); err != nil {
+		return o, err
+	}
 	u, err := url.Parse(c.server)
 	if err != nil {
 		return o, fmt.Errorf("%w: --server %q is not a URL", client.ErrURLRefused, c.server)
@@ -106,6 +109,10 @@ type session struct {
 // caller defers s.close().
 func (c *cli) open() (*session, error) {
 	ctx, stop := signalContext()
+	if err := c.ensureServer(ctx); err != nil {
+		stop()
+		return nil, err
+	}
 	conn, dial, err := c.connect(ctx)
 	if err != nil {
 		stop()
