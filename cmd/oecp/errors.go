@@ -106,7 +106,11 @@ func (c *cli) fail(err error) *exitErr {
 	if errors.As(err, &le) {
 		return c.usageErr("%v", err)
 	}
-	return c.usageErr("cannot talk to the server at %s: %v", c.server, err).hint(dialHint(c.server, err))
+	e := c.usageErr("cannot talk to the server at %s: %v", c.server, err).hint(dialHint(c.server, err))
+	if c.serverFrom == serverFromTarget {
+		e.hint(fmt.Sprintf("That is the URL of the current target, %s ('oecp target list'; 'oecp target use --none' goes back to the default address).", c.target))
+	}
+	return e
 }
 
 // dialHint says what to do after a failed dial: trust the server's

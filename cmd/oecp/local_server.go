@@ -167,42 +167,58 @@ func (c *cli) startLocal(ctx context.Context, addr string) error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	if err := waitLocal(ctx, addr, exited, logPath, st.Size()); err != nil {
+	mine, err := waitLocal(ctx, addr, exited, logPath, st.Size())
+	if err != nil {
 		tail := logTail(logPath, st.Size())
 		return c.usageErr("the local server did not start: %v", err).hint("Its log (" + logPath + "):\n" + tail).
 			hint("Start a server yourself (oecp serve --harness FILE, see oecp help serve), or give --server.")
 	}
-	fmt.Fprintf(c.stderr, "oecp %s: started a local server at %s (data: %s, log: %s; harness: %s; it stops after %v without use)\n",
-		c.name, c.server, data, logPath, agents, localIdle())
+	if mine {
+		fmt.Fprintf(c.stderr, "oecp %s: started a local server at %s (data: %s, log: %s; harness: %s; it stops after %s without use)\n",
+			c.name, c.server, data, logPath, agents, shortDuration(localIdle()))
+	}
 	return nil
 }
 
-// waitLocal waits until an oecp server answers at addr: the one started,
-// or the one that won a race to start it. The started one exiting is an
-// error unless another holds the data directory or the address: then
-// that one is waited for.
-func waitLocal(ctx context.Context, addr string, exited <-chan struct{}, logPath string, offset int64) error {
+// waitLocal waits until an oecp server answers at addr: the one started
+// (mine), or the one that won a race to start it. The started one exiting
+// is an error unless another holds the data directory or the address:
+// then that one is waited for.
+func waitLocal(ctx context.Context, addr string, exited <-chan struct{}, logPath string, offset int64) (mine bool, err error) {
 	deadline := time.NewTimer(localStartTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(localPoll)
 	defer tick.Stop()
+	mine = true
 	for {
 		if oecpAt(addr) != "" {
-			return nil
+			return mine, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("nothing answered at %s within %v", addr, localStartTimeout)
+			return false, fmt.Errorf("nothing answered at %s within %v", addr, localStartTimeout)
 		case <-exited:
 			if !strings.Contains(logTail(logPath, offset), "in use") {
-				return errors.New("it exited")
+				return false, errors.New("it exited")
 			}
-			exited = nil // lost the race: wait for the winner
+			exited, mine = nil, false // lost the race: wait for the winner
 		case <-tick.C:
 		}
 	}
+}
+
+// shortDuration is d as a flag takes it, without zero units: 15m, 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // localIdle is the local server's --idle-exit.

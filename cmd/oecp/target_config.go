@@ -69,7 +69,7 @@ func loadConfig(path string) (*clientConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s is not a valid oecp configuration: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, fmt.Errorf("%s is not a valid oecp configuration: %s", path, yamlProblem(err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -79,6 +79,24 @@ func loadConfig(path string) (*clientConfig, error) {
 		return nil, fmt.Errorf("%s is not a valid oecp configuration: %w", path, err)
 	}
 	return &cfg, nil
+}
+
+var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+var wrongTypeRE = regexp.MustCompile(`cannot unmarshal (\S+)(?: \S+)? into \S+`)
+
+// yamlProblem says what the YAML decoder found wrong, in the file's terms
+// rather than the Go types': "line 4: unknown key token".
+func yamlProblem(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	out := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		e = unknownFieldRE.ReplaceAllString(e, "unknown key $1")
+		out[i] = wrongTypeRE.ReplaceAllString(e, "a value of the wrong kind ($1) here")
+	}
+	return strings.Join(out, "; ")
 }
 
 // check validates what YAML's types do not: names, URLs, the current
