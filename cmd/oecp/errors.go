@@ -143,6 +143,9 @@ func (c *cli) refused(e *client.Error) *exitErr {
 	if more := serverHint(c.name, e); more != "" {
 		x.hint(more)
 	}
+	if more := c.localHint(e); more != "" {
+		x.hint(more)
+	}
 	return x
 }
 

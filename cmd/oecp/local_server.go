@@ -10,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store/sqlite"
 	"github.com/oecp/oecp/workspace"
 )
@@ -281,11 +284,17 @@ func userReposPath() (string, error) {
 }
 
 // writeLocalRepos writes the local server's repository file in dir: the
-// user's repos.json, plus the repository of the git checkout the command
-// runs in (its origin) when that file does not list it. "" when there is
-// nothing to serve.
+// repositories the previous local server served, the user's repos.json
+// over them, and the repository of the git checkout the command runs in
+// (its origin) when neither lists it. "" when there is nothing to serve.
 func (c *cli) writeLocalRepos(dir string) (string, error) {
+	file := filepath.Join(dir, "repos.json")
 	m := map[string]json.RawMessage{}
+	if b, err := os.ReadFile(file); err == nil {
+		if _, err := workspace.ParseRepos(file, b); err == nil {
+			_ = json.Unmarshal(b, &m)
+		}
+	}
 	user, err := userReposPath()
 	if err == nil {
 		b, err := os.ReadFile(user)
@@ -307,7 +316,6 @@ func (c *cli) writeLocalRepos(dir string) (string, error) {
 	if len(m) == 0 {
 		return "", nil
 	}
-	file := filepath.Join(dir, "repos.json")
 	b, _ := json.Marshal(m)
 	if _, err := workspace.ParseRepos(file, b); err != nil {
 		return "", err
@@ -384,4 +392,43 @@ func logTail(path string, offset int64) string {
 		lines = lines[len(lines)-logTailLines:]
 	}
 	return "    " + strings.Join(lines, "\n    ")
+}
+
+// localHint adds to a run submission refused at the default address for
+// a repository or a harness the server lacks that a local server knows
+// only what it was started with, and how to start it anew.
+func (c *cli) localHint(e *client.Error) string {
+	var reason string
+	e.Detail("reason", &reason)
+	if !c.isDefaultServer() || e.DataCode != protocol.GraphInvalid ||
+		!(strings.HasPrefix(reason, unservedPrefix) || hostRefusal(reason)) {
+		return ""
+	}
+	data, err := sqlite.DefaultDir()
+	if err != nil {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(data, localDir)); err != nil {
+		return "" // no local server was ever started here
+	}
+	holder := "it"
+	if pid := lockPID(filepath.Join(data, dataLockFile)); pid != 0 {
+		holder = fmt.Sprintf("it (kill %d)", pid)
+	}
+	return fmt.Sprintf("A local server serves the repositories and agent CLIs it found when it started (%s):\n  stop %s and run this again to start one for the checkout here and the CLIs on PATH now.",
+		filepath.Join(data, localDir), holder)
+}
+
+// lockPID is the pid a data directory's lock file names (0: none): the
+// server holding it while one does.
+func lockPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
 }

@@ -108,12 +108,7 @@ func runEnv(t *testing.T, dir string, env []string, args ...string) result {
 // serverPID is the pid in the data directory's lock file (0: none).
 func (h *localHome) serverPID(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(h.data, dataLockFile))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
+	return lockPID(filepath.Join(h.data, dataLockFile))
 }
 
 // stopServer ends the local server, if one serves the data directory, and
@@ -177,6 +172,29 @@ func TestCLISubmitStartsALocalServer(t *testing.T) {
 	}
 	if again := h.serverPID(t); again != pid {
 		t.Fatalf("the data directory is held by pid %d, then %d", pid, again)
+	}
+
+	// A checkout of another repository: the server started for the first
+	// one does not serve it, and the refusal says how to get one that does.
+	if err := os.Symlink(remote.Dir, filepath.Join(dir, "acme", "other.git")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	remote.Git(dir, "clone", "--quiet", filepath.Join(dir, "acme", "other.git"), other)
+	r = h.run(t, other, "run", "submit", "--template", "single-worker", "--task", "x", "--harness", "codex")
+	expect(t, r, 1, nil, []string{"the server does not serve the repository acme/other",
+		"A local server serves the repositories and agent CLIs it found when it started", "kill " + strconv.Itoa(pid)})
+
+	// Stopped, the next command starts one that serves both repositories,
+	// over the same ledger.
+	h.stopServer(t)
+	r = h.run(t, other, "run", "submit", "--template", "single-worker", "--task", "x", "--harness", "codex", "--id", "auto-2",
+		"--watch", "--timestamps=false")
+	expect(t, r, 0, []string{"run auto-2 succeeded\n"}, []string{started})
+	expect(t, h.run(t, checkout, "run", "status", "auto-1"), 0, []string{"result:   succeeded"}, nil)
+	repos, err := os.ReadFile(filepath.Join(h.data, localDir, "repos.json"))
+	if err != nil || !strings.Contains(string(repos), `"acme/app"`) || !strings.Contains(string(repos), `"acme/other"`) {
+		t.Fatalf("the local server's repos.json: %s %v", repos, err)
 	}
 }
 
