@@ -166,6 +166,7 @@ func targetUseCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("target use", "target use (NAME | --none)",
 		"Makes NAME the current target: client commands without --server or $OECP_SERVER go\nthere. --none clears it: they go to the default address (and its local server) again.", stdout, stderr)
 	none := fs.Bool("none", false, "clear the current target")
+	fs.cmd.ValidArgsFunction = completeTargets
 	return fs.run(func(args []string) error {
 		switch {
 		case *none && len(args) > 0:
@@ -194,6 +195,7 @@ func targetUseCmd(stdout, stderr io.Writer) *cobra.Command {
 func targetRemoveCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("target remove", "target remove NAME",
 		"Removes a target (its token file is left alone). Removing the current one clears it.", stdout, stderr)
+	fs.cmd.ValidArgsFunction = completeTargets
 	return fs.run(func(args []string) error {
 		if len(args) != 1 {
 			return fs.usageErr("give the target's NAME")
@@ -248,4 +250,24 @@ func targetListCmd(stdout, stderr io.Writer) *cobra.Command {
 		}
 		return tw.Flush()
 	})
+}
+
+// completeTargets completes a target name with the configured ones.
+func completeTargets(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	path, err := configPath()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, t := range cfg.sortedTargets() {
+		out = append(out, cobra.CompletionWithDesc(t.Name, t.URL))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
