@@ -65,6 +65,9 @@ const (
 	// files in the data directory.
 	localLogFile = "local-server.log"
 	localDir     = "local-server"
+	// localLogMax is the size past which a starting local server begins
+	// a new log.
+	localLogMax = 8 << 20
 	// logTailLines is how much of the log a failed start shows.
 	logTailLines = 15
 )
@@ -120,8 +123,8 @@ func (c *cli) ensureLocal(ctx context.Context) error {
 	if c.noAutoServer || (os.Getenv(noAutoServerEnv) != "" && os.Getenv(noAutoServerEnv) != "0") {
 		return nil
 	}
-	addr := strings.TrimSuffix(strings.TrimPrefix(c.server, "ws://"), "/oecp")
-	if !nothingAt(addr) {
+	addr, err := localAddr()
+	if err != nil || !nothingAt(addr) {
 		return nil
 	}
 	return c.startLocal(ctx, addr)
@@ -152,6 +155,9 @@ func (c *cli) startLocal(ctx context.Context, addr string) error {
 		return &localError{fmt.Errorf("no local server: %w", err)}
 	}
 	logPath := filepath.Join(data, localLogFile)
+	if fi, err := os.Stat(logPath); err == nil && fi.Size() > localLogMax {
+		_ = os.Rename(logPath, logPath+".1") // one older log is kept
+	}
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return &localError{fmt.Errorf("no local server: %w", err)}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/internal/gittest"
 )
 
@@ -40,6 +41,9 @@ func freeAddr(t *testing.T) string {
 
 func newLocalHome(t *testing.T, remote *gittest.Remote) *localHome {
 	t.Helper()
+	if sandboxtest.ServeFlags(t) != nil {
+		t.Skip("the local server confines its agents: needs the agent sandbox")
+	}
 	root := t.TempDir()
 	bin := filepath.Join(root, "bin")
 	// World-readable, so that the agent runs in the sandbox under any UID.
