@@ -216,8 +216,10 @@ func (c *cli) resolveServer() error {
 	if c.serverFrom != "" {
 		return nil
 	}
+	given := func(flag string) bool { return c.fs != nil && flagGiven(c.fs, flag) }
 	switch {
-	case flagGiven(c.fs, "server"):
+	case given("server"), c.fs == nil && c.server != "": // a cli built with its server, not from flags
+
 		c.serverFrom = serverFromFlag
 		return nil
 	case os.Getenv("OECP_SERVER") != "":
@@ -240,7 +242,7 @@ func (c *cli) resolveServer() error {
 	}
 	t := cfg.Targets[cfg.Current]
 	c.server, c.serverFrom, c.target = t.URL, serverFromTarget, cfg.Current
-	if !flagGiven(c.fs, "token-file") && t.TokenFile != "" {
+	if !given("token-file") && t.TokenFile != "" {
 		c.tokenFile = t.TokenFile
 	}
 	return nil
