@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/server"
 )
 
 // TestServeIdleExit: serve --idle-exit keeps serving while a connection is
@@ -51,4 +54,50 @@ func TestServeIdleExit(t *testing.T) {
 	}
 	expect(t, oecp(t, nil, "serve", "--idle-exit", "-1s"), 2, nil, []string{"--idle-exit -1s: want a positive duration"})
 	expect(t, oecp(t, nil, "serve", "--stdio", "--idle-exit", "1m"), 2, nil, []string{"--idle-exit applies to the WebSocket listener"})
+}
+
+// TestIdleWatchClock: the idle clock starts when the last connection
+// closes or the last unfinished run ends; the engine's passes that find
+// no run (every few seconds) do not restart it, and an open connection or
+// an unfinished run holds the server however long. Fake time (synctest).
+func TestIdleWatchClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const d = time.Minute
+		w := newIdleWatch()
+		runs := w.engineObserver(nil)
+		stopped := make(chan struct{})
+		go w.run(t.Context(), d, func() { close(stopped) }, slog.New(slog.DiscardHandler))
+		isStopped := func() bool {
+			synctest.Wait()
+			select {
+			case <-stopped:
+				return true
+			default:
+				return false
+			}
+		}
+		conn := w.Open(server.ConnInfo{})
+		time.Sleep(10 * d)
+		if isStopped() {
+			t.Fatal("stopped with a connection open")
+		}
+		runs.RunsActive(1)
+		conn.Closed(server.ConnStats{})
+		time.Sleep(10 * d)
+		if isStopped() {
+			t.Fatal("stopped with a run unfinished")
+		}
+		runs.RunsActive(0)
+		for range 5 { // passes that find no run
+			time.Sleep(d / 6)
+			runs.RunsActive(0)
+		}
+		if isStopped() {
+			t.Fatal("stopped before the idle period")
+		}
+		time.Sleep(d / 6)
+		if !isStopped() {
+			t.Fatal("not stopped once idle for the period")
+		}
+	})
 }
