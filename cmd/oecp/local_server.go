@@ -117,17 +117,39 @@ func (c *cli) ensureServer(ctx context.Context) *exitErr {
 }
 
 func (c *cli) ensureLocal(ctx context.Context) error {
-	if err := c.resolveServer(); err != nil || !c.autoServer || !c.isDefaultServer() {
+	if err := c.resolveServer(); err != nil || !c.mayStartLocal() {
 		return err
-	}
-	if c.noAutoServer || (os.Getenv(noAutoServerEnv) != "" && os.Getenv(noAutoServerEnv) != "0") {
-		return nil
 	}
 	addr, err := localAddr()
 	if err != nil || !nothingAt(addr) {
 		return nil
 	}
 	return c.startLocal(ctx, addr)
+}
+
+// mayStartLocal reports whether the command may start the local server:
+// it is one that does, nothing chose its server, and neither
+// --no-auto-server nor OECP_NO_AUTO_SERVER turned it off.
+func (c *cli) mayStartLocal() bool {
+	off := c.noAutoServer || (os.Getenv(noAutoServerEnv) != "" && os.Getenv(noAutoServerEnv) != "0")
+	return c.autoServer && c.isDefaultServer() && !off
+}
+
+// connectOrStart is connect, after starting the local server when the
+// command may and none answers. A local server that stopped (idle)
+// between the look and the dial is started again, once.
+func (c *cli) connectOrStart(ctx context.Context) (*client.Conn, client.Dialer, error) {
+	if err := c.ensureServer(ctx); err != nil {
+		return nil, nil, err
+	}
+	conn, dial, err := c.connect(ctx)
+	if err != nil && c.mayStartLocal() && errors.Is(err, syscall.ECONNREFUSED) {
+		if err := c.ensureServer(ctx); err != nil {
+			return nil, nil, err
+		}
+		conn, dial, err = c.connect(ctx)
+	}
+	return conn, dial, err
 }
 
 // nothingAt reports whether a TCP connection to addr is refused: no

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -109,13 +110,13 @@ type session struct {
 // caller defers s.close().
 func (c *cli) open() (*session, error) {
 	ctx, stop := signalContext()
-	if err := c.ensureServer(ctx); err != nil {
-		stop()
-		return nil, err
-	}
-	conn, dial, err := c.connect(ctx)
+	conn, dial, err := c.connectOrStart(ctx) // local_server.go
 	if err != nil {
 		stop()
+		var x *exitErr
+		if errors.As(err, &x) {
+			return nil, x
+		}
 		return nil, c.fail(err)
 	}
 	return &session{cli: c, ctx: ctx, conn: conn, dial: dial, stop: stop}, nil
