@@ -198,7 +198,7 @@ func (c *cli) startLocal(ctx context.Context, addr string) error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	mine, err := waitLocal(ctx, addr, exited, logPath, st.Size())
+	mine, err := c.waitLocal(ctx, localStart{addr: addr, data: data, logPath: logPath, logOffset: st.Size(), pid: cmd.Process.Pid, exited: exited})
 	if err != nil {
 		tail := logTail(logPath, st.Size())
 		return c.usageErr("the local server did not start: %v", err).hint("Its log (" + logPath + "):\n" + tail).
@@ -211,30 +211,41 @@ func (c *cli) startLocal(ctx context.Context, addr string) error {
 	return nil
 }
 
-// waitLocal waits until an oecp server answers at addr: the one started
-// (mine), or the one that won a race to start it. The started one exiting
-// is an error unless another holds the data directory or the address:
-// then that one is waited for.
-func waitLocal(ctx context.Context, addr string, exited <-chan struct{}, logPath string, offset int64) (mine bool, err error) {
+// localStart is one start of the local server: the process started, where
+// it logs, and what of the log was there before.
+type localStart struct {
+	addr, data, logPath string
+	logOffset           int64
+	pid                 int
+	exited              <-chan struct{}
+}
+
+// wait waits until an oecp server answers at the address: the one
+// started (mine: it holds the data directory's lock), or the one that won
+// a race to start it. The started one exiting is an error unless another
+// holds the data directory or the address: then that one is waited for.
+func (c *cli) waitLocal(ctx context.Context, l localStart) (mine bool, err error) {
 	deadline := time.NewTimer(localStartTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(localPoll)
 	defer tick.Stop()
-	mine = true
+	exited := l.exited
 	for {
-		if oecpAt(addr) != "" {
-			return mine, nil
+		if oecpAt(l.addr) != "" {
+			return lockPID(filepath.Join(l.data, dataLockFile)) == l.pid, nil
 		}
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-deadline.C:
-			return false, fmt.Errorf("nothing answered at %s within %v", addr, localStartTimeout)
+			return false, fmt.Errorf("nothing answered at %s within %v", l.addr, localStartTimeout)
 		case <-exited:
-			if !strings.Contains(logTail(logPath, offset), "in use") {
+			if !strings.Contains(logTail(l.logPath, l.logOffset), "in use") {
 				return false, errors.New("it exited")
 			}
-			exited, mine = nil, false // lost the race: wait for the winner
+			fmt.Fprintf(c.stderr, "oecp %s: another oecp serve holds %s or %s (pid %d); waiting for it to answer there\n",
+				c.name, l.data, l.addr, lockPID(filepath.Join(l.data, dataLockFile)))
+			exited = nil
 		case <-tick.C:
 		}
 	}
