@@ -16,7 +16,9 @@ import (
 // open and while a run is unfinished with no connection open, and stops
 // gracefully (exit 0, the reason logged) once neither holds it.
 func TestServeIdleExit(t *testing.T) {
-	const idle = 200 * time.Millisecond
+	// Long enough for the engine to count the run applied below before
+	// the connection that applied it has been closed for that long.
+	const idle = time.Second
 	srv := startServer(t, "--idle-exit", idle.String())
 	ctx := context.Background()
 	conn, err := client.Dial(ctx, srv.url, client.DialOptions{AllowPlaintext: true})
@@ -24,14 +26,14 @@ func TestServeIdleExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Several idle periods with nothing but the connection open.
-	time.Sleep(5 * idle)
+	time.Sleep(3 * idle)
 	if _, err := conn.Get(ctx, client.GetParams{}); err != nil {
 		t.Fatalf("the server stopped while a connection was open: %v", err)
 	}
 	expect(t, oecp(t, srv, "apply", "-f", sleepy, "--input", sleepLong), 0, nil, nil)
 	_ = conn.Close()
 	// Several idle periods with no connection, and the run going on.
-	time.Sleep(5 * idle)
+	time.Sleep(3 * idle)
 	expect(t, oecp(t, srv, "get"), 0, []string{"phase:       running"}, nil)
 	expect(t, oecp(t, srv, "stop", "--force"), 0, nil, nil)
 
