@@ -107,8 +107,11 @@ func (c *cli) fail(err error) *exitErr {
 		return c.usageErr("%v", err)
 	}
 	e := c.usageErr("cannot talk to the server at %s: %v", c.server, err).hint(dialHint(c.server, err))
-	if c.serverFrom == serverFromTarget {
+	switch {
+	case c.serverFrom == serverFromTarget:
 		e.hint(fmt.Sprintf("That is the URL of the current target, %s ('oecp target list'; 'oecp target use --none' goes back to the default address).", c.target))
+	case c.serverFrom == serverFromDefault && !c.autoServer:
+		e.hint("'oecp run …', 'oecp apply' and 'oecp plan' start a local server there when none answers.")
 	}
 	return e
 }
