@@ -10,6 +10,7 @@ import (
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/metrics"
@@ -46,6 +47,9 @@ type backendConfig struct {
 	// set, is given the opened store (readiness).
 	metrics *metrics.Metrics
 	onStore func(store.Store)
+	// wrapObserver, when set, wraps the engine's observer (nil: none), as
+	// --idle-exit counts unfinished runs.
+	wrapObserver func(engine.Observer) engine.Observer
 	// agents is the agent usage accounting (--max-agent-usd-per-run).
 	agents agentAccounting
 	// stall ends silent agent CLIs (--agent-stall-timeout).
@@ -180,6 +184,9 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 		MaxActiveRunsPerTenant: cfg.activeRunsPerTenant}
 	if cfg.metrics != nil {
 		opts.Observer, opts.Compacted = cfg.metrics, cfg.metrics
+	}
+	if cfg.wrapObserver != nil {
+		opts.Observer = cfg.wrapObserver(opts.Observer)
 	}
 	opts.Retain = cfg.retain
 	if cfg.maxActive == 0 {

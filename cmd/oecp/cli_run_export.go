@@ -51,6 +51,9 @@ func (c *cli) export(runID, format, output string) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if err := c.ensureServer(ctx); err != nil {
+		return err
+	}
 	tail := &lastLine{}
 	err = client.Export(ctx, c.server, opts, runID, format, io.MultiWriter(w, tail))
 	if err == nil && !tail.isFooter() {

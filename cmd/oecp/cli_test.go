@@ -143,7 +143,9 @@ func oecpIn(t *testing.T, dir string, srv *testServer, args ...string) result {
 }
 
 func cliEnv(srv *testServer) []string {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	// No command of a test starts a local server on the user's data
+	// directory (local_server_test.go turns it on where it tests it).
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), noAutoServerEnv + "=1"}
 	if srv != nil {
 		env = append(env, "OECP_SERVER="+srv.url, "XDG_CACHE_HOME="+srv.cache)
 	}

@@ -106,7 +106,14 @@ func (c *cli) fail(err error) *exitErr {
 	if errors.As(err, &le) {
 		return c.usageErr("%v", err)
 	}
-	return c.usageErr("cannot talk to the server at %s: %v", c.server, err).hint(dialHint(c.server, err))
+	e := c.usageErr("cannot talk to the server at %s: %v", c.server, err).hint(dialHint(c.server, err))
+	switch {
+	case c.serverFrom == serverFromTarget:
+		e.hint(fmt.Sprintf("That is the URL of the current target, %s ('oecp target list'; 'oecp target use --none' goes back to the default address).", c.target))
+	case c.serverFrom == serverFromDefault && !c.autoServer:
+		e.hint("'oecp run …', 'oecp apply' and 'oecp plan' start a local server there when none answers.")
+	}
+	return e
 }
 
 // dialHint says what to do after a failed dial: trust the server's
@@ -137,6 +144,9 @@ func (c *cli) refused(e *client.Error) *exitErr {
 	x := &exitErr{code: exitError, text: fmt.Sprintf("oecp %s refused: %s\n", c.name, line)}
 	x.hint("(" + describeServerError(e) + ")")
 	if more := serverHint(c.name, e); more != "" {
+		x.hint(more)
+	}
+	if more := c.localHint(e); more != "" {
 		x.hint(more)
 	}
 	return x

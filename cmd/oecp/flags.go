@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oecp/oecp/capsule"
@@ -26,7 +26,11 @@ type cli struct {
 	stdout, stderr io.Writer
 
 	server         string
+	serverFrom     string // where server came from (target_config.go); "" until resolved
+	target         string // the current target's name, when serverFrom is serverFromTarget
 	tokenFile      string
+	autoServer     bool // the command may start the local server (local_server.go)
+	noAutoServer   bool
 	caFile         string
 	allowPlaintext bool
 	jsonOut        bool
@@ -105,15 +109,14 @@ const exitStatusHelp = `Exit status: 0 success; 1 the server refused the request
 func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, runOnWire bool) *cli {
 	c := &cli{name: name, stdout: stdout, stderr: stderr, runOnWire: runOnWire}
 	c.fs = newFlags(name, synopsis, about, stdout, stderr)
-	def := os.Getenv("OECP_SERVER")
-	if def == "" {
-		def = defaultServerURL
-	}
-	c.fs.StringVar(&c.server, "server", def, "server `URL`, ws:// or wss:// (env OECP_SERVER)")
-	c.fs.StringVar(&c.tokenFile, "token-file", "", "`FILE` holding the bearer token (else env OECP_TOKEN)")
+	c.fs.StringVar(&c.server, "server", "", "server `URL`, ws:// or wss:// (default: env OECP_SERVER, else the current target, else "+defaultServerURL+")")
+	c.fs.StringVar(&c.tokenFile, "token-file", "", "`FILE` holding the bearer token (default: the current target's, else env OECP_TOKEN)")
 	c.fs.StringVar(&c.caFile, "ca-file", "", "PEM `FILE` of extra CA certificates to trust for wss://")
 	c.fs.BoolVar(&c.allowPlaintext, "allow-plaintext", false, "allow ws:// to a non-loopback host (traffic and token in clear)")
 	c.fs.BoolVar(&c.jsonOut, "json", false, "print the method's JSON result instead of text")
+	if strings.HasPrefix(name, "run ") || name == "apply" || name == "plan" {
+		c.addAutoServer()
+	}
 	if mutating {
 		c.fs.StringVar(&c.idemKey, "idempotency-key", "", "idempotency `KEY` of the request (default: a fresh random key)")
 		c.fs.Var(&c.ifGeneration, "if-generation", "expected cluster generation `N` (default: read with get first)")

@@ -178,8 +178,8 @@ func helpCmd(root *cobra.Command, stdout, stderr io.Writer) *cobra.Command {
 			case len(args) == 0, args[0] == "-h", args[0] == "--help":
 				usage(stdout)
 				return nil
-			case len(args) > 2 || (len(args) == 2 && args[0] != "run" && args[0] != "template"):
-				return failf("help", exitUsage, "give at most one command name (or run or template and one of its commands)")
+			case len(args) > 2 || (len(args) == 2 && args[0] != "run" && args[0] != "template" && args[0] != "target"):
+				return failf("help", exitUsage, "give at most one command name (or run, template or target and one of its commands)")
 			}
 			if _, ok := commands[args[0]]; !ok || args[0] == "help" {
 				if ok {

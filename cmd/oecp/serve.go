@@ -48,6 +48,7 @@ type serveConfig struct {
 	shutdownGrace     time.Duration
 	logLevel          string
 	cpuProfile        string
+	idleExit          time.Duration
 	backend           backendConfig
 	ops               opsConfig
 	trace             traceConfig
@@ -90,6 +91,10 @@ SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 		if err := cfg.backend.validate(); err != nil {
 			return failf("serve", exitUsage, "%v", err)
 		}
+		idle, err := cfg.idleExitWatch()
+		if err != nil {
+			return err
+		}
 		if cfg.cpuProfile != "" {
 			f, err := os.Create(cfg.cpuProfile)
 			if err != nil {
@@ -114,9 +119,14 @@ SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 		// snapshot without waiting, so the reader may run them in place.
 		disp := &server.Dispatcher{Backend: backend, Log: log, FaultDelay: delays, InlineReads: true}
 		opts := server.Options{ShutdownGrace: cfg.shutdownGrace, Log: log, Observer: op.observer()}
+		if idle != nil {
+			opts.Observer = server.Tee(opts.Observer, idle)
+		}
 
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		ctx, stopIdle := idle.start(ctx, cfg.idleExit, log)
+		defer stopIdle()
 		if err := op.serveMetrics(ctx); err != nil {
 			return err
 		}
@@ -145,6 +155,7 @@ func (cfg *serveConfig) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&cfg.faultDelays, "fault-delay", "`METHOD=DURATION`: delay that method's handler (repeatable; honours cancellation)")
 	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 5*time.Second, "`DURATION` in-flight requests may take to finish on SIGTERM/SIGINT or EOF")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
+	fs.DurationVar(&cfg.idleExit, "idle-exit", 0, "stop gracefully after `DURATION` with no open connection and no unfinished run (0: serve until stopped)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` until the server stops (diagnostics)")
 	cfg.backend.addFlags(fs)
 	cfg.ops.addFlags(fs)

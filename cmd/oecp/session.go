@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,6 +18,9 @@ import (
 // dialOptions builds the dialing options from flags and environment.
 func (c *cli) dialOptions() (client.DialOptions, error) {
 	var o client.DialOptions
+	if err := c.resolveServer(); err != nil {
+		return o, err
+	}
 	u, err := url.Parse(c.server)
 	if err != nil {
 		return o, fmt.Errorf("%w: --server %q is not a URL", client.ErrURLRefused, c.server)
@@ -106,9 +110,13 @@ type session struct {
 // caller defers s.close().
 func (c *cli) open() (*session, error) {
 	ctx, stop := signalContext()
-	conn, dial, err := c.connect(ctx)
+	conn, dial, err := c.connectOrStart(ctx) // local_server.go
 	if err != nil {
 		stop()
+		var x *exitErr
+		if errors.As(err, &x) {
+			return nil, x
+		}
 		return nil, c.fail(err)
 	}
 	return &session{cli: c, ctx: ctx, conn: conn, dial: dial, stop: stop}, nil
