@@ -209,13 +209,13 @@ func New(o Options) (*Capsule, error) {
 		MaxActivePerTenant: o.MaxActiveRunsPerTenant,
 	}
 	if o.Repos != nil {
-		rc.Workspaces = workspaces{ws}
+		rc.Workspaces = workspaces{m: ws, sandbox: o.Sandbox}
 		if o.CheckpointMaxBytes >= 0 {
 			k := &checkpoint.Keeper{M: ws, MaxBytes: o.CheckpointMaxBytes, Limits: workspace.Limits{MaxDisk: o.AgentMaxDisk}, Push: o.CheckpointPush, Log: o.Log}
 			if k.MaxBytes == 0 {
 				k.MaxBytes = checkpoint.DefaultMaxBytes
 			}
-			rc.Workspaces = checkpointed{workspaces{ws}, k}
+			rc.Workspaces = checkpointed{workspaces{m: ws, sandbox: o.Sandbox}, k}
 		}
 	}
 	rb := runs.New(rc)

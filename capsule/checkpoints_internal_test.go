@@ -26,7 +26,7 @@ func checkpointHost(t *testing.T, r *gittest.Remote, maxBytes int64) checkpointe
 	log := slog.New(slog.DiscardHandler)
 	m := workspace.NewManager(t.TempDir(), repos, time.Hour, log)
 	t.Cleanup(m.Close)
-	return checkpointed{workspaces{m}, &checkpoint.Keeper{M: m, MaxBytes: maxBytes, Log: log}}
+	return checkpointed{workspaces{m: m}, &checkpoint.Keeper{M: m, MaxBytes: maxBytes, Log: log}}
 }
 
 // TestRestoreFailuresSayWhy: a workspace that cannot be rebuilt on

@@ -244,12 +244,16 @@ func (a *agents) CloseRun(tenant, runID string) {
 		r.CloseRun(workspace.Key(tenant, runID))
 	}
 	a.mu.Unlock()
+	a.sandbox.CloseRun(workspace.Key(tenant, runID))
 	a.ws.Finish(workspace.Key(tenant, runID))
 }
 
 // workspaces is the runs backend's Workspaces over the manager of a host
-// that serves repositories.
-type workspaces struct{ m *workspace.Manager }
+// that serves repositories, and the sandbox its agents run in (nil: none).
+type workspaces struct {
+	m       *workspace.Manager
+	sandbox *sandbox.Host
+}
 
 func (w workspaces) CheckSource(tenant string, src runs.Source) error {
 	return w.m.Repos().Check(tenant, src.Repository)
@@ -258,6 +262,7 @@ func (w workspaces) CheckDelivery(n graph.Node) error { return delivery.CheckNod
 
 func (w workspaces) Prepare(ctx context.Context, tenant, runID string, src runs.Source) error {
 	ctx, end := tracing.Work(ctx, tenant, runID, "workspace prepare", tracing.KeyRepository.String(src.Repository))
+	w.sandbox.Prepare(workspace.Key(tenant, runID)) // the run's network, meanwhile
 	err := w.m.Prepare(ctx, workspace.Key(tenant, runID), source(src), workspace.Branch(tenant, runID))
 	end(err)
 	if errors.Is(err, workspace.ErrRevisionNotFound) {

@@ -36,17 +36,50 @@ func (n *runNetwork) close() {
 	n.ns.Close()
 }
 
+// Prepare makes, in the background, run's first network namespace, so
+// that its first execution finds it configured; call it when the run's
+// workspace is being made. CloseRun ends it.
+func (h *Host) Prepare(run string) {
+	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
+		return
+	}
+	h.mu.Lock()
+	if _, open := h.nets[run]; open {
+		h.mu.Unlock()
+		return
+	}
+	h.nets[run] = nil
+	h.mu.Unlock()
+	go func() {
+		n, err := h.newNetwork()
+		if err != nil {
+			h.log.Warn("sandbox: preparing a run's network", "err", err)
+			return
+		}
+		h.giveBack(run, n)
+	}()
+}
+
 // takeNetwork gives an execution of run a namespace no running execution
 // of the run uses, making one when none is free.
 func (h *Host) takeNetwork(run string) (*runNetwork, error) {
 	h.mu.Lock()
-	if free := h.nets[run]; len(free) > 0 {
+	free, open := h.nets[run]
+	if len(free) > 0 {
 		n := free[len(free)-1]
 		h.nets[run] = free[:len(free)-1]
 		h.mu.Unlock()
 		return n, nil
 	}
+	if !open {
+		h.nets[run] = nil
+	}
 	h.mu.Unlock()
+	return h.newNetwork()
+}
+
+// newNetwork makes a network namespace and connects it.
+func (h *Host) newNetwork() (*runNetwork, error) {
 	ns, err := newNetNamespace()
 	if err != nil {
 		return nil, fmt.Errorf("network namespace: %w", err)
@@ -66,7 +99,7 @@ func (h *Host) giveBack(run string, n *runNetwork) {
 		return
 	}
 	h.mu.Lock()
-	_, open := h.writers[run]
+	_, open := h.nets[run]
 	if open {
 		h.nets[run] = append(h.nets[run], n)
 	}
