@@ -130,12 +130,47 @@ func RunCreated(ctx context.Context, tenant, runID string) {
 }
 
 // RunSeen notes that this process supervises the run from now, unless its
-// start is noted already.
+// start is noted already. A run whose id is a UUIDv7 (every id the server
+// gives) starts at its id's time: a run another replica admitted keeps
+// its whole duration here.
 func RunSeen(tenant, runID string) {
 	if !Enabled() {
 		return
 	}
-	note(runKey{tenant, runID}, runNote{start: time.Now(), resumed: true})
+	note(runKey{tenant, runID}, runNote{start: seenStart(runID, time.Now()), resumed: true})
+}
+
+// seenStart is the time a run's UUIDv7 id carries when it is before now,
+// else now.
+func seenStart(runID string, now time.Time) time.Time {
+	if t, ok := uuidV7Time(runID); ok && t.Before(now) {
+		return t
+	}
+	return now
+}
+
+// uuidV7Time is the creation time (milliseconds since the epoch, the
+// first 48 bits) of a UUIDv7 in its canonical text form.
+func uuidV7Time(id string) (time.Time, bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' || id[14] != '7' {
+		return time.Time{}, false
+	}
+	var ms int64
+	for _, c := range id[:8] + id[9:13] {
+		var d int64
+		switch {
+		case c >= '0' && c <= '9':
+			d = int64(c - '0')
+		case c >= 'a' && c <= 'f':
+			d = int64(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			d = int64(c-'A') + 10
+		default:
+			return time.Time{}, false
+		}
+		ms = ms<<4 | d
+	}
+	return time.UnixMilli(ms), true
 }
 
 // RunDropped forgets a run this process no longer supervises (its root is
@@ -160,7 +195,7 @@ func RunFinished(tenant, runID, status, reason string) {
 	}
 	now := time.Now()
 	if !ok {
-		n = runNote{start: now, resumed: true}
+		n = runNote{start: seenStart(runID, now), resumed: true}
 	}
 	t, sid := runIDs(tenant, runID)
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(n.start), trace.WithSpanKind(trace.SpanKindInternal),

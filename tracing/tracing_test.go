@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -101,6 +103,22 @@ func TestRunIsOneTraceAcrossReplicas(t *testing.T) {
 	}
 	if tracing.RunTraceID("n:other", "r1") == want || tracing.RunTraceID("n:acme", "r2") == want {
 		t.Fatal("another run shares the trace id")
+	}
+}
+
+// A run another replica admitted keeps its whole duration in the root
+// span of the replica that ends it: the root starts at the time the
+// run's UUIDv7 id carries.
+func TestTakenOverRunRootStartsAtItsCreation(t *testing.T) {
+	r := tracingtest.Start(t)
+	created := time.Now().Add(-90 * time.Second).Truncate(time.Millisecond)
+	ms := created.UnixMilli()
+	id := fmt.Sprintf("%08x-%04x-7abc-8def-0123456789ab", ms>>16, ms&0xffff)
+	tracing.RunSeen("n:acme", id)
+	tracing.RunFinished("n:acme", id, "succeeded", "")
+	spans := r.Spans()
+	if len(spans) != 1 || !spans[0].StartTime.Equal(created) {
+		t.Fatalf("root spans %d, start %v, want %v", len(spans), spans[0].StartTime, created)
 	}
 }
 
