@@ -132,6 +132,10 @@ SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
 		}
 
 		if cfg.stdio {
+			// The one connection's caller is the process's: a W3C
+			// traceparent in TRACEPARENT, as a WebSocket peer's is in
+			// its upgrade request.
+			opts.Caller = tracing.Parse(os.Getenv("TRACEPARENT"))
 			if err := ndjson.Serve(ctx, disp, os.Stdin, stdout, stderr, identity.Local(), opts); err != nil {
 				return failf("serve", exitError, "%v", err)
 			}
