@@ -182,26 +182,7 @@ func (c *realCLI) exec(model string) (string, *recorder) {
 	ctx, cancel := context.WithTimeout(context.Background(), realCLIBound)
 	defer cancel()
 	out := c.get().Run(ctx, job, worker.Execution{Ref: "ex-1", Node: "write", Attempt: 1, Input: json.RawMessage(`{"text":"draft"}`), Sinks: rec.sinks()})
-	if killedAtStart(rec) {
-		// Under go test ./..., with the other packages' servers and
-		// sandboxes beside it, the CLI was seen SIGKILLed from outside
-		// within its first second, before any output (2 full runs in
-		// 5; never with this package alone). The cause is not found;
-		// one more try keeps the test about the CLI.
-		c.t.Logf("the CLI was killed before it wrote anything; trying once more:\n%s", rec.text())
-		rec = &recorder{}
-		out = c.get().Run(ctx, job, worker.Execution{Ref: "ex-1", Node: "write", Attempt: 1, Input: json.RawMessage(`{"text":"draft"}`), Sinks: rec.sinks()})
-	}
 	return outcome(out), rec
-}
-
-// killedAtStart reports whether the turn recorded in rec ended with the
-// CLI killed by SIGKILL (exit status 137, whose digits a declared value
-// may have redacted) without a line of its own.
-func killedAtStart(rec *recorder) bool {
-	text := rec.text()
-	return strings.Contains(text, "the stream ended without a result; the process exited non-zero: exit status ") &&
-		strings.Contains(text, "37") && !strings.Contains(text, "info: ") && !strings.Contains(text, "retrying: ")
 }
 
 // usageTally is a harness.UsageObserver summing what it saw.

@@ -70,7 +70,7 @@ func TestDiskWatchEndsATreeThatGrowsPastItsLimit(t *testing.T) {
 // limit it hit.
 func TestDiskLimitEndsTheExecution(t *testing.T) {
 	ws := t.TempDir()
-	h := requireHost(t, Config{MaxDisk: 4 << 20, LeaseDir: t.TempDir()})
+	h := requireHost(t, Config{MaxDisk: 4 << 20})
 	defer h.CloseRun("r")
 	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
 	if err != nil {

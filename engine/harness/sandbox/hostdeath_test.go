@@ -26,7 +26,7 @@ func TestHostKilledDuringSetupLeavesNoAgent(t *testing.T) {
 		return
 	}
 	// The surviving server: it sweeps what the dead one left.
-	survivor, err := New(Config{LeaseDir: t.TempDir()})
+	survivor, err := New(Config{})
 	if err != nil {
 		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
 			t.Fatal(err)
@@ -40,8 +40,7 @@ func TestHostKilledDuringSetupLeavesNoAgent(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHostKilledDuringSetupLeavesNoAgent$", "-test.v")
-			cmd.Env = append(os.Environ(), dyingHostEnv+"="+stage, "OECP_SANDBOX_TEST_WORKSPACE="+ws,
-				"OECP_SANDBOX_TEST_LEASES="+t.TempDir())
+			cmd.Env = append(os.Environ(), dyingHostEnv+"="+stage, "OECP_SANDBOX_TEST_WORKSPACE="+ws)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +104,7 @@ func waitGone(t *testing.T, pid int, sweep func()) {
 // the workspace, and stops for good at stage, reporting the sandbox's init.
 func dyingHost(t *testing.T, stage string) {
 	ws := os.Getenv("OECP_SANDBOX_TEST_WORKSPACE")
-	h, err := New(Config{LeaseDir: os.Getenv("OECP_SANDBOX_TEST_LEASES")})
+	h, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ func dyingHost(t *testing.T, stage string) {
 // TestSweepLeavesLiveSandboxesAlone sweeps while an agent runs: its
 // sandbox has its bwrap parent and is not touched.
 func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
-	h, err := New(Config{LeaseDir: t.TempDir()})
+	h, err := New(Config{})
 	if err != nil {
 		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
 			t.Fatal(err)
@@ -181,7 +180,7 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("runs get network namespaces of their own only on a root server")
 	}
-	h, err := New(Config{LeaseDir: t.TempDir()})
+	h, err := New(Config{})
 	if err != nil {
 		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
 			t.Fatal(err)

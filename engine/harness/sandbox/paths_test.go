@@ -65,7 +65,7 @@ func tmpProgram(t *testing.T) string {
 // exit 127, not found).
 func TestProgramDirectlyInTmpRunsInTheSandbox(t *testing.T) {
 	prog := tmpProgram(t)
-	h := requireHost(t, Config{Programs: []string{prog}, Commands: []string{prog}, LeaseDir: t.TempDir()})
+	h := requireHost(t, Config{Programs: []string{prog}, Commands: []string{prog}})
 	defer h.CloseRun("r")
 	ws := t.TempDir()
 	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
@@ -84,7 +84,7 @@ func TestProgramDirectlyInTmpRunsInTheSandbox(t *testing.T) {
 // the error names it and says why, instead of an exit status 127.
 func TestProgramMissingInsideTheSandboxIsNamed(t *testing.T) {
 	prog := tmpProgram(t)
-	h := requireHost(t, Config{LeaseDir: t.TempDir()})
+	h := requireHost(t, Config{})
 	defer h.CloseRun("r")
 	ws := t.TempDir()
 	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
@@ -110,7 +110,7 @@ func TestNewRefusesAHarnessProgramItCannotShow(t *testing.T) {
 	data := filepath.Join(home, "data")
 	for prog, in := range map[string]string{filepath.Join(home, "agent.sh"): home, filepath.Join(data, "agent.sh"): data} {
 		writeFile(t, prog, 1)
-		_, err := New(Config{Hide: []string{home, data}, Programs: []string{prog}, Commands: []string{prog}, LeaseDir: t.TempDir()})
+		_, err := New(Config{Hide: []string{home, data}, Programs: []string{prog}, Commands: []string{prog}})
 		if errors.Is(err, ErrUnavailable) {
 			t.Skipf("needs the agent sandbox: %v", err)
 		}

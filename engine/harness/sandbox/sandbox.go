@@ -67,6 +67,9 @@ type Config struct {
 	// server is root (zero: DefaultUIDs); --agent-uid-range.
 	UIDs UIDRange
 	// LeaseDir holds the host-wide UID lease files ("": DefaultLeaseDir).
+	// Every server that leases from overlapping ranges must use the same
+	// directory: a UID leased through another directory is not seen as
+	// taken, and releasing it kills the other holder's processes.
 	LeaseDir string
 	// Hide lists paths no sandbox may see: the data directory, the
 	// server's configuration files, its home. Missing paths are ignored.
@@ -98,7 +101,7 @@ type Host struct {
 	leases   *leases
 	cg       *cgroups
 
-	nsenter  string // set when runs get network namespaces of their own (runnet.go)
+	nsenter string // set when runs get network namespaces of their own (runnet.go)
 
 	mu      sync.Mutex
 	writers map[string]*lease

@@ -156,7 +156,7 @@ func TestConfinedWriterAndVerifier(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "ledger"), []byte("tenants"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{Hide: []string{data}, LeaseDir: t.TempDir()})
+	h, err := New(Config{Hide: []string{data}})
 	if err != nil {
 		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
 			t.Fatal(err)
