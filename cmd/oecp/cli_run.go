@@ -111,15 +111,38 @@ tree are left alone), so that 'git diff main...oecp/run-…' shows the change.`,
 		if err := c.parse(args, 0, 0); err != nil {
 			return err
 		}
+		// The session opens when the plan needs the server's harness
+		// entries, else once the submission is built.
+		var s *session
+		defer func() {
+			if s != nil {
+				s.close()
+			}
+		}()
+		connect := func() (err error) {
+			if s == nil {
+				s, err = c.open()
+			}
+			return err
+		}
+		tf.offer = &offer{ask: func() (*client.RunHarnessesResult, error) {
+			if err := connect(); err != nil {
+				return nil, err
+			}
+			return s.conn.RunHarnesses(s.ctx)
+		}}
 		p, err := c.submission(tf, *file, *runtime, *title, *input, *id, *key, *source)
 		if err != nil {
 			return err
 		}
-		s, err := c.open()
-		if err != nil {
+		if err := connect(); err != nil {
 			return err
 		}
-		defer s.close()
+		if tf.harness != "" && !tf.chosen {
+			if err := c.checkHarness(tf.offer, tf.harness); err != nil {
+				return err
+			}
+		}
 		// A run of an explicit --id that exists already is answered, not
 		// started, when the submission is the same: the result's run id
 		// cannot tell.

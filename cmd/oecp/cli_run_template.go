@@ -25,6 +25,10 @@ type taskFlags struct {
 	models   []string
 	size     string
 	env      string
+	// offer asks the server what it offers (nil: it cannot be asked);
+	// chosen is set once harness came from it rather than --harness.
+	offer  *offer
+	chosen bool
 }
 
 // addTaskFlags adds the taskFlags to run submit.
@@ -133,8 +137,13 @@ func (c *cli) submissionParts(sub *client.RunSubmission, tf *taskFlags, file, ru
 			return "", c.usageErr("%v", err)
 		}
 	case tf.harness == "":
-		return "", c.fs.usageErr("give the runtime plan with --runtime FILE, or build one with --harness codex|claude [--model M]")
-	default:
+		// The server's only harness entry, when it names them.
+		if tf.harness, err = c.chooseHarness(tf.offer); err != nil {
+			return "", err
+		}
+		tf.chosen = true
+	}
+	if runtimeFile == "" {
 		if g, err = decoded(); err != nil {
 			return "", err
 		}

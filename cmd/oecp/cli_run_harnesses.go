@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/oecp/oecp/client"
+)
+
+// offer is what the server said it offers for run/submit's runtime plan:
+// its harness entries, asked once per command.
+type offer struct {
+	ask    func() (*client.RunHarnessesResult, error)
+	asked  bool
+	result *client.RunHarnessesResult // nil: the server predates run/harnesses
+	err    error
+}
+
+// get asks the server once; a server without run/harnesses gives a nil
+// result and no error.
+func (o *offer) get() (*client.RunHarnessesResult, error) {
+	if !o.asked {
+		o.asked = true
+		o.result, o.err = o.ask()
+		if client.MethodNotFound(o.err) {
+			o.result, o.err = nil, nil
+		}
+	}
+	return o.result, o.err
+}
+
+func (o *offer) names() []string {
+	var out []string
+	for _, h := range o.result.Harnesses {
+		out = append(out, h.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// chooseHarness is the harness of a plan built without --harness: the
+// server's only entry. A server that offers several, or none, is an error
+// naming what it offers and the flag to choose; one that predates
+// run/harnesses gets the request for --runtime or --harness.
+func (c *cli) chooseHarness(o *offer) (string, error) {
+	if o == nil {
+		return "", c.fs.usageErr("give the runtime plan with --runtime FILE, or build one with --harness codex|claude [--model M]")
+	}
+	res, err := o.get()
+	switch {
+	case err != nil:
+		return "", c.failed(err)
+	case res == nil:
+		return "", c.fs.usageErr("give the runtime plan with --runtime FILE, or build one with --harness codex|claude [--model M]")
+	}
+	switch names := o.names(); len(names) {
+	case 0:
+		return "", c.failf(exitError, "the server offers no harness, so it cannot run agents").
+			hint("Its operator starts it with 'oecp serve --harness FILE'; or give a --runtime plan for a server that has one.")
+	case 1:
+		return names[0], nil
+	default:
+		return "", c.fs.usageErr("the server offers the harnesses %s: choose one with --harness NAME", strings.Join(names, ", "))
+	}
+}
+
+// checkHarness refuses, before anything is submitted, a --harness the
+// server does not offer, naming what it offers; a server that predates
+// run/harnesses is left to judge the plan itself.
+func (c *cli) checkHarness(o *offer, name string) error {
+	res, err := o.get()
+	if err != nil {
+		return c.failed(err)
+	}
+	if res == nil || slices.ContainsFunc(res.Harnesses, func(h client.RunHarness) bool { return h.Name == name }) {
+		return nil
+	}
+	if len(res.Harnesses) == 0 {
+		return c.failf(exitError, "--harness %s: the server offers no harness, so it cannot run agents", name).
+			hint("Its operator starts it with 'oecp serve --harness FILE'.")
+	}
+	return c.failf(exitError, "--harness %s: the server does not offer it; it offers %s", name, strings.Join(o.names(), ", ")).
+		hint("Choose one of those with --harness NAME, or ask the server's operator to add " + name + " to its --harness file.")
+}
+
+// failed is fail for an error that may already be the command's own (a
+// connection that did not open).
+func (c *cli) failed(err error) error {
+	var e *exitErr
+	if errors.As(err, &e) {
+		return e
+	}
+	return c.fail(err)
+}
