@@ -127,7 +127,7 @@ tree are left alone), so that 'git diff main...oecp/run-…' shows the change.`,
 		}
 		tf.offer = &offer{ask: func() (*client.RunHarnessesResult, error) {
 			if err := connect(); err != nil {
-				return nil, err
+				return nil, &dialError{err}
 			}
 			return s.conn.RunHarnesses(s.ctx)
 		}}

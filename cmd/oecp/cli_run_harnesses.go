@@ -48,7 +48,11 @@ func (c *cli) chooseHarness(o *offer) (string, error) {
 		return "", c.fs.usageErr("give the runtime plan with --runtime FILE, or build one with --harness codex|claude [--model M]")
 	}
 	res, err := o.get()
+	var unasked *dialError
 	switch {
+	case errors.As(err, &unasked):
+		return "", c.fs.usageErr("give the runtime plan with --runtime FILE, or build one with --harness codex|claude [--model M]").
+			hint("Without either, run submit asks the server which harness it offers, and could not: " + unasked.short())
 	case err != nil:
 		return "", c.failed(err)
 	case res == nil:
@@ -61,7 +65,7 @@ func (c *cli) chooseHarness(o *offer) (string, error) {
 	case 1:
 		return names[0], nil
 	default:
-		return "", c.fs.usageErr("the server offers the harnesses %s: choose one with --harness NAME", strings.Join(names, ", "))
+		return "", c.fs.usageErr("the server offers the harnesses %s: choose one with --harness NAME, or give the runtime plan with --runtime FILE", strings.Join(names, ", "))
 	}
 }
 
@@ -82,6 +86,23 @@ func (c *cli) checkHarness(o *offer, name string) error {
 	}
 	return c.failf(exitError, "--harness %s: the server does not offer it; it offers %s", name, strings.Join(o.names(), ", ")).
 		hint("Choose one of those with --harness NAME, or ask the server's operator to add " + name + " to its --harness file.")
+}
+
+// dialError is a connection to the server that did not open when the
+// command asked it what it offers.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// short is the first line of the error without the command's prefix.
+func (e *dialError) short() string {
+	line, _, _ := strings.Cut(strings.TrimSpace(e.err.Error()), "\n")
+	_, rest, found := strings.Cut(line, ": ")
+	if found && strings.HasPrefix(line, "oecp ") {
+		return rest
+	}
+	return line
 }
 
 // failed is fail for an error that may already be the command's own (a

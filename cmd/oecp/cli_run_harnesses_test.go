@@ -118,3 +118,49 @@ func TestChooseHarnessOfAnOlderServer(t *testing.T) {
 		t.Fatalf("--harness on an older server: %v", err)
 	}
 }
+
+// TestCLIRunEndsOnProviderFailure: a software-change run whose reviewers'
+// provider refuses the key (401), cannot be reached (the CLI's own
+// retries run out), or cannot be reached while the CLI stays silent (the
+// server's --agent-stall-timeout) ends failed with that cause after the
+// first review, not in another round: the watch shows the reviewer's own
+// last line and the run's reason, and no repair runs.
+func TestCLIRunEndsOnProviderFailure(t *testing.T) {
+	for _, tc := range []struct {
+		mode, reason, line, log string
+		flags                   []string
+	}{
+		{"401", "_refused", "failed (refusal: authentication_required); last line: ", "unexpected status 401 Unauthorized", nil},
+		{"unreachable", "_crashed", "failed (crash: declared_failure); last line: Codex provider failure: stream disconnected before completion",
+			"Codex provider failure: stream disconnected before completion: error sending request for url (http://127.0.0.1:9/v1/responses)", nil},
+		{"silent", "_timed_out", "failed (timeout: declared_failure); last line: no output from the agent for 1s: turn ended (--agent-stall-timeout)",
+			"no output from the agent for 1s", []string{"--agent-stall-timeout", "1s"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			h := startAgentHostArgv(t, "codex", "testdata/provider-agent.sh", func(dir, agent string) []string {
+				ok := filepath.Join(dir, "fine", "codex")
+				script, err := os.ReadFile("testdata/template-agent.sh")
+				if err == nil {
+					err = os.MkdirAll(filepath.Dir(ok), 0o755)
+				}
+				if err == nil {
+					err = os.WriteFile(ok, script, 0o755)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []string{agent, tc.mode, ok}
+			}, tc.flags...)
+			r := oecp(t, h.srv, "run", "submit", "--template", "software-change", "--task", "Add a CHANGE.md", "--source", h.source,
+				"--id", "provider-"+tc.mode, "--watch", "--timestamps=false")
+			expect(t, r, 1, []string{"implement ended (execution provider-" + tc.mode + "/implement/1): succeeded", tc.line, "run provider-" + tc.mode + " failed"}, nil)
+			if !strings.Contains(r.stdout, "acceptance"+tc.reason) && !strings.Contains(r.stdout, "code"+tc.reason) {
+				t.Errorf("the run does not fail with a reviewer's %s:\n%s", tc.reason, r.stdout)
+			}
+			if strings.Contains(r.stdout, "repair started") || strings.Count(r.stdout, "acceptance started") != 1 {
+				t.Errorf("another round ran:\n%s", r.stdout)
+			}
+			expect(t, oecp(t, h.srv, "run", "logs", "provider-"+tc.mode), 0, []string{tc.log}, nil)
+		})
+	}
+}
