@@ -27,6 +27,7 @@ var runCommands = []struct {
 	{"attach", command{"stream the live output of one active execution", runAttachCmd}},
 	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runForceCmd}},
 	{"export", command{"export a run as JSONL: its trace, or the agents' output as semantic events", runExportCmd}},
+	{"harnesses", command{"list the harnesses the server offers runs, with their models", runHarnessesCmd}},
 }
 
 func runUsage(w io.Writer) {
@@ -35,7 +36,7 @@ func runUsage(w io.Writer) {
 	fmt.Fprintln(w, "Native runs: any number per tenant, each a graph with a runtime plan that binds its")
 	fmt.Fprintln(w, "nodes to agents of the server's --harness file. commands:")
 	for _, rc := range runCommands {
-		fmt.Fprintf(w, "  %-8s %s\n", rc.name, rc.summary)
+		fmt.Fprintf(w, "  %-9s %s\n", rc.name, rc.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'oecp help run <command>' (or 'oecp run <command> --help') for a command's flags.")

@@ -2,11 +2,47 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/protocol"
 )
+
+func runHarnessesCmd(stdout, stderr io.Writer) *cobra.Command {
+	c := newCLI("run harnesses", "run harnesses [-o json|yaml] [flags]",
+		`Lists the harnesses the server offers native runs (its --harness file): each one's name
+(what --harness takes), its kind (the codex or claude CLI, or a command), the model run
+submit uses when --model gives none, and every model a node may name. Run submit without
+--harness uses the server's harness when it offers exactly one (DEFAULT yes).`,
+		stdout, stderr, false, false)
+	c.addOutput()
+	var r client.RunHarnessesResult
+	return c.fs.run(func(args []string) error {
+		if done, err := c.runCall(args, 0, protocol.MethodRunHarnesses, &r); done {
+			return err
+		}
+		if len(r.Harnesses) == 0 {
+			fmt.Fprintln(stdout, "the server offers no harness: its operator starts it with 'oecp serve --harness FILE'")
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "HARNESS\tKIND\tDEFAULT\tDEFAULT MODEL\tMODELS")
+		for _, h := range r.Harnesses {
+			def := "no"
+			if h.Default {
+				def = "yes"
+			}
+			fmt.Fprintln(tw, strings.Join([]string{h.Name, h.Kind, def, h.DefaultModel, strings.Join(h.Models, ", ")}, "\t"))
+		}
+		return tw.Flush()
+	})
+}
 
 // offer is what the server said it offers for run/submit's runtime plan:
 // its harness entries, asked once per command.

@@ -78,13 +78,17 @@ func TestCLIRunSubmitChoosesTheServersHarness(t *testing.T) {
 }
 
 // TestCLIRunSubmitHarnessNotOffered: with several harness entries and no
-// --harness, run submit names them and the flag, and submits nothing; a
-// --harness the server does not offer is refused before submitting,
-// naming what it offers.
+// --harness, run submit names them and the flag, and submits nothing (run
+// harnesses lists them); a --harness the server does not offer is refused
+// before submitting, naming what it offers.
 func TestCLIRunSubmitHarnessNotOffered(t *testing.T) {
 	two := startServer(t, "--harness", writeHarness(t, `{"codex":{"argv":["/bin/true"]},"claude":{"driver":"command","argv":["/bin/true"]}}`))
 	r := oecp(t, two, "run", "submit", "--template", "single-worker", "--task", "x", "--source", testSource)
 	expect(t, r, 2, nil, []string{"the server offers the harnesses claude, codex: choose one with --harness NAME"})
+	expect(t, oecp(t, two, "run", "harnesses"), 0, []string{
+		"HARNESS  KIND     DEFAULT  DEFAULT MODEL    MODELS\n",
+		"claude   command  no       claude-sonnet-5  claude-haiku-4-5, claude-sonnet-5, claude-opus-5, claude-fable-5\n",
+		"codex    codex    no       gpt-5.6          gpt-5.6, gpt-5.6-sol, gpt-5.6-terra, gpt-5.6-luna\n"}, nil)
 
 	one := startServer(t, "--harness", writeHarness(t, `{"codex":{"argv":["/bin/true"]}}`))
 	r = oecp(t, one, "run", "submit", "--template", "single-worker", "--task", "x", "--source", testSource, "--harness", "claude", "--id", "not-offered")
@@ -99,6 +103,7 @@ func TestCLIRunSubmitHarnessNotOffered(t *testing.T) {
 	none := startServer(t)
 	r = oecp(t, none, "run", "submit", "--template", "single-worker", "--task", "x", "--source", testSource)
 	expect(t, r, 1, nil, []string{"the server offers no harness", "oecp serve --harness FILE"})
+	expect(t, oecp(t, none, "run", "harnesses"), 0, []string{"the server offers no harness"}, nil)
 }
 
 // TestChooseHarnessOfAnOlderServer: a server that answers run/harnesses
