@@ -144,6 +144,11 @@ tree are left alone), so that 'git diff main...oecp/run-…' shows the change.`,
 				return err
 			}
 		}
+		if tf.harness != "" {
+			if err := c.checkModels(tf.offer, tf.harness, tf.models); err != nil {
+				return err
+			}
+		}
 		// A run of an explicit --id that exists already is answered, not
 		// started, when the submission is the same: the result's run id
 		// cannot tell.

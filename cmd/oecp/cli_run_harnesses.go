@@ -141,6 +141,40 @@ func (e *dialError) short() string {
 	return line
 }
 
+// checkModels refuses, before anything is submitted, a --model value
+// naming a model the server's entry for name does not offer, naming what
+// it offers; a server that predates run/harnesses is left to judge.
+func (c *cli) checkModels(o *offer, name string, models []string) error {
+	res, err := o.get()
+	if err != nil || res == nil {
+		return c.failedOrNil(err)
+	}
+	i := slices.IndexFunc(res.Harnesses, func(h client.RunHarness) bool { return h.Name == name })
+	if i < 0 || len(res.Harnesses[i].Models) == 0 {
+		return nil
+	}
+	offered := res.Harnesses[i].Models
+	for _, v := range models {
+		_, model, keyed := strings.Cut(v, "=")
+		if !keyed {
+			model = v
+		}
+		if !slices.Contains(offered, model) {
+			return c.failf(exitError, "--model %s: the server's harness %s does not offer %q; it offers %s", v, name, model, strings.Join(offered, ", ")).
+				hint("Choose one of those with --model, or leave --model out for " + res.Harnesses[i].DefaultModel + ".")
+		}
+	}
+	return nil
+}
+
+// failedOrNil is failed for a non-nil err.
+func (c *cli) failedOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.failed(err)
+}
+
 // failed is fail for an error that may already be the command's own (a
 // connection that did not open).
 func (c *cli) failed(err error) error {

@@ -79,8 +79,8 @@ func TestCLIRunSubmitChoosesTheServersHarness(t *testing.T) {
 
 // TestCLIRunSubmitHarnessNotOffered: with several harness entries and no
 // --harness, run submit names them and the flag, and submits nothing (run
-// harnesses lists them); a --harness the server does not offer is refused
-// before submitting, naming what it offers.
+// harnesses lists them); a --harness, or a --model, the server does not
+// offer is refused before submitting, naming what it offers.
 func TestCLIRunSubmitHarnessNotOffered(t *testing.T) {
 	two := startServer(t, "--harness", writeHarness(t, `{"codex":{"argv":["/bin/true"]},"claude":{"driver":"command","argv":["/bin/true"]}}`))
 	r := oecp(t, two, "run", "submit", "--template", "single-worker", "--task", "x", "--source", testSource)
@@ -93,6 +93,8 @@ func TestCLIRunSubmitHarnessNotOffered(t *testing.T) {
 	one := startServer(t, "--harness", writeHarness(t, `{"codex":{"argv":["/bin/true"]}}`))
 	r = oecp(t, one, "run", "submit", "--template", "single-worker", "--task", "x", "--source", testSource, "--harness", "claude", "--id", "not-offered")
 	expect(t, r, 1, nil, []string{"--harness claude: the server does not offer it; it offers codex", "--harness NAME"})
+	r = oecp(t, one, "run", "submit", "--template", "single-worker", "--task", "x", "--source", testSource, "--model", "verifier=gpt-5.6-sol", "--model", "gpt-4o", "--id", "not-offered")
+	expect(t, r, 1, nil, []string{`--model gpt-4o: the server's harness codex does not offer "gpt-4o"; it offers gpt-5.6, gpt-5.6-sol, gpt-5.6-terra, gpt-5.6-luna`})
 	for _, srv := range []*testServer{two, one} {
 		var list struct{ Runs []json.RawMessage }
 		if r := oecp(t, srv, "run", "list", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || list.Runs == nil || len(list.Runs) != 0 {
