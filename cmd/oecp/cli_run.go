@@ -80,10 +80,13 @@ func runGroupUnknown(run *cobra.Command, name string) error {
 }
 
 func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
-	c := newCLI("run submit", "run submit (-f GRAPH | --template NAME [--pr | --ship]) (--runtime FILE | --harness codex|claude [--model [ROLE=]M]…) [--task TEXT|@FILE | --input JSON|@FILE] [--title T] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
+	c := newCLI("run submit", "run submit (-f GRAPH | --template NAME [--pr | --ship]) [--runtime FILE | --harness codex|claude] [--model [ROLE=]M]… [--task TEXT|@FILE | --input JSON|@FILE] [--title T] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
 		`Submits a native run: the graph (a file, or a built-in --template), its initial input
 (default null; --task builds it from a task), the runtime plan (which harness, provider and
 size, and a binding per executable node; a file, or built by --harness) and the source.
+Without --runtime and --harness the plan is built on the server's harness when it offers
+exactly one ('oecp run harnesses' lists them); a --harness or --model it does not offer is
+refused before anything is submitted.
 --id is generated when absent: a UUIDv7, whose leading bits are the time it was made.
 --source defaults to the git checkout of the current directory: its origin remote as
 OWNER/NAME, the branch HEAD is on, and HEAD's exact commit (uncommitted changes are

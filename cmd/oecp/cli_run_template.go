@@ -37,7 +37,7 @@ func (c *cli) addTaskFlags() *taskFlags {
 	c.fs.StringVar(&tf.template, "template", "", "a built-in graph `NAME` instead of -f (oecp template list)")
 	c.fs.StringVar(&tf.task, "task", "", "the `TEXT` of the task (Markdown), or @FILE (@- for stdin): the graph's task field, its other string fields seeded empty")
 	tf.delivery = addDeliveryFlags(c.fs, "with --template: ")
-	c.fs.StringVar(&tf.harness, "harness", "", "build the runtime plan instead of --runtime: every agent on `HARNESS` codex (OpenAI) or claude (Anthropic)")
+	c.fs.StringVar(&tf.harness, "harness", "", "build the runtime plan instead of --runtime: every agent on `HARNESS` codex (OpenAI) or claude (Anthropic) (default: the server's only harness)")
 	c.fs.StringArrayVar(&tf.models, "model", nil, "with --harness: the `MODEL` of every agent, or of a ROLE (worker, verifier) or NODE with ROLE=MODEL, NODE=MODEL; repeatable (default gpt-5.6 for codex, claude-sonnet-5 for claude)")
 	c.fs.StringVar(&tf.size, "size", "small", "with --harness: the run's `SIZE`: tiny, small, standard or large")
 	c.fs.StringVar(&tf.env, "agent-env", "", "with --harness: the environment `NAMES` (comma-separated; none for none) every agent declares (default: OPENAI_API_KEY for codex, ANTHROPIC_API_KEY for claude)")
