@@ -117,40 +117,16 @@ tree are left alone), so that 'git diff main...oecp/run-…' shows the change.`,
 		}
 		// The session opens when the plan needs the server's harness
 		// entries, else once the submission is built.
-		var s *session
-		defer func() {
-			if s != nil {
-				s.close()
-			}
-		}()
-		connect := func() (err error) {
-			if s == nil {
-				s, err = c.open()
-			}
-			return err
-		}
-		tf.offer = &offer{ask: func() (*client.RunHarnessesResult, error) {
-			if err := connect(); err != nil {
-				return nil, &dialError{err}
-			}
-			return s.conn.RunHarnesses(s.ctx)
-		}}
+		ls := &lazySession{cli: c}
+		defer ls.close()
+		tf.offer = ls.offer()
 		p, err := c.submission(tf, *file, *runtime, *title, *input, *id, *key, *source)
 		if err != nil {
 			return err
 		}
-		if err := connect(); err != nil {
+		s, err := ls.checked(tf)
+		if err != nil {
 			return err
-		}
-		if tf.harness != "" && !tf.chosen {
-			if err := c.checkHarness(tf.offer, tf.harness); err != nil {
-				return err
-			}
-		}
-		if tf.harness != "" {
-			if err := c.checkModels(tf.offer, tf.harness, tf.models); err != nil {
-				return err
-			}
 		}
 		// A run of an explicit --id that exists already is answered, not
 		// started, when the submission is the same: the result's run id

@@ -75,6 +75,64 @@ func (o *offer) names() []string {
 	return out
 }
 
+// lazySession is run submit's session, opened on first use.
+type lazySession struct {
+	cli *cli
+	s   *session
+}
+
+func (l *lazySession) get() (*session, error) {
+	if l.s == nil {
+		s, err := l.cli.open()
+		if err != nil {
+			return nil, err
+		}
+		l.s = s
+	}
+	return l.s, nil
+}
+
+func (l *lazySession) close() {
+	if l.s != nil {
+		l.s.close()
+	}
+}
+
+// checked is the session once what tf builds the plan from is offered
+// (checkOffered).
+func (l *lazySession) checked(tf *taskFlags) (*session, error) {
+	s, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return s, l.cli.checkOffered(tf)
+}
+
+// offer asks the server over the session, opening it.
+func (l *lazySession) offer() *offer {
+	return &offer{ask: func() (*client.RunHarnessesResult, error) {
+		s, err := l.get()
+		if err != nil {
+			return nil, &dialError{err}
+		}
+		return s.conn.RunHarnesses(s.ctx)
+	}}
+}
+
+// checkOffered refuses, before anything is submitted, a --harness and the
+// --model values of a plan built here that the server does not offer.
+func (c *cli) checkOffered(tf *taskFlags) error {
+	if tf.harness == "" {
+		return nil
+	}
+	if !tf.chosen {
+		if err := c.checkHarness(tf.offer, tf.harness); err != nil {
+			return err
+		}
+	}
+	return c.checkModels(tf.offer, tf.harness, tf.models)
+}
+
 // chooseHarness is the harness of a plan built without --harness: the
 // server's only entry. A server that offers several, or none, is an error
 // naming what it offers and the flag to choose; one that predates

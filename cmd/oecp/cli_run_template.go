@@ -126,32 +126,43 @@ func (c *cli) submissionParts(sub *client.RunSubmission, tf *taskFlags, file, ru
 		}
 	}
 
+	if err := c.runtimePlan(sub, tf, runtimeFile, decoded); err != nil {
+		return "", err
+	}
+	return title, nil
+}
+
+// runtimePlan sets sub's runtime plan: the --runtime file, or one built on
+// --harness, or on the server's only harness; decoded is the graph.
+func (c *cli) runtimePlan(sub *client.RunSubmission, tf *taskFlags, runtimeFile string, decoded func() (*graph.GraphSpec, error)) error {
+	var err error
 	planFlags := flagGiven(c.fs, "model") || flagGiven(c.fs, "size") || flagGiven(c.fs, "agent-env")
 	switch {
 	case runtimeFile != "" && tf.harness != "":
-		return "", c.fs.usageErr("--runtime and --harness exclude each other: --runtime gives the plan, --harness builds one")
+		return c.fs.usageErr("--runtime and --harness exclude each other: --runtime gives the plan, --harness builds one")
 	case runtimeFile != "" && planFlags:
-		return "", c.fs.usageErr("--model, --size and --agent-env go with --harness; a --runtime plan names its own")
+		return c.fs.usageErr("--model, --size and --agent-env go with --harness; a --runtime plan names its own")
 	case runtimeFile != "":
 		if sub.Runtime, err = parseJSONArg("--runtime", "@"+runtimeFile); err != nil {
-			return "", c.usageErr("%v", err)
+			return c.usageErr("%v", err)
 		}
 	case tf.harness == "":
 		// The server's only harness entry, when it names them.
 		if tf.harness, err = c.chooseHarness(tf.offer); err != nil {
-			return "", err
+			return err
 		}
 		tf.chosen = true
 	}
 	if runtimeFile == "" {
-		if g, err = decoded(); err != nil {
-			return "", err
+		g, err := decoded()
+		if err != nil {
+			return err
 		}
 		if sub.Runtime, err = buildRuntime(g, tf.harness, tf.models, tf.size, agentEnv(tf.env)); err != nil {
-			return "", c.fs.usageErr("%v", err)
+			return c.fs.usageErr("%v", err)
 		}
 	}
-	return title, nil
+	return nil
 }
 
 // agentEnv is --agent-env: nil for the harness's default, none for no
