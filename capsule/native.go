@@ -39,7 +39,8 @@ var _ server.Backend = (*Backend)(nil)
 // Runs is the native run backend.
 func (b *Backend) Runs() *runs.Backend { return b.runs }
 
-// RunUnary serves run/submit, run/list, run/status and run/force.
+// RunUnary serves run/submit, run/list, run/status, run/force and
+// run/harnesses.
 func (b *Backend) RunUnary(ctx context.Context, method string, p protocol.RunParams) (any, error) {
 	return b.runs.RunUnary(ctx, method, p)
 }
@@ -164,6 +165,15 @@ func (a *agents) CheckPlan(name string, nodes map[string]runs.Binding) error {
 		a.log.Info("run/submit refused by the harness file", "file", a.cfg.File(), "harness", name, "err", err)
 	}
 	return err
+}
+
+// HarnessEntries lists the harness file's entries for run/harnesses.
+func (a *agents) HarnessEntries() []runs.HarnessEntry {
+	var out []runs.HarnessEntry
+	for _, name := range a.cfg.Names() {
+		out = append(out, runs.HarnessEntry{Name: name, Kind: a.cfg.Kind(name)})
+	}
+	return out
 }
 
 func harnessBinding(b runs.Binding) harness.Binding {

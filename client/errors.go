@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/oecp/oecp/protocol"
 )
 
 // Sentinel errors callers branch on.
@@ -115,4 +117,11 @@ func (e *ClosedError) Error() string {
 		s += " after cursor " + e.LastDeliveredCursor
 	}
 	return s
+}
+
+// MethodNotFound reports whether err is the server's -32601 answer: it
+// does not serve the method (a server older than the method).
+func MethodNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == protocol.CodeMethodNotFound
 }

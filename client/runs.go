@@ -83,6 +83,24 @@ type RunListResult struct {
 	Runs []RunStatusResult `json:"runs"`
 }
 
+// RunHarnessesResult is run/harnesses' answer: the server's harness
+// entries.
+type RunHarnessesResult struct {
+	Harnesses []RunHarness `json:"harnesses"`
+}
+
+// RunHarness is one harness entry a server offers: its name (codex,
+// claude), its kind (the harness's CLI or command), the models a binding
+// may name and the one to use when none is given, and whether it is the
+// server's only entry (Default).
+type RunHarness struct {
+	Name         string   `json:"name"`
+	Kind         string   `json:"kind"`
+	Models       []string `json:"models"`
+	DefaultModel string   `json:"defaultModel"`
+	Default      bool     `json:"default"`
+}
+
 // RunWatchParams are run/watch's params: FromCursor replays strictly
 // after it ("" from the run's first record).
 type RunWatchParams struct {
@@ -167,6 +185,13 @@ func (c *Conn) RunSubmit(ctx context.Context, p RunSubmitParams) (*RunSubmitResu
 func (c *Conn) RunList(ctx context.Context) (*RunListResult, error) {
 	var r RunListResult
 	return ret(&r, c.Call(ctx, protocol.MethodRunList, struct{}{}, &r))
+}
+
+// RunHarnesses lists the harness entries the server offers. A server
+// that predates the method answers -32601 (MethodNotFound).
+func (c *Conn) RunHarnesses(ctx context.Context) (*RunHarnessesResult, error) {
+	var r RunHarnessesResult
+	return ret(&r, c.Call(ctx, protocol.MethodRunHarnesses, struct{}{}, &r))
 }
 
 // RunStatus reads one run.

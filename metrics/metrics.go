@@ -28,21 +28,21 @@ import (
 // Namespace prefixes every metric name.
 const Namespace = "oecp"
 
-// methodSlots is the number of method label values: every protocol
+// methodSlots is the number of method label values: every served
 // method, then "other".
-var methodSlots = len(protocol.Methods) + 1
+var methodSlots = len(protocol.Registry) + 1
 
 // methodName is the label value of a server method index.
 func methodName(i int) string {
-	if i < 0 || i >= len(protocol.Methods) {
+	if i < 0 || i >= len(protocol.Registry) {
 		return "other"
 	}
-	return protocol.Methods[i].Name
+	return protocol.Registry[i].Name
 }
 
 func slot(i int) int {
-	if i < 0 || i >= len(protocol.Methods) {
-		return len(protocol.Methods)
+	if i < 0 || i >= len(protocol.Registry) {
+		return len(protocol.Registry)
 	}
 	return i
 }
@@ -141,7 +141,7 @@ func (m *Metrics) zeroes() {
 	for _, r := range server.Refusals {
 		m.refused.WithLabelValues(r)
 	}
-	for _, mi := range protocol.Methods {
+	for _, mi := range protocol.Registry {
 		if mi.Kind == protocol.Subscription {
 			m.subsOpen.WithLabelValues(mi.Name)
 			m.delivered.WithLabelValues(mi.Name)

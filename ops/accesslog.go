@@ -18,10 +18,10 @@ type AccessLog struct {
 }
 
 // mutations are the methods that change state, by index in
-// protocol.Methods.
+// protocol.Registry.
 var mutations = func() []bool {
-	m := make([]bool, len(protocol.Methods))
-	for i, mi := range protocol.Methods {
+	m := make([]bool, len(protocol.Registry))
+	for i, mi := range protocol.Registry {
 		switch mi.Name {
 		case protocol.MethodApply, protocol.MethodUpdate, protocol.MethodStop, protocol.MethodRetry,
 			protocol.MethodResubmit, protocol.MethodDelete, protocol.MethodRunSubmit, protocol.MethodRunForce:
@@ -45,7 +45,7 @@ func (c *connLog) Request(r server.RequestInfo) {
 	if r.Method < 0 || !mutations[r.Method] {
 		return
 	}
-	attrs := []any{"method", protocol.Methods[r.Method].Name, "tenant", c.info.Identity.Tenant}
+	attrs := []any{"method", protocol.Registry[r.Method].Name, "tenant", c.info.Identity.Tenant}
 	if run := runID(r.Params); run != "" {
 		attrs = append(attrs, "run", run)
 	} else if run := runID(r.Answer); run != "" {

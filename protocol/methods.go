@@ -52,13 +52,25 @@ const (
 	MethodRunLogs     = "run/logs"
 	MethodRunAttach   = "run/attach"
 	MethodRunForce    = "run/force"
+	// MethodRunHarnesses is this implementation's addition to the native
+	// surface: the host's harness entries and the models each offers.
+	MethodRunHarnesses = "run/harnesses"
 
 	NotifyEvent              = "event"
 	NotifySubscriptionClosed = "subscription/closed"
 )
 
-// Methods is the registry in advertised order (the 19 methods of openrpc.json).
-var Methods = []MethodInfo{
+// surfaceMethods is how many methods of Registry are the protocol's.
+const surfaceMethods = 19
+
+// Methods is the protocol surface in advertised order (the 19 methods of
+// openrpc.json), the leading part of Registry.
+var Methods = Registry[:surfaceMethods:surfaceMethods]
+
+// Registry is every method this server serves: the protocol surface
+// (Methods), then this implementation's additions to the native surface,
+// which change no frame of the protocol's.
+var Registry = []MethodInfo{
 	{MethodInitialize, Unary, DataNone},
 	{MethodPlan, Unary, DataCode},
 	{MethodApply, Unary, DataCode},
@@ -78,12 +90,13 @@ var Methods = []MethodInfo{
 	{MethodRunLogs, Subscription, DataCode},
 	{MethodRunAttach, Subscription, DataCode},
 	{MethodRunForce, Unary, DataCode},
+	{MethodRunHarnesses, Unary, DataCode},
 }
 
 var methodIndex = func() map[string]*MethodInfo {
-	m := make(map[string]*MethodInfo, len(Methods))
-	for i := range Methods {
-		m[Methods[i].Name] = &Methods[i]
+	m := make(map[string]*MethodInfo, len(Registry))
+	for i := range Registry {
+		m[Registry[i].Name] = &Registry[i]
 	}
 	return m
 }()

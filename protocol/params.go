@@ -222,13 +222,14 @@ func ValidExecutionRef(e string) error {
 
 // runMembers lists the params members of each native-v2 run/* method.
 var runMembers = map[string][]string{
-	MethodRunList:   {},
-	MethodRunSubmit: {"runId", "submission"},
-	MethodRunStatus: {"runId"},
-	MethodRunForce:  {"runId"},
-	MethodRunWatch:  {"runId", "fromCursor"},
-	MethodRunLogs:   {"runId", "fromCursor", "execution"},
-	MethodRunAttach: {"runId", "execution"},
+	MethodRunList:      {},
+	MethodRunHarnesses: {},
+	MethodRunSubmit:    {"runId", "submission"},
+	MethodRunStatus:    {"runId"},
+	MethodRunForce:     {"runId"},
+	MethodRunWatch:     {"runId", "fromCursor"},
+	MethodRunLogs:      {"runId", "fromCursor", "execution"},
+	MethodRunAttach:    {"runId", "execution"},
 }
 
 // DecodeRun decodes the params of a native-v2 run/* method.
@@ -238,7 +239,7 @@ func DecodeRun(method string, raw json.RawMessage) (RunParams, error) {
 		return RunParams{}, fmt.Errorf("%w: not a run method", ErrDecode)
 	}
 	o := decodeObject(raw, allowed...)
-	if method == MethodRunList {
+	if method == MethodRunList || method == MethodRunHarnesses {
 		return RunParams{}, o.err
 	}
 	p := RunParams{RunID: o.str("runId")}

@@ -7,7 +7,8 @@ import (
 	"github.com/oecp/oecp/server"
 )
 
-// RunUnary serves run/submit, run/list, run/status and run/force.
+// RunUnary serves run/submit, run/list, run/status, run/force and
+// run/harnesses.
 func (b *Backend) RunUnary(ctx context.Context, method string, p protocol.RunParams) (any, error) {
 	switch method {
 	case protocol.MethodRunSubmit:
@@ -18,6 +19,8 @@ func (b *Backend) RunUnary(ctx context.Context, method string, p protocol.RunPar
 		return b.Status(ctx, p.RunID)
 	case protocol.MethodRunForce:
 		return b.Force(ctx, p.RunID)
+	case protocol.MethodRunHarnesses:
+		return b.Harnesses(ctx)
 	}
 	return nil, protocol.Unsupported(server.RunMethodNoun(method))
 }

@@ -154,6 +154,8 @@ func RunMethodNoun(method string) string {
 		return "native-v2 read-only attach"
 	case protocol.MethodRunForce:
 		return "native-v2 force stop"
+	case protocol.MethodRunHarnesses:
+		return "native-v2 harness listing"
 	}
 	return method
 }

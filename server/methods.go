@@ -20,19 +20,20 @@ type unaryHandler func(d *Dispatcher, ctx context.Context, m *protocol.MethodInf
 type subscribeHandler func(d *Dispatcher, ctx context.Context, m *protocol.MethodInfo, id protocol.ID, params json.RawMessage) (*Subscription, []byte)
 
 var unaryMethods = map[string]unaryHandler{
-	protocol.MethodInitialize: (*Dispatcher).initialize,
-	protocol.MethodGet:        unary(protocol.DecodeGet, Backend.Get),
-	protocol.MethodPlan:       unary(protocol.DecodePlan, Backend.Plan),
-	protocol.MethodApply:      unary(protocol.DecodeApply, Backend.Apply),
-	protocol.MethodUpdate:     unary(protocol.DecodeUpdate, Backend.Update),
-	protocol.MethodStop:       unary(protocol.DecodeStop, Backend.Stop),
-	protocol.MethodRetry:      unary(protocol.DecodeRetry, Backend.Retry),
-	protocol.MethodResubmit:   unary(protocol.DecodeResubmit, Backend.Resubmit),
-	protocol.MethodDelete:     unary(protocol.DecodeDelete, Backend.Delete),
-	protocol.MethodRunSubmit:  runUnary(protocol.MethodRunSubmit),
-	protocol.MethodRunList:    runUnary(protocol.MethodRunList),
-	protocol.MethodRunStatus:  runUnary(protocol.MethodRunStatus),
-	protocol.MethodRunForce:   runUnary(protocol.MethodRunForce),
+	protocol.MethodInitialize:   (*Dispatcher).initialize,
+	protocol.MethodGet:          unary(protocol.DecodeGet, Backend.Get),
+	protocol.MethodPlan:         unary(protocol.DecodePlan, Backend.Plan),
+	protocol.MethodApply:        unary(protocol.DecodeApply, Backend.Apply),
+	protocol.MethodUpdate:       unary(protocol.DecodeUpdate, Backend.Update),
+	protocol.MethodStop:         unary(protocol.DecodeStop, Backend.Stop),
+	protocol.MethodRetry:        unary(protocol.DecodeRetry, Backend.Retry),
+	protocol.MethodResubmit:     unary(protocol.DecodeResubmit, Backend.Resubmit),
+	protocol.MethodDelete:       unary(protocol.DecodeDelete, Backend.Delete),
+	protocol.MethodRunSubmit:    runUnary(protocol.MethodRunSubmit),
+	protocol.MethodRunList:      runUnary(protocol.MethodRunList),
+	protocol.MethodRunStatus:    runUnary(protocol.MethodRunStatus),
+	protocol.MethodRunForce:     runUnary(protocol.MethodRunForce),
+	protocol.MethodRunHarnesses: runUnary(protocol.MethodRunHarnesses),
 }
 
 var subscribeMethods = map[string]subscribeHandler{

@@ -16,15 +16,15 @@ import (
 // before the first request (methods are indexes, codes a small enum).
 
 // MethodOther is the method index of a request whose method is unknown
-// (or absent); every other index is a position in protocol.Methods.
+// (or absent); every other index is a position in protocol.Registry.
 const MethodOther = -1
 
-// MethodIndex returns m's index in protocol.Methods (MethodOther for nil).
+// MethodIndex returns m's index in protocol.Registry (MethodOther for nil).
 // It compares pointers, with no hashing or allocation.
 func MethodIndex(m *protocol.MethodInfo) int {
 	if m != nil {
-		for i := range protocol.Methods {
-			if &protocol.Methods[i] == m {
+		for i := range protocol.Registry {
+			if &protocol.Registry[i] == m {
 				return i
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/oecp/oecp/capsule"
@@ -193,13 +194,7 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 		opts.MaxActive = -1
 	}
 	if cfg.harness != "" {
-		if opts.Harness, err = harness.Load(cfg.harness); err != nil {
-			_ = st.Close()
-			return nil, nil, err
-		}
-		cfg.agents.apply(opts.Harness, cfg.metrics)
-		cfg.stall.apply(opts.Harness)
-		if opts.Sandbox, err = cfg.sandbox.host(cfg, opts.Harness, log); err != nil {
+		if err = cfg.harnessOptions(&opts, log); err != nil {
 			_ = st.Close()
 			return nil, nil, err
 		}
@@ -232,6 +227,27 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 	c.Start()
 	started = true
 	return c.Backend(), func() { _ = c.Close(); unlock() }, nil
+}
+
+// harnessOptions loads the harness file into opts with its accounting,
+// stall timeout and agent sandbox, and checks that every harness program
+// runs where its agents will.
+func (cfg backendConfig) harnessOptions(opts *capsule.Options, log *slog.Logger) error {
+	h, err := harness.Load(cfg.harness)
+	if err != nil {
+		return err
+	}
+	cfg.agents.apply(h, cfg.metrics)
+	cfg.stall.apply(h)
+	if opts.Sandbox, err = cfg.sandbox.host(cfg, h, log); err != nil {
+		return err
+	}
+	if err := h.CheckPrograms(context.Background(), opts.Sandbox, "", log); err != nil {
+		return err
+	}
+	log.Info("harness programs checked: each runs where agents run", "harnesses", strings.Join(h.Names(), ","))
+	opts.Harness = h
+	return nil
 }
 
 // openStore opens the configured ledger store: SQLite in the data

@@ -27,6 +27,7 @@ var runCommands = []struct {
 	{"attach", command{"stream the live output of one active execution", runAttachCmd}},
 	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runForceCmd}},
 	{"export", command{"export a run as JSONL: its trace, or the agents' output as semantic events", runExportCmd}},
+	{"harnesses", command{"list the harnesses the server offers runs, with their models", runHarnessesCmd}},
 }
 
 func runUsage(w io.Writer) {
@@ -35,7 +36,7 @@ func runUsage(w io.Writer) {
 	fmt.Fprintln(w, "Native runs: any number per tenant, each a graph with a runtime plan that binds its")
 	fmt.Fprintln(w, "nodes to agents of the server's --harness file. commands:")
 	for _, rc := range runCommands {
-		fmt.Fprintf(w, "  %-8s %s\n", rc.name, rc.summary)
+		fmt.Fprintf(w, "  %-9s %s\n", rc.name, rc.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'oecp help run <command>' (or 'oecp run <command> --help') for a command's flags.")
@@ -79,11 +80,14 @@ func runGroupUnknown(run *cobra.Command, name string) error {
 }
 
 func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {
-	c := newCLI("run submit", "run submit (-f GRAPH | --template NAME [--pr | --ship]) (--runtime FILE | --harness codex|claude [--model [ROLE=]M]…) [--task TEXT|@FILE | --issue REF | --input JSON|@FILE] [--title T] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
+	c := newCLI("run submit", "run submit (-f GRAPH | --template NAME [--pr | --ship]) [--runtime FILE | --harness codex|claude] [--model [ROLE=]M]… [--task TEXT|@FILE | --issue REF | --input JSON|@FILE] [--title T] [--id ID] [--key K] [--source "+sourceSyntax+"] [--watch] [flags]",
 		`Submits a native run: the graph (a file, or a built-in --template), its initial input
 (default null; --task builds it from a task, --issue from an issue), the runtime plan
 (which harness, provider and size, and a binding per executable node; a file, or built
 by --harness) and the source.
+Without --runtime and --harness the plan is built on the server's harness when it offers
+exactly one ('oecp run harnesses' lists them); a --harness or --model it does not offer is
+refused before anything is submitted.
 --id is generated when absent: a UUIDv7, whose leading bits are the time it was made.
 --source defaults to the git checkout of the current directory: its origin remote as
 OWNER/NAME, the branch HEAD is on, and HEAD's exact commit (uncommitted changes are
@@ -112,15 +116,19 @@ tree are left alone), so that 'git diff main...oecp/run-…' shows the change.`,
 		if err := c.parse(args, 0, 0); err != nil {
 			return err
 		}
+		// The session opens when the plan needs the server's harness
+		// entries, else once the submission is built.
+		ls := &lazySession{cli: c}
+		defer ls.close()
+		tf.offer = ls.offer()
 		p, err := c.submission(tf, *file, *runtime, *title, *input, *id, *key, *source)
 		if err != nil {
 			return err
 		}
-		s, err := c.open()
+		s, err := ls.checked(tf)
 		if err != nil {
 			return err
 		}
-		defer s.close()
 		// A run of an explicit --id that exists already is answered, not
 		// started, when the submission is the same: the result's run id
 		// cannot tell.

@@ -33,6 +33,10 @@ type taskFlags struct {
 	size     string
 	env      string
 	source   func() (client.RunSource, error)
+	// offer asks the server what it offers (nil: it cannot be asked);
+	// chosen is set once harness came from it rather than --harness.
+	offer  *offer
+	chosen bool
 }
 
 // addTaskFlags adds the taskFlags to run submit.
@@ -43,7 +47,7 @@ func (c *cli) addTaskFlags() *taskFlags {
 	c.fs.StringVar(&tf.issue, "issue", "", "the task is the issue `REF` (123, OWNER/NAME#123 or its URL), read with gh or glab; the pull request closes it")
 	c.fs.StringVar(&tf.forge, "forge", "", "with --issue: the `FORGE` of a number or OWNER/NAME#N, github (gh) or gitlab (glab) (default: the origin's host says; github)")
 	tf.delivery = addDeliveryFlags(c.fs, "with --template: ")
-	c.fs.StringVar(&tf.harness, "harness", "", "build the runtime plan instead of --runtime: every agent on `HARNESS` codex (OpenAI) or claude (Anthropic)")
+	c.fs.StringVar(&tf.harness, "harness", "", "build the runtime plan instead of --runtime: every agent on `HARNESS` codex (OpenAI) or claude (Anthropic) (default: the server's only harness)")
 	c.fs.StringArrayVar(&tf.models, "model", nil, "with --harness: the `MODEL` of every agent, or of a ROLE (worker, verifier) or NODE with ROLE=MODEL, NODE=MODEL; repeatable (default gpt-5.6 for codex, claude-sonnet-5 for claude)")
 	c.fs.StringVar(&tf.size, "size", "small", "with --harness: the run's `SIZE`: tiny, small, standard or large")
 	c.fs.StringVar(&tf.env, "agent-env", "", "with --harness: the environment `NAMES` (comma-separated; none for none) every agent declares (default: OPENAI_API_KEY for codex, ANTHROPIC_API_KEY for claude)")
@@ -153,7 +157,8 @@ func (c *cli) checkTaskFlags(tf *taskFlags) error {
 	return nil
 }
 
-// submissionRuntime fills sub's runtime plan from --runtime or --harness.
+// submissionRuntime fills sub's runtime plan from --runtime, --harness, or
+// the server's only harness.
 func (c *cli) submissionRuntime(sub *client.RunSubmission, tf *taskFlags, runtimeFile string, decoded func() (*graph.GraphSpec, error)) error {
 	planFlags := flagGiven(c.fs, "model") || flagGiven(c.fs, "size") || flagGiven(c.fs, "agent-env")
 	var err error
@@ -168,7 +173,11 @@ func (c *cli) submissionRuntime(sub *client.RunSubmission, tf *taskFlags, runtim
 		}
 		return nil
 	case tf.harness == "":
-		return c.fs.usageErr("give the runtime plan with --runtime FILE, or build one with --harness codex|claude [--model M]")
+		// The server's only harness entry, when it names them.
+		if tf.harness, err = c.chooseHarness(tf.offer); err != nil {
+			return err
+		}
+		tf.chosen = true
 	}
 	g, err := decoded()
 	if err != nil {

@@ -29,6 +29,13 @@ func startTemplateHost(t *testing.T, harness string) *templateHost {
 // server's extra flags given.
 func startAgentHost(t *testing.T, harness, agentScript string, serveFlags ...string) *templateHost {
 	t.Helper()
+	return startAgentHostArgv(t, harness, agentScript, nil, serveFlags...)
+}
+
+// startAgentHostArgv is startAgentHost with the harness entry's argv made
+// by argv from the directory and the agent's path (nil: the agent alone).
+func startAgentHostArgv(t *testing.T, harness, agentScript string, argv func(dir, agent string) []string, serveFlags ...string) *templateHost {
+	t.Helper()
 	dir := t.TempDir()
 	// World-readable, so that the agent runs in the sandbox under any UID.
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -49,8 +56,12 @@ func startAgentHost(t *testing.T, harness, agentScript string, serveFlags ...str
 	key := harnessDefaults[harness].env
 	t.Setenv(key, "dummy-key")
 	remote := gittest.NewRemote(t)
+	entry := []string{agent}
+	if argv != nil {
+		entry = argv(dir, agent)
+	}
 	files := map[string]any{
-		"harness.json": map[string]any{harness: map[string]any{"argv": []string{agent}, "env": []string{key}}},
+		"harness.json": map[string]any{harness: map[string]any{"argv": entry, "env": []string{key}}},
 		"repos.json":   map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}},
 	}
 	for name, v := range files {

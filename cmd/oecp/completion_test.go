@@ -54,7 +54,7 @@ printf '%s\n' "${COMPREPLY[@]}"
 // the run ids and nodes the server knows; with no server it offers
 // nothing.
 func TestCLICompletionBash(t *testing.T) {
-	if got := strings.Join(bashComplete(t, nil, "oecp", "run", ""), " "); got != "attach export force list logs status submit watch" {
+	if got := strings.Join(bashComplete(t, nil, "oecp", "run", ""), " "); got != "attach export force harnesses list logs status submit watch" {
 		t.Errorf("oecp run <TAB>: %q", got)
 	}
 	if got := strings.Join(bashComplete(t, nil, "oecp", "re"), " "); got != "resubmit retry" {

@@ -185,6 +185,13 @@ func (c *Config) Names() []string {
 	return sortedKeys(c.entries)
 }
 
+// Kind is the driver of a configured harness: its own CLI (the harness
+// name) or DriverCommand; "" when it is not configured.
+func (c *Config) Kind(harness string) string {
+	e, _ := c.entry(harness)
+	return e.Driver
+}
+
 // Binding is the runtime-plan binding of one agent node.
 type Binding struct {
 	// Model is the provider model id, passed to the harness as is.
