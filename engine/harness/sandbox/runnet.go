@@ -49,8 +49,16 @@ func (h *Host) Prepare(run string) {
 		return
 	}
 	h.nets[run] = nil
+	ready := make(chan struct{})
+	h.making[run] = ready
 	h.mu.Unlock()
 	go func() {
+		defer func() {
+			h.mu.Lock()
+			delete(h.making, run)
+			h.mu.Unlock()
+			close(ready)
+		}()
 		n, err := h.newNetwork()
 		if err != nil {
 			h.log.Warn("sandbox: preparing a run's network", "err", err)
@@ -64,6 +72,13 @@ func (h *Host) Prepare(run string) {
 // of the run uses, making one when none is free.
 func (h *Host) takeNetwork(run string) (*runNetwork, error) {
 	h.mu.Lock()
+	if ready, ok := h.making[run]; ok {
+		// The run's first namespace is being made: wait for it rather
+		// than make another.
+		h.mu.Unlock()
+		<-ready
+		h.mu.Lock()
+	}
 	free, open := h.nets[run]
 	if len(free) > 0 {
 		n := free[len(free)-1]

@@ -106,6 +106,7 @@ type Host struct {
 	mu      sync.Mutex
 	writers map[string]*lease
 	nets    map[string][]*runNetwork // each run's free network namespaces
+	making  map[string]chan struct{} // closed once Prepare's namespace is made
 
 	// orphans are the sandbox inits without a bwrap parent at the last
 	// sweep, by PID, with their start times (orphans.go).
@@ -120,7 +121,7 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}, nets: map[string][]*runNetwork{}}
+	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}, nets: map[string][]*runNetwork{}, making: map[string]chan struct{}{}}
 	if cfg.Unconfined {
 		return h, nil
 	}
