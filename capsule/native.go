@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -247,16 +249,22 @@ func (a *agents) delivery(ctx context.Context, x runs.AgentExecution, paths work
 }
 
 // CloseRun drops a finished run's sessions and starts the retention of
-// its directory.
+// its directory. A runner's CloseRun ends the run's sandbox (its UID's
+// processes found in /proc and killed), so a.mu only covers taking the
+// list of runners.
 func (a *agents) CloseRun(tenant, runID string) {
 	a.mu.Lock()
-	for _, r := range a.runners {
-		r.CloseRun(workspace.Key(tenant, runID))
-	}
+	runners := slices.Collect(maps.Values(a.runners))
 	a.mu.Unlock()
+	for _, r := range runners {
+		closeRunner(r, workspace.Key(tenant, runID))
+	}
 	a.sandbox.CloseRun(workspace.Key(tenant, runID))
 	a.ws.Finish(workspace.Key(tenant, runID))
 }
+
+// closeRunner ends a run on one runner; tests replace it.
+var closeRunner = (*harness.Runner).CloseRun
 
 // workspaces is the runs backend's Workspaces over the manager of a host
 // that serves repositories, and the sandbox its agents run in (nil: none).

@@ -86,13 +86,14 @@ func New(cfg Config) *Backend {
 }
 
 // Close stops the workspace preparations in flight and waits for pending
-// log lines to be written. It does not close the store, which the host
+// log lines and agent evidence to be written; evidence reported after it
+// is refused and counted as dropped. It does not close the store, which the host
 // shares.
 func (b *Backend) Close() {
 	b.prep.stop()
 	b.relay.stop()
 	b.logs.wait()
-	b.evidence.wait()
+	b.evidence.close()
 }
 
 // TenantKey is the store key prefix of a connection tenant's runs.

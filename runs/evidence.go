@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/redact"
 	"github.com/oecp/oecp/runs/export"
 	"github.com/oecp/oecp/store"
@@ -44,6 +46,13 @@ const (
 	// execution, so that a chatty process costs a few transactions a
 	// second, not one per read.
 	evidenceLinger = 250 * time.Millisecond
+	// maxEvidencePending and maxEvidencePendingRecords bound the evidence
+	// queued for the store or being written, all runs together. Past
+	// either a record is dropped, counted and logged rather than made to
+	// wait: an agent never waits on the store, and the export reports the
+	// gap or the lost end.
+	maxEvidencePending        = 64 << 20
+	maxEvidencePendingRecords = 1 << 16
 	// redactedEvidence replaces a spelling of a declared variable's value.
 	redactedEvidence = redact.Marker
 )
@@ -69,17 +78,27 @@ type pendingEvidence struct {
 }
 
 // evidenceRecorder queues evidence and writes it in batches, one flusher
-// at a time while anything is pending.
+// at a time while anything is pending. Once closed it takes no record: a
+// flusher is only started under mu while it is open, so close's Wait
+// never races an Add, and a record that comes after is counted as
+// dropped, never left pending with nobody to write it.
 type evidenceRecorder struct {
 	mu       sync.Mutex
 	changed  *sync.Cond // signalled when an execution's count drops
 	pending  []pendingEvidence
 	size     int             // bytes pending
+	held     int             // bytes pending or being written
+	records  int             // records pending or being written
 	unsaved  map[execKey]int // queued or being written, per execution
 	runs     map[runKey]int  // the same, per run
 	flushing bool
 	kick     chan struct{} // ends the flusher's linger (capacity 1)
 	wg       sync.WaitGroup
+	closed   bool
+	dropped  int64 // records refused: past the bounds or after close
+
+	// dropLog bounds the repeats of the line saying records were dropped.
+	dropLog lograte.Limiter
 }
 
 // evidenceTap returns the worker.Tap of one execution of a run; nil when
@@ -105,8 +124,19 @@ func (b *Backend) withEvidence(ctx context.Context, tk, runID, execution string,
 	return out
 }
 
-func (r *evidenceRecorder) add(b *Backend, key execKey, rec store.EvidenceRecord) {
+// add queues a record for the store; it reports false, having counted
+// and logged the record as dropped, when the recorder is closed or its
+// pending bounds are reached.
+func (r *evidenceRecorder) add(b *Backend, key execKey, rec store.EvidenceRecord) bool {
 	r.mu.Lock()
+	refused := r.refuse(len(rec.Data))
+	if refused != "" {
+		r.dropped++
+		dropped := r.dropped
+		r.mu.Unlock()
+		r.dropLog.Log(b.cfg.Log, slog.LevelWarn, refused, "runs: agent evidence dropped", "reason", refused, "run", key.run.runID, "dropped", dropped)
+		return false
+	}
 	defer r.mu.Unlock()
 	if r.unsaved == nil {
 		r.unsaved, r.runs = map[execKey]int{}, map[runKey]int{}
@@ -115,6 +145,8 @@ func (r *evidenceRecorder) add(b *Backend, key execKey, rec store.EvidenceRecord
 	}
 	r.pending = append(r.pending, pendingEvidence{key, rec})
 	r.size += len(rec.Data)
+	r.held += len(rec.Data)
+	r.records++
 	r.unsaved[key]++
 	r.runs[key.run]++
 	if r.size >= evidenceBatch {
@@ -128,6 +160,36 @@ func (r *evidenceRecorder) add(b *Backend, key execKey, rec store.EvidenceRecord
 			r.flush(b)
 		}()
 	}
+	return true
+}
+
+// refuse says why a record of n bytes cannot be queued ("" when it can);
+// the caller holds r.mu.
+func (r *evidenceRecorder) refuse(n int) string {
+	switch {
+	case r.closed:
+		return "closed"
+	case r.held+n > maxEvidencePending || r.records >= maxEvidencePendingRecords:
+		return "pending bound"
+	}
+	return ""
+}
+
+// close refuses further records and waits for the flusher to write what
+// is pending, without lingering.
+func (r *evidenceRecorder) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.hurry()
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// droppedRecords is how many records were refused.
+func (r *evidenceRecorder) droppedRecords() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
 }
 
 // flush writes pending evidence, a batch of one run at a time, until none
@@ -159,11 +221,11 @@ func (r *evidenceRecorder) hurry() {
 	}
 }
 
-// linger waits up to evidenceLinger unless a full batch is pending or an
-// ended execution waits.
+// linger waits up to evidenceLinger unless a full batch is pending, an
+// ended execution waits or the recorder is closing.
 func (r *evidenceRecorder) linger() {
 	r.mu.Lock()
-	full, kick := r.size >= evidenceBatch, r.kick
+	full, kick := r.size >= evidenceBatch || r.closed, r.kick
 	r.mu.Unlock()
 	if full {
 		return
@@ -207,6 +269,8 @@ func (r *evidenceRecorder) done(batch []pendingEvidence) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range batch {
+		r.held -= len(p.rec.Data)
+		r.records--
 		if r.unsaved[p.key]--; r.unsaved[p.key] <= 0 {
 			delete(r.unsaved, p.key)
 		}
@@ -247,8 +311,6 @@ func (r *evidenceRecorder) waitUntil(saved func() bool, d time.Duration) {
 		r.changed.Wait()
 	}
 }
-
-func (r *evidenceRecorder) wait() { r.wg.Wait() }
 
 // mergeEvidence joins consecutive output pieces of one stream of one
 // process into records of at most evidenceChunk bytes.

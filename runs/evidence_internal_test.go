@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,4 +176,132 @@ func BenchmarkRedactorSpellings(b *testing.B) {
 			}
 		})
 	}
+}
+
+// countingEvidence is a store that counts the evidence records written.
+type countingEvidence struct {
+	blockedEvidence
+	written atomic.Int64
+}
+
+func (c *countingEvidence) AppendEvidence(_ context.Context, _, _ string, recs []store.EvidenceRecord) error {
+	c.written.Add(int64(len(recs)))
+	return nil
+}
+
+// Records reported while the backend closes are each either written
+// before Close returns or refused and counted, and a record reported
+// after Close is refused: none is left pending, and no flusher starts
+// after Close waited.
+func TestEvidenceRecordedConcurrentlyWithClose(t *testing.T) {
+	st := &countingEvidence{blockedEvidence: blockedEvidence{Store: store.NewMemory()}}
+	b := New(Config{Store: st, Log: slog.New(slog.DiscardHandler)})
+	const writers = 8
+	var accepted atomic.Int64
+	var started, all sync.WaitGroup
+	started.Add(writers)
+	all.Add(writers)
+	for w := range writers {
+		go func() {
+			defer all.Done()
+			key := execKey{runKey{"tk", "run"}, "run/n/" + strconv.Itoa(w)}
+			// Each writer reports until its first record is refused.
+			for i := 0; ; i++ {
+				if i == 100 {
+					started.Done()
+				}
+				// Distinct turns, so that no two records merge.
+				if !b.evidence.add(b, key, evRecord(key.execution, i, evPrompt, "stdin", []byte("p"))) {
+					if i < 100 {
+						started.Done()
+					}
+					return
+				}
+				accepted.Add(1)
+			}
+		}()
+	}
+	started.Wait()
+	b.Close()
+	writtenAtClose := st.written.Load()
+	all.Wait()
+	late := execKey{runKey{"tk", "run"}, "run/n/late"}
+	if b.evidence.add(b, late, evRecord(late.execution, 0, evPrompt, "stdin", []byte("p"))) {
+		t.Error("a record reported after Close returned was accepted")
+	}
+	b.evidence.mu.Lock()
+	pending, flushing := len(b.evidence.pending), b.evidence.flushing
+	b.evidence.mu.Unlock()
+	if pending != 0 || flushing {
+		t.Fatalf("after Close: %d records pending, flusher running %v", pending, flushing)
+	}
+	if got := accepted.Load(); writtenAtClose != got {
+		t.Fatalf("%d records written by Close, %d accepted", writtenAtClose, got)
+	}
+	if got, want := b.evidence.droppedRecords(), int64(writers+1); got != want {
+		t.Fatalf("%d records counted as dropped, want %d (one per writer and the late one)", got, want)
+	}
+}
+
+// With the store stuck, evidence past the pending bounds (bytes, or
+// records however small) is dropped, counted and logged, not queued: what
+// is held stays within the bounds, and once the store answers exactly the
+// accepted records are written.
+func TestEvidencePendingIsBounded(t *testing.T) {
+	for name, c := range map[string]struct {
+		size, count int
+	}{
+		"bytes":   {1 << 20, maxEvidencePending>>20 + 8},
+		"records": {1, maxEvidencePendingRecords + 8},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := &blockedEvidence{Store: store.NewMemory(), release: make(chan struct{})}
+			var logs bytes.Buffer
+			var logMu sync.Mutex
+			b := New(Config{Store: st, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))})
+			key := execKey{runKey{"tk", "run"}, "run/n/1"}
+			piece := bytes.Repeat([]byte("z"), c.size)
+			accepted := 0
+			for i := range c.count {
+				// Offsets with a gap, so that no two pieces merge.
+				if b.evidence.add(b, key, evRecord(key.execution, 0, evStdout, itoa(int64(i*(c.size+1))), piece)) {
+					accepted++
+				}
+			}
+			b.evidence.mu.Lock()
+			held, records := b.evidence.held, b.evidence.records
+			b.evidence.mu.Unlock()
+			if held > maxEvidencePending || records > maxEvidencePendingRecords {
+				t.Fatalf("%d bytes in %d records held, over the bounds", held, records)
+			}
+			if got := b.evidence.droppedRecords(); got != int64(c.count-accepted) || got == 0 {
+				t.Fatalf("%d counted as dropped, %d of %d accepted", got, accepted, c.count)
+			}
+			close(st.release)
+			b.Close()
+			st.mu.Lock()
+			written := len(st.got)
+			st.mu.Unlock()
+			if written != accepted {
+				t.Fatalf("%d records written, %d accepted", written, accepted)
+			}
+			logMu.Lock()
+			defer logMu.Unlock()
+			if !strings.Contains(logs.String(), "agent evidence dropped") || !strings.Contains(logs.String(), "pending bound") {
+				t.Fatalf("no log of the dropped evidence: %s", logs.String())
+			}
+		})
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -114,19 +114,22 @@ func (m *Memo) begin(g *graph.GraphSpec, seed json.RawMessage, h History) {
 	slices.Sort(ids)
 	grants := fmt.Sprint(slices.Compact(ids))
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.values.begin()
 	m.canons.begin()
 	m.loops.begin()
 	m.maps.begin()
-	if g != m.g || string(seed) != m.seed || grants != m.grants {
+	newGraph := g != m.g
+	if newGraph || string(seed) != m.seed || grants != m.grants {
 		m.loops.prev, m.maps.prev, m.spoilt = nil, nil, nil
-		if g != m.g {
-			m.idxMu.Lock()
-			m.base = nil
-			m.idxMu.Unlock()
-		}
 		m.g, m.seed, m.grants = g, string(seed), grants
+	}
+	m.mu.Unlock()
+	// idxMu is never taken under mu: building the index takes mu under
+	// idxMu (canonicalOf).
+	if newGraph {
+		m.idxMu.Lock()
+		m.base = nil
+		m.idxMu.Unlock()
 	}
 }
 

@@ -309,39 +309,99 @@ func (s *lineSplitter) flush() {
 func (l *limitedBuffer) Bytes() []byte { return l.buf.Bytes() }
 
 // copyOut copies a program's standard output into dst. With decouple,
-// the pipe is read by a goroutine of its own into a queue of chunks that
-// dst takes at its pace: handling lines (parsing, publishing) must never
-// leave the pipe full, since a CLI whose writes then block or come back
-// short can interleave or drop part of a large event. The queue takes
-// bytes until they pass limit (dst then sees the overflow and the group
-// is killed); what comes after is read and dropped, so a program that
-// floods its output holds at most limit bytes of memory here.
+// the pipe is read by a goroutine of its own into a read-ahead buffer
+// that dst takes at its pace: handling lines (parsing, publishing) must
+// never leave the pipe full, since a CLI whose writes then block or come
+// back short can interleave or drop part of a large event. The buffer is
+// bounded in bytes, however small the program's writes: it holds at most
+// min(limit, outReadAheadBytes), and the reader waits for room only when
+// it is full. Bytes past limit in total are read and dropped (dst sees
+// the overflow and the group is killed), so a program that floods its
+// output holds no more memory here than the bound.
 func copyOut(dst io.Writer, src io.Reader, decouple bool, limit int64) {
 	if !decouple {
 		_, _ = io.Copy(dst, src)
 		return
 	}
-	chunks := make(chan []byte, outQueueChunks)
-	go func() {
-		defer close(chunks)
-		buf := make([]byte, 64<<10)
-		var queued int64
-		for {
-			n, err := src.Read(buf)
-			if n > 0 && queued <= limit {
-				queued += int64(n)
-				chunks <- bytes.Clone(buf[:n])
-			}
-			if err != nil {
-				return
-			}
+	copyReadAhead(dst, src, limit, min(limit, outReadAheadBytes))
+}
+
+// outReadAheadBytes bounds the standard output read ahead of a streamed
+// program's line handler (Process.Lines), in bytes.
+const outReadAheadBytes = 16 << 20
+
+// outReadSize is the most one read of the pipe takes.
+const outReadSize = 64 << 10
+
+// readAhead is the byte-bounded buffer between the pipe reader and the
+// consumer. Its fields are guarded by mu; peak is the most it ever held.
+type readAhead struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	buf    []byte
+	budget int64
+	peak   int64
+	done   bool
+}
+
+// copyReadAhead reads src ahead of dst through a buffer of at most budget
+// bytes (at least one) and returns the most it held at once.
+func copyReadAhead(dst io.Writer, src io.Reader, limit, budget int64) (peak int64) {
+	ra := &readAhead{budget: max(budget, 1)}
+	ra.cond = sync.NewCond(&ra.mu)
+	go ra.fill(src, limit)
+	var spare []byte
+	for {
+		ra.mu.Lock()
+		for len(ra.buf) == 0 && !ra.done {
+			ra.cond.Wait()
 		}
-	}()
-	for c := range chunks {
-		_, _ = dst.Write(c)
+		if len(ra.buf) == 0 {
+			peak = ra.peak
+			ra.mu.Unlock()
+			return peak
+		}
+		chunk := ra.buf
+		ra.buf = spare[:0]
+		ra.cond.Broadcast()
+		ra.mu.Unlock()
+		_, _ = dst.Write(chunk)
+		spare = chunk
 	}
 }
 
-// outQueueChunks bounds the chunks of standard output read ahead of the
-// line handler (64 KiB each at most); the byte bound is the limit's.
-const outQueueChunks = 1024
+// fill reads src into the buffer, waiting while it is full, until src
+// ends; past limit bytes in total it reads and drops.
+func (ra *readAhead) fill(src io.Reader, limit int64) {
+	defer func() {
+		ra.mu.Lock()
+		ra.done = true
+		ra.cond.Broadcast()
+		ra.mu.Unlock()
+	}()
+	buf := make([]byte, min(int64(outReadSize), ra.budget))
+	var total int64
+	for {
+		room := int64(len(buf))
+		if total <= limit {
+			ra.mu.Lock()
+			for int64(len(ra.buf)) >= ra.budget {
+				ra.cond.Wait()
+			}
+			room = min(room, ra.budget-int64(len(ra.buf)))
+			ra.mu.Unlock()
+		}
+		n, err := src.Read(buf[:room])
+		if n > 0 && total <= limit {
+			total += int64(n)
+			ra.mu.Lock()
+			ra.buf = append(ra.buf, buf[:n]...)
+			ra.peak = max(ra.peak, int64(len(ra.buf)))
+			ra.cond.Broadcast()
+			ra.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}

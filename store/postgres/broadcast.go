@@ -17,7 +17,10 @@ import (
 // goroutine per store, in order: several parts, and several queued
 // messages, go in one transaction, whose notifications PostgreSQL
 // delivers together and in order. The listener joins the parts of a
-// message and hands it on.
+// message and hands it on. Since a sender's parts come in order and
+// together, a sender has at most one message half received: its next
+// message, or the listener's lost connection, ends it (the rest is lost),
+// and at most maxJoining senders' messages are joined at once.
 
 var _ store.Broadcaster = (*Store)(nil)
 
@@ -32,6 +35,9 @@ const (
 	broadcastQueue = 1024
 	// maxBatch bounds the messages sent in one transaction.
 	maxBatch = 64
+	// maxJoining bounds the messages whose parts are being joined, one per
+	// sender; past it the one that started first is dropped.
+	maxJoining = 64
 	// qNotify sends one notification.
 	qNotify = `SELECT pg_notify(convert_from($1, 'UTF8'), convert_from($2, 'UTF8'))`
 )
@@ -49,7 +55,15 @@ type broadcaster struct {
 
 	mu       sync.Mutex
 	handlers map[string]func([]byte) // by topic
-	parts    map[string][]string     // message key → parts received so far
+	parts    map[string]*joining     // sender store id → its message half received
+	started  uint64                  // messages started, numbering joining.order
+}
+
+// joining is a message of one sender whose parts are being received.
+type joining struct {
+	n     string // its message number
+	parts []string
+	order uint64 // when it started, among all senders' messages
 }
 
 // Broadcast implements store.Broadcaster: the message is the topic, a
@@ -173,28 +187,17 @@ func (s *Store) received(payload string) {
 	if len(f) != 4 {
 		return
 	}
-	key := f[0] + " " + f[1]
+	sender, num := f[0], f[1]
 	i, n, ok := partOf(f[2])
 	if !ok {
 		return
 	}
 	s.bc.mu.Lock()
-	if s.bc.parts == nil {
-		s.bc.parts = map[string][]string{}
-	}
-	got := s.bc.parts[key]
-	if len(got) != i-1 {
-		delete(s.bc.parts, key) // a part is missing: the message is lost
+	got, whole := s.bc.join(sender, num, i, n, f[3])
+	if !whole {
 		s.bc.mu.Unlock()
 		return
 	}
-	got = append(got, f[3])
-	if i < n {
-		s.bc.parts[key] = got
-		s.bc.mu.Unlock()
-		return
-	}
-	delete(s.bc.parts, key)
 	topic, msg, _ := strings.Cut(strings.Join(got, ""), " ")
 	fn := s.bc.handlers[topic]
 	s.bc.mu.Unlock()
@@ -203,6 +206,61 @@ func (s *Store) received(payload string) {
 	if fn != nil {
 		fn([]byte(msg))
 	}
+}
+
+// join adds part i of n of a sender's message num and returns the parts
+// once the message is whole. A part that does not follow the sender's
+// last one ends the sender's message half received. The caller holds mu.
+func (bc *broadcaster) join(sender, num string, i, n int, text string) ([]string, bool) {
+	cur := bc.parts[sender]
+	if cur != nil && (cur.n != num || len(cur.parts) != i-1) {
+		delete(bc.parts, sender) // a part is missing: the message is lost
+		cur = nil
+	}
+	if cur == nil {
+		if i != 1 {
+			return nil, false
+		}
+		if i == n {
+			return []string{text}, true
+		}
+		bc.started++
+		cur = &joining{n: num, order: bc.started}
+		if bc.parts == nil {
+			bc.parts = map[string]*joining{}
+		}
+		bc.evictJoining()
+		bc.parts[sender] = cur
+	}
+	cur.parts = append(cur.parts, text)
+	if i < n {
+		return nil, false
+	}
+	delete(bc.parts, sender)
+	return cur.parts, true
+}
+
+// evictJoining drops the message that started first while maxJoining are
+// being joined. The caller holds mu.
+func (bc *broadcaster) evictJoining() {
+	if len(bc.parts) < maxJoining {
+		return
+	}
+	oldest := ""
+	for sender, j := range bc.parts {
+		if oldest == "" || j.order < bc.parts[oldest].order {
+			oldest = sender
+		}
+	}
+	delete(bc.parts, oldest)
+}
+
+// forgetParts drops every message half received: the listener's
+// connection was lost, and the rest of them with it.
+func (s *Store) forgetParts() {
+	s.bc.mu.Lock()
+	s.bc.parts = nil
+	s.bc.mu.Unlock()
 }
 
 // partOf parses "i/n".

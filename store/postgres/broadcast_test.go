@@ -67,3 +67,34 @@ func TestReleasedLeaseIsTakenOverAtOnce(t *testing.T) {
 		t.Fatalf("after the release: %v", err)
 	}
 }
+
+// A message half received when the listener's connection is lost is
+// dropped: its rest went with the connection, and its parts are not kept.
+func TestBroadcastHalfReceivedDroppedOnReconnect(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	app := "oecp-parts-" + schema
+	s := openOn(t, dsn+"&application_name="+app, postgres.Options{})
+	pgtest.Exec(t, `SELECT pg_notify($1, $2)`, postgres.BroadcastChannel(s), "live another-store 1 1/2 t half")
+	guard := time.NewTimer(time.Minute) // a hang guard, no timing assertion
+	defer guard.Stop()
+	for postgres.HalfReceived(s) != 1 {
+		select {
+		case <-guard.C:
+			t.Fatal("the first part never arrived")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	changed := s.Changed()
+	pgtest.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+	for {
+		select {
+		case <-changed: // the listener reconnected and woke its watchers
+		case <-guard.C:
+			t.Fatalf("%d messages still half received after the reconnect", postgres.HalfReceived(s))
+		}
+		if postgres.HalfReceived(s) == 0 {
+			return
+		}
+		changed = s.Changed()
+	}
+}

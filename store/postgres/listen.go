@@ -61,6 +61,7 @@ func (s *Store) listenLoop(ctx context.Context, cc *pgx.ConnConfig, conn *pgx.Co
 	for {
 		err := s.waitLoop(ctx, conn)
 		_ = conn.Close(context.Background())
+		s.forgetParts()
 		if ctx.Err() != nil {
 			return
 		}

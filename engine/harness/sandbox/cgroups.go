@@ -23,9 +23,15 @@ const cgroupRoot = "/sys/fs/cgroup"
 // against its bound.
 const limitPollInterval = 100 * time.Millisecond
 
-// removeRounds bounds the attempts to empty and remove an execution's
-// group after its processes were killed.
-const removeRounds = 1000
+// Removing an execution's group after its processes were killed: a try
+// that finds the group still busy kills what is left in it and pauses,
+// removeFirstPause first, each pause twice the last up to removeMaxPause,
+// until removeWait has passed; the group is then left, and reported.
+const (
+	removeFirstPause = time.Millisecond
+	removeMaxPause   = 100 * time.Millisecond
+	removeWait       = 10 * time.Second
+)
 
 // cgroups creates the execution groups of the pids and memory
 // controllers beneath the server's own groups, so an execution never
@@ -58,7 +64,7 @@ func newCgroups(maxProcs, maxMemory int64) (*cgroups, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a cgroup beneath the server's: %w", err)
 	}
-	g.remove()
+	_ = g.remove() // the probe's empty group; one left behind limits nothing
 	return c, nil
 }
 
@@ -121,7 +127,7 @@ func (c *cgroups) create() (*group, error) {
 	if c.memory != "" {
 		g.mem = filepath.Join(c.memory, name)
 		if err := mkgroup(g.mem, "memory.limit_in_bytes", c.maxMemory); err != nil {
-			g.remove()
+			_ = g.remove()
 			return nil, err
 		}
 		g.dirs = append(g.dirs, g.mem)
@@ -260,25 +266,41 @@ func counter(file, name string) int64 {
 }
 
 // remove stops the watches, kills whatever is left in the groups and
-// removes them.
-func (g *group) remove() {
+// removes them; the error names a group that stayed.
+func (g *group) remove() error {
 	g.mu.Lock()
-	for _, f := range g.closers {
-		f.Close()
-	}
-	for _, c := range g.stops {
-		close(c)
-	}
+	closers, stops := g.closers, g.stops
 	g.closers, g.stops = nil, nil
 	g.mu.Unlock()
+	for _, f := range closers {
+		f.Close()
+	}
+	for _, c := range stops {
+		close(c)
+	}
+	var errs []error
 	for _, d := range g.dirs {
-		for range removeRounds {
-			err := os.Remove(d)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			killProcs(d)
+		errs = append(errs, removeGroupDir(d, os.Remove, killProcs))
+	}
+	return errors.Join(errs...)
+}
+
+// removeGroupDir removes dir with remove, killing what is left in it
+// (kill) and pausing between tries, for at most removeWait.
+func removeGroupDir(dir string, remove func(string) error, kill func(string)) error {
+	deadline := time.Now().Add(removeWait)
+	pause := removeFirstPause
+	for {
+		err := remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
 		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("cgroup %s not removed: %w", dir, err)
+		}
+		kill(dir)
+		time.Sleep(pause)
+		pause = min(2*pause, removeMaxPause)
 	}
 }
 

@@ -152,16 +152,30 @@ func (e *Execution) identity() error {
 // writer returns the run's writer lease, leasing one on first use.
 func (h *Host) writer(run string) (*lease, error) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if l, ok := h.writers[run]; ok {
+	l, ok := h.writers[run]
+	h.mu.Unlock()
+	if ok {
 		return l, nil
 	}
+	// Leasing scans /proc: h.mu is not held across it. Of two executions
+	// of the run leasing at once, the first to record its lease wins; the
+	// other gives its UID back (it ran nothing).
 	l, err := h.leases.acquire()
 	if err != nil {
 		return nil, err
 	}
-	h.writers[run] = l
-	return l, nil
+	h.mu.Lock()
+	won, ok := h.writers[run]
+	if !ok {
+		h.writers[run], won = l, l
+	}
+	h.mu.Unlock()
+	if won != l {
+		if err := l.release(); err != nil {
+			h.log.Error("sandbox: giving back a spare writer UID", "uid", l.uid, "err", err)
+		}
+	}
+	return won, nil
 }
 
 // CloseRun ends a finished run's writer identity: every process of its
@@ -256,7 +270,9 @@ func (e *Execution) Close() {
 		}
 	}
 	if e.cg != nil {
-		e.cg.remove()
+		if err := e.cg.remove(); err != nil {
+			e.h.log.Error("sandbox: removing an execution's cgroups", "err", err)
+		}
 	}
 	if e.files != "" {
 		_ = os.RemoveAll(e.files)

@@ -151,9 +151,15 @@ func processesOf(uid uint32) ([]int, error) {
 	return pids, err
 }
 
+// procScanHook, when set (by tests), is called as a /proc scan begins.
+var procScanHook func()
+
 // eachProcess calls fn with the UIDs of every process that is not a
 // zombie.
 func eachProcess(fn func(pid int, uids []uint32)) error {
+	if procScanHook != nil {
+		procScanHook()
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return fmt.Errorf("listing processes: %w", err)
