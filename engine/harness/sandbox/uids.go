@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // UIDRange is an inclusive range of UIDs for agent processes; each leased
@@ -111,6 +112,7 @@ func (x *lease) release() error {
 
 // killUID SIGKILLs every live process owned by uid until none is left.
 func killUID(uid uint32) error {
+	pause := time.Millisecond
 	for range killRounds {
 		pids, err := processesOf(uid)
 		if err != nil {
@@ -122,9 +124,18 @@ func killUID(uid uint32) error {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		// A killed process takes a moment to go; a process forking
+		// meanwhile is caught by the next round.
+		time.Sleep(pause)
+		pause = min(2*pause, maxKillPause)
 	}
 	return fmt.Errorf("processes of UID %d survive SIGKILL", uid)
 }
+
+// maxKillPause bounds the pause between two rounds of killUID: with
+// killRounds rounds, a UID whose processes never go is given up after
+// about ten seconds.
+const maxKillPause = 10 * time.Millisecond
 
 // processUIDs is the set of UIDs (real, effective, saved or filesystem)
 // that own a live process.
