@@ -2,117 +2,25 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/oecp/oecp/engine/worker"
 )
 
-// Bounds and fixed texts of the CLI drivers.
+// Launching a CLI turn: its environment, the process, and how a failed
+// process is told, and the continuation of a turn the CLI cut short.
+
 const (
-	// chunkBytes is the most text one live output line carries; longer
-	// text is split on UTF-8 boundaries.
-	chunkBytes = 8 << 10
-	// maxDiagnosticBytes bounds a provider failure diagnostic.
-	maxDiagnosticBytes = 8 << 10
 	// continuePrompt is the whole prompt of a continuation turn in a known
 	// session.
 	continuePrompt = "Continue"
 	// defaultPath is the PATH a CLI gets when the server has none.
 	defaultPath = "/usr/local/bin:/usr/bin:/bin"
 )
-
-// stream is the kind of a live output line, named by its log level:
-// assistant text is output (info), provider failures are errors, and
-// progress, reasoning, tool activity and runtime notices are system lines
-// (debug).
-type stream string
-
-const (
-	streamOutput stream = "info"
-	streamError  stream = "error"
-	streamSystem stream = "debug"
-)
-
-// emit publishes text on a stream in pieces of at most chunkBytes; empty
-// text publishes nothing.
-func emit(s worker.Sinks, st stream, text string) {
-	for len(text) > chunkBytes {
-		cut := chunkBytes
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		publish(s, string(st), text[:cut])
-		text = text[cut:]
-	}
-	if text != "" {
-		publish(s, string(st), text)
-	}
-}
-
-// emitLines publishes each non-empty line of text on a stream.
-func emitLines(s worker.Sinks, st stream, text string) {
-	for _, line := range strings.Split(text, "\n") {
-		emit(s, st, strings.TrimSuffix(line, "\r"))
-	}
-}
-
-// lineBuffer gathers text that arrives in small pieces (a model's deltas)
-// and publishes it a line at a time; flush publishes the rest.
-type lineBuffer struct {
-	sinks worker.Sinks
-	st    stream
-	buf   strings.Builder
-}
-
-func (b *lineBuffer) add(text string) {
-	b.buf.WriteString(text)
-	s := b.buf.String()
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		emitLines(b.sinks, b.st, s[:i])
-		b.buf.Reset()
-		b.buf.WriteString(s[i+1:])
-	} else if len(s) >= chunkBytes {
-		b.flush()
-	}
-}
-
-func (b *lineBuffer) flush() {
-	emitLines(b.sinks, b.st, b.buf.String())
-	b.buf.Reset()
-}
-
-// diagnostic makes a provider failure message fit for a log line: control
-// characters other than newline and tab become spaces, and it is cut to
-// maxDiagnosticBytes.
-func diagnostic(msg string) string {
-	msg = strings.Map(func(r rune) rune {
-		if r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(msg, "\uFFFD"))
-	return truncateUTF8(msg, maxDiagnosticBytes)
-}
-
-// truncateUTF8 cuts s to at most n bytes on a UTF-8 boundary.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // declared returns the declared variables that are set in the server's
 // environment.
@@ -296,53 +204,3 @@ func withContinuation(ctx context.Context, name, label string, t Turn, sinks wor
 		a = run(ctx, session, prompt)
 	}
 }
-
-// fields decodes one JSON object of an event stream; a missing or
-// non-string "type" is an error.
-func fields(line []byte) (map[string]json.RawMessage, string, error) {
-	if !utf8.Valid(line) {
-		return nil, "", fmt.Errorf("an event is not UTF-8")
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil || m == nil {
-		return nil, "", fmt.Errorf("an event is not a JSON object")
-	}
-	var kind string
-	if err := json.Unmarshal(m["type"], &kind); err != nil {
-		return nil, "", fmt.Errorf("an event has no string type")
-	}
-	return m, kind, nil
-}
-
-// str is a JSON string member, or "" when absent or of another type.
-func str(raw json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
-}
-
-// object is a JSON object member, or nil when absent or of another type.
-func object(raw json.RawMessage) map[string]json.RawMessage {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &m)
-	return m
-}
-
-// authStatusRE finds an HTTP 401 or 403 in a provider error message
-// ("unexpected status 401 Unauthorized", "HTTP 403", "403 Forbidden").
-var authStatusRE = regexp.MustCompile(`(?i)(?:status:?\s*|http\s*)(401|403)\b|\b(401) unauthorized\b|\b(403) forbidden\b`)
-
-// authStatus is the credential status (401 or 403) a provider error
-// message names, or 0.
-func authStatus(msg string) int {
-	m := authStatusRE.FindStringSubmatch(msg)
-	for _, g := range m[min(1, len(m)):] {
-		if n, err := strconv.Atoi(g); err == nil {
-			return n
-		}
-	}
-	return 0
-}
-
-// isAuthStatus reports whether an HTTP status is a refused credential.
-func isAuthStatus(n int) bool { return n == 401 || n == 403 }
