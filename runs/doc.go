@@ -19,5 +19,8 @@
 // is the opaque cursor "v2:N". Every record carries the run's status
 // projection after it, so run/watch replays any cursor without folding;
 // log lines are records too (batched per run) and run/logs replays and
-// follows them. Live agent output (run/attach) is process memory only.
+// follows them. Live agent output (run/attach) is not stored: the replica
+// running the execution keeps a window of it in memory and, on a store
+// shared by several replicas, broadcasts it (relay.go), so a client
+// attached to any replica follows it.
 package runs
