@@ -22,11 +22,11 @@ import (
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
-	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/store/sqlite"
+	"github.com/oecp/oecp/transport/exporthttp"
 )
 
 // fakeTurn is one process of engine/harness's replaying fake CLI: action
@@ -370,7 +370,7 @@ func TestExportLiveRunOtherTenantAndRetention(t *testing.T) {
 		t.Fatalf("export of a deleted run: %v (wrote %q), want GONE", err, out.String())
 	}
 	mux := http.NewServeMux()
-	mux.Handle(runs.ExportPath, h.runs().ExportHandler(nil, 0, quietLog()))
+	mux.Handle(exporthttp.Path, exporthttp.Handler(h.runs(), nil, 0, quietLog()))
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/oecp/runs/live/export?format=trace", nil))
 	if rec.Code != http.StatusGone || rec.Body.String() != `{"error":{"code":"GONE","message":"`+protocol.MsgRunGone+`"}}`+"\n" {

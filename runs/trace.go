@@ -17,16 +17,13 @@ func traceForced(tk, runID string) {
 	tracing.RunFinished(tk, runID, "failed", reasonForceStopped)
 }
 
-// HeaderTraceID is the HTTP header of a run export that names the run's
-// trace id (the web view reads it), sent while the server traces.
-const HeaderTraceID = "Oecp-Trace-Id"
-
 // exportTraceID is the run's trace id for its export's header ("" while
-// tracing is off); an HTTP export sends it as HeaderTraceID too.
+// tracing is off), given to a writer that takes it (an HTTP export sends
+// it as a header).
 func exportTraceID(w io.Writer, tk, runID string) string {
 	id := tracing.RunTraceIDString(tk, runID)
-	if ew, ok := w.(*exportWriter); ok {
-		ew.traceID = id
+	if tw, ok := w.(interface{ SetTraceID(string) }); ok {
+		tw.SetTraceID(id)
 	}
 	return id
 }

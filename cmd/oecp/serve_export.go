@@ -7,9 +7,10 @@ import (
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/transport/exporthttp"
 )
 
-// exportRoutes adds the run export route (runs.ExportPath) to the main
+// exportRoutes adds the run export route (exporthttp.Path) to the main
 // listener's mux when the backend serves native runs: it resolves
 // identities exactly as the /oecp upgrade does, and bounds each write by
 // --http-write-timeout rather than the whole response.
@@ -18,5 +19,5 @@ func exportRoutes(mux *http.ServeMux, backend server.Backend, resolver identity.
 	if !ok {
 		return
 	}
-	mux.Handle(runs.ExportPath, rb.Runs().ExportHandler(resolver, cfg.ops.http.WriteTimeout, log))
+	mux.Handle(exporthttp.Path, exporthttp.Handler(rb.Runs(), resolver, cfg.ops.http.WriteTimeout, log))
 }

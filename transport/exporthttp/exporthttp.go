@@ -1,8 +1,15 @@
-package runs
+// Package exporthttp serves run exports over HTTP on the server's
+// listener: it resolves the request's identity as the WebSocket upgrade
+// does, asks the run backend for the export under that identity, and
+// streams it with a per-write deadline. It knows nothing of how an export
+// is made.
+package exporthttp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -11,10 +18,21 @@ import (
 	"github.com/oecp/oecp/protocol"
 )
 
-// ExportPath is the HTTP route of run exports on the server's listener:
-// GET ExportPath with the run id in place of {runId} and ?format=trace or
+// Path is the HTTP route of run exports on the server's listener: GET
+// Path with the run id in place of {runId} and ?format=trace or
 // ?format=semantic.
-const ExportPath = "/oecp/runs/{runId}/export"
+const Path = "/oecp/runs/{runId}/export"
+
+// HeaderTraceID is the HTTP header of a run export that names the run's
+// trace id (the web view reads it), sent while the server traces.
+const HeaderTraceID = "Oecp-Trace-Id"
+
+// Exporter writes a run's export in a format to w, under the identity of
+// ctx; a refusal is a *protocol.Error. When w has a SetTraceID method the
+// exporter names the run's trace id through it before the first write.
+type Exporter interface {
+	Export(ctx context.Context, runID, format string, w io.Writer) error
+}
 
 // exportStatus is the HTTP status of an export refused with a protocol
 // error, by its data code.
@@ -29,7 +47,7 @@ var exportStatus = map[string]int{
 // identity.
 const codeUnauthorized = "UNAUTHORIZED"
 
-// ExportHandler serves run exports: the request's identity is resolved by
+// Handler serves run exports from e: the request's identity is resolved by
 // resolver exactly as the WebSocket upgrade resolves it (nil: the local
 // identity), and the run is looked up under its tenant, so another
 // tenant's run is not found. A refusal is a JSON body
@@ -38,7 +56,7 @@ const codeUnauthorized = "UNAUTHORIZED"
 // the whole response. A failure once the body has started aborts the
 // response, so a client never takes a cut export for a whole one: the
 // footer is the last line.
-func (b *Backend) ExportHandler(resolver identity.Resolver, writeWindow time.Duration, log *slog.Logger) http.Handler {
+func Handler(e Exporter, resolver identity.Resolver, writeWindow time.Duration, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -59,7 +77,7 @@ func (b *Backend) ExportHandler(resolver identity.Resolver, writeWindow time.Dur
 		}
 		runID, format := r.PathValue("runId"), r.URL.Query().Get("format")
 		ew := &exportWriter{w: w, rc: http.NewResponseController(w), window: writeWindow, runID: runID, format: format}
-		err := b.Export(identity.With(r.Context(), id), runID, format, ew)
+		err := e.Export(identity.With(r.Context(), id), runID, format, ew)
 		if err == nil {
 			return
 		}
@@ -93,6 +111,9 @@ type exportWriter struct {
 	// traceID, when set, is sent as the Oecp-Trace-Id header.
 	traceID string
 }
+
+// SetTraceID names the run's trace id, sent as HeaderTraceID.
+func (e *exportWriter) SetTraceID(id string) { e.traceID = id }
 
 func (e *exportWriter) Write(p []byte) (int, error) {
 	if !e.started {
