@@ -112,14 +112,15 @@ func (b *Backend) evidenceTap(tk, runID, execution string, values [][]byte) work
 	return &execTap{b: b, key: execKey{runKey{tk, runID}, execution}, red: newRedactor(values)}
 }
 
-// withEvidence runs an agent execution with its evidence tapped, then
-// waits (at most evidenceWait) for the evidence to be written.
-func (b *Backend) withEvidence(ctx context.Context, tk, runID, execution string, values [][]byte, run func(context.Context) worker.Outcome) worker.Outcome {
+// withEvidence runs an agent execution with the tap of its evidence (nil
+// when the store keeps none), then waits (at most evidenceWait) for the
+// evidence to be written.
+func (b *Backend) withEvidence(tk, runID, execution string, values [][]byte, run func(worker.Tap) worker.Outcome) worker.Outcome {
 	t := b.evidenceTap(tk, runID, execution, values)
 	if t == nil {
-		return run(ctx)
+		return run(nil)
 	}
-	out := run(worker.WithTap(ctx, t))
+	out := run(t)
 	b.evidence.waitSaved(execKey{runKey{tk, runID}, execution}, evidenceWait)
 	return out
 }

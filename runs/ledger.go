@@ -478,16 +478,17 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
 			red := newRecordRedactor(sub)
 			ex.Sinks = red.sinks(ex.Sinks)
-			run := func(ctx context.Context) worker.Outcome {
+			run := func(tap worker.Tap) worker.Outcome {
+				ex.Tap = tap
 				return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
 					Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
 					NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
 			}
 			var out worker.Outcome
 			if bind.Kind != KindAgent {
-				out = red.outcome(run(ctx))
+				out = red.outcome(run(nil))
 			} else {
-				out = red.outcome(b.withEvidence(ctx, ref.Tenant, ref.RunID, ex.Ref, red.byteValues(), run))
+				out = red.outcome(b.withEvidence(ref.Tenant, ref.RunID, ex.Ref, red.byteValues(), run))
 			}
 			// A writer's work is checkpointed for its settlement, unless
 			// it was cancelled (a shutdown interrupts it: it runs again).

@@ -66,7 +66,7 @@ func (a *leakingAgent) RunAgent(ctx context.Context, x runs.AgentExecution) work
 	lines, _ := leakLines()
 	text := strings.Join(lines, "\n") + "\n"
 	res := worker.Process{Argv: []string{"/bin/sh", "-c", `printf '%s' "$LEAK"; printf '%s' "$LEAK" >&2`},
-		Env: []string{"LEAK=" + text}, Stdin: []byte(lines[0]), MaxStdout: 1 << 20, Sinks: x.Worker.Sinks}.Run(ctx)
+		Env: []string{"LEAK=" + text}, Stdin: []byte(lines[0]), MaxStdout: 1 << 20, Sinks: x.Worker.Sinks, Tap: x.Worker.Tap}.Run(ctx)
 	if res.StartErr != nil || res.Exit != nil {
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}

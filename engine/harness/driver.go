@@ -79,6 +79,8 @@ type Turn struct {
 	// Confine, when set, confines the turn's process (worker.Process's
 	// Confine).
 	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
+	// Tap, when set, receives the turn's processes' raw evidence.
+	Tap worker.Tap
 }
 
 // Reply is a successful turn's answer.

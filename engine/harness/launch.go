@@ -78,7 +78,7 @@ func (c cli) launch(ctx context.Context, t Turn, args, env []string, stdin []byt
 		stderr.Log = func(_, msg string) { w.progress(); sinks.Log(string(streamSystem), msg) }
 	}
 	lines := func(line []byte) { w.progress(); onLine(line) }
-	res := worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: lines, Started: t.Started, Confine: t.Confine}.Run(w.ctx)
+	res := worker.Process{Argv: argv, Dir: t.Dir, Env: env, Stdin: stdin, MaxStdout: MaxStreamBytes, Sinks: stderr, Lines: lines, Started: t.Started, Confine: t.Confine, Tap: t.Tap}.Run(w.ctx)
 	if w.stop(ctx) {
 		return res, stallError(c.stall)
 	}

@@ -281,7 +281,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 			Dir: v.job.Dir, Node: v.ex.Node, Model: v.job.Binding.Model, Effort: v.job.Binding.Effort,
 			Session: v.session, Resume: v.resume, Prompt: prompt, Env: v.job.Binding.Env,
 			Verifier: v.c.Verifier, Provider: v.job.Provider, Home: v.home, Started: v.ex.Started, ThreadUsage: v.thread,
-			Confine: v.confine,
+			Confine: v.confine, Tap: v.ex.Tap,
 		}, v.ex.Sinks)
 		v.thread = reply.ThreadUsage
 		if berr := v.r.account(v.job, v.ex, v.log, reply.Usage); berr != nil && err == nil {

@@ -48,6 +48,8 @@ type Process struct {
 	// it in a sandbox); its cleanup runs once the process group was killed
 	// and its output read. An error is reported as StartErr.
 	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
+	// Tap, when set, receives the program's raw evidence (Tap).
+	Tap Tap
 }
 
 // ProcessResult is how a Process ended. Exactly one of StartErr,
@@ -128,7 +130,7 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	if p.Started != nil {
 		p.Started(pgid)
 	}
-	raw, rawDone := tapped(ctx, p.Argv, p.Stdin)
+	raw, rawDone := tapped(p.Tap, p.Argv, p.Stdin)
 	kill := sync.OnceFunc(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 
 	overflow := make(chan struct{})

@@ -1,15 +1,12 @@
 package worker
 
-import (
-	"context"
-	"io"
-)
+import "io"
 
-// Tap receives the raw evidence of the external programs started under a
-// context: exactly what each program was given and every byte it wrote,
-// before any line splitting, sanitising or bound. A host that keeps
-// agents' transcripts installs one with WithTap; nothing is recorded
-// without it.
+// Tap receives the raw evidence of external programs: exactly what each
+// program was given and every byte it wrote, before any line splitting,
+// sanitising or bound. A host that keeps agents' transcripts gives one to
+// an execution (Execution.Tap), which passes it to the processes it
+// starts (Process.Tap); nothing is recorded without it.
 type Tap interface {
 	// Started is called once a program runs, with its argv and the bytes
 	// written to its standard input. It returns raw, which receives each
@@ -19,16 +16,10 @@ type Tap interface {
 	Started(argv []string, stdin []byte) (raw func(stream string, b []byte), done func())
 }
 
-type tapKey struct{}
-
-// WithTap returns ctx carrying t for the programs started under it.
-func WithTap(ctx context.Context, t Tap) context.Context { return context.WithValue(ctx, tapKey{}, t) }
-
 // tapped returns the raw sink and the end callback of a program started
-// under ctx: no-ops when ctx carries no Tap.
-func tapped(ctx context.Context, argv []string, stdin []byte) (func(string, []byte), func()) {
-	t, ok := ctx.Value(tapKey{}).(Tap)
-	if !ok || t == nil {
+// with t: no-ops when t is nil.
+func tapped(t Tap, argv []string, stdin []byte) (func(string, []byte), func()) {
+	if t == nil {
 		return nil, func() {}
 	}
 	return t.Started(argv, stdin)

@@ -46,7 +46,8 @@ func TestTapSeesRawStreams(t *testing.T) {
 		Stdin:     []byte("in\n"),
 		MaxStdout: 1 << 20,
 		Lines:     func(l []byte) { lines = append(lines, string(l)) },
-	}.Run(worker.WithTap(context.Background(), tap))
+		Tap:       tap,
+	}.Run(context.Background())
 	if res.Exit != nil || res.StartErr != nil {
 		t.Fatalf("run: %+v", res)
 	}

@@ -154,6 +154,9 @@ type Execution struct {
 	// Started, when set, is called with the process group id of each
 	// external program the worker starts for the execution, once it runs.
 	Started func(pgid int)
+	// Tap, when set, receives the raw evidence of each external program
+	// the worker starts for the execution.
+	Tap Tap
 }
 
 // Worker runs executions. Run must return when ctx is done; the caller
