@@ -87,7 +87,8 @@ func (b *budget) charge(ctx context.Context, job Job, usd float64) (float64, boo
 		// A turn that ended with its context still cost what it reported.
 		total, err := job.Spending.AddSpent(context.WithoutCancel(ctx), usd)
 		if err == nil {
-			return b.remember(job.RunID, total, 0), total > b.maxUSD
+			total = b.remember(job.RunID, total, 0)
+			return total, total > b.maxUSD
 		}
 		slog.WarnContext(ctx, "agent budget: the run's spending was not recorded; this server counts it", "run", job.RunID, "err", err)
 	}
@@ -103,7 +104,8 @@ func (b *budget) over(ctx context.Context, job Job) (float64, bool) {
 	if job.Spending != nil {
 		spent, err := job.Spending.Spent(ctx)
 		if err == nil {
-			return b.remember(job.RunID, spent, 0), spent > b.maxUSD
+			spent = b.remember(job.RunID, spent, 0)
+			return spent, spent > b.maxUSD
 		}
 		slog.WarnContext(ctx, "agent budget: the run's spending was not read; this server's count applies", "run", job.RunID, "err", err)
 	}
