@@ -352,29 +352,70 @@ func (l *Ledger) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Sett
 	})
 }
 
-// Crash settles executions left active by a previous process as crash,
-// with a fault event each.
+// Crash ends executions a previous process left active. On a store
+// shared by replicas the process that ran them was lost with its server
+// (another replica took the run over, or the replica came back): each is
+// recorded interrupted with a fault naming it, so the same attempt runs
+// again from the start of its input; the attempt is not spent. On a store
+// of one server (memory, SQLite) they end as crash, with a fault each,
+// and the next attempt, if any, runs: the reference's behaviour after a
+// restart. Either way their attach streams end on every replica (their
+// own process can no longer end them).
 func (l *Ledger) Crash(ctx context.Context, ref engine.RunRef, execs []uint64) error {
+	var ended []string
+	end := l.crashed
+	if store.IsShared(l.b.store) {
+		end = l.lost
+	}
+	err := l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
+		ended = ended[:0]
+		return end(tx, ref, st, execs, func(e *execRecord) { ended = append(ended, e.Ref) })
+	})
+	if err == nil {
+		for _, x := range ended {
+			l.b.endExecution(ref.Tenant, x)
+		}
+	}
+	return err
+}
+
+// crashed settles executions as crash, with a fault event each; ended
+// sees each.
+func (l *Ledger) crashed(tx store.Tx, ref engine.RunRef, st *state, execs []uint64, ended func(*execRecord)) error {
 	crash, err := json.Marshal(worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure))
 	if err != nil {
 		return err
 	}
-	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
-			func(_ uint64, e *execRecord) (protocol.WatchEvent, error) {
-				e.Outcome = crash
-				st.History = reasonExhausted
-				return nodeEnd(e, crash), nil
-			},
-			func(x uint64, e *execRecord) error {
-				ev, err := faultEvent(engineFault("crash-"+turnOf(x), e.Ref, "turn_failed", "retryable", "retry", "error",
-					"execution was running when the server stopped; it ends as crash"))
-				if err != nil {
-					return err
-				}
-				return appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent { return ev })
-			})
-	})
+	return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
+		func(_ uint64, e *execRecord) (protocol.WatchEvent, error) {
+			e.Outcome = crash
+			st.History = reasonExhausted
+			ended(e)
+			return nodeEnd(e, crash), nil
+		},
+		func(x uint64, e *execRecord) error {
+			ev, err := faultEvent(engineFault("crash-"+turnOf(x), e.Ref, "turn_failed", "retryable", "retry", "error",
+				"execution was running when the server stopped; it ends as crash"))
+			if err != nil {
+				return err
+			}
+			return appendRecord(tx, ref.Tenant, st, func(*state) protocol.WatchEvent { return ev })
+		})
+}
+
+// lost records executions lost with the replica that ran them as
+// interrupted, with a fault event each: neither failed, so the reducer
+// dispatches the same attempt again. ended sees each.
+func (l *Ledger) lost(tx store.Tx, ref engine.RunRef, st *state, execs []uint64, ended func(*execRecord)) error {
+	return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
+		func(x uint64, e *execRecord) (protocol.WatchEvent, error) {
+			e.Interrupted = true
+			ended(e)
+			f := engineFault("lost-"+turnOf(x), e.Ref, "no_observable_effect", "retryable", "wait", "warning",
+				"execution was running on a server that was lost; the same attempt runs again")
+			f.Code = "unavailable"
+			return faultEvent(f)
+		}, nil)
 }
 
 // Interrupt records executions a graceful shutdown cancelled (a fault

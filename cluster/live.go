@@ -114,10 +114,27 @@ func (b *Backend) Logs(ctx context.Context, _ protocol.LogsParams) (*server.Subs
 
 // AgentAttach subscribes to one active execution's output. An unknown
 // execution (or another tenant's) is NOT_FOUND; a finished one is GONE.
+// An execution this process never heard of (it runs on a replica that
+// started it before this one started) is looked up in the store: one
+// still open there is followed like one heard of (liverelay.go).
 func (b *Backend) AgentAttach(ctx context.Context, p protocol.AgentAttachParams) (*server.Subscription, error) {
+	var found execFound
+	if b.cfg.AgentAttach && !b.live.knows(b.tenant(ctx), p.Execution) {
+		var err error
+		if found, err = b.findExecution(ctx, b.tenant(ctx), p.Execution); err != nil {
+			return nil, b.wire(err)
+		}
+	}
 	return b.subscribeLive(ctx, b.cfg.AgentAttach, "agent attach", func(h *liveHub, tenant string) (map[*liveSub]struct{}, error) {
-		e, ok := h.execs[tenant+"\x00"+p.Execution]
-		if !ok {
+		key := tenant + "\x00" + p.Execution
+		e, ok := h.execs[key]
+		switch {
+		case !ok && found == execOpen:
+			e = &execState{active: true, subs: map[*liveSub]struct{}{}}
+			h.execs[key] = e
+		case !ok && found == execEnded:
+			return nil, protocol.AppError(protocol.Gone, protocol.MsgExecGone, nil)
+		case !ok:
 			return nil, protocol.AppError(protocol.NotFound, protocol.MsgExecNotFound, nil)
 		}
 		if !e.active {

@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync"
 
+	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
 
@@ -111,9 +114,79 @@ func (r *liveRelay) received(b *Backend, payload []byte) {
 			h.publish(e.subs, []byte(m.Rest))
 		}
 	case liveEnd:
+		// An end of an execution never heard of is kept too: an attach
+		// that found it open in the store just before must not follow it.
 		if e, ok := h.execs[key]; ok {
 			e.active = false
 			h.endAll(e.subs)
+		} else {
+			h.execs[key] = &execState{subs: map[*liveSub]struct{}{}}
+		}
+	}
+}
+
+// knows reports whether the hub has heard of a tenant's execution.
+func (h *liveHub) knows(tenant, execution string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.execs[tenant+"\x00"+execution]
+	return ok
+}
+
+// execFound is what the store says of an execution.
+type execFound int
+
+const (
+	execUnknown execFound = iota // no such execution of the tenant
+	execOpen                     // dispatched and not ended
+	execEnded                    // dispatched and ended
+)
+
+// findExecution looks a tenant's execution up in the store: open in its
+// current run, or ended in the execution log of the run it belongs to.
+func (b *Backend) findExecution(ctx context.Context, tenant, ref string) (execFound, error) {
+	found := execUnknown
+	err := b.store.View(ctx, func(tx store.ReadTx) error {
+		st, _, err := load(tx, tenant)
+		if err != nil {
+			return err
+		}
+		for i := range st.Execs {
+			if e := &st.Execs[i]; e.Ref == ref {
+				found = execEnded
+				if e.End == 0 && st.Phase == protocol.PhaseRunning {
+					found = execOpen
+				}
+				return nil
+			}
+		}
+		for _, run := range st.Runs {
+			if run != st.RunID && !strings.HasPrefix(ref, run+"/") {
+				continue
+			}
+			if ok, err := inLog(tx, run, ref); ok || err != nil {
+				if ok {
+					found = execEnded
+				}
+				return err
+			}
+		}
+		return nil
+	})
+	return found, err
+}
+
+// inLog reports whether run's execution log holds ref.
+func inLog(tx store.ReadTx, run, ref string) (bool, error) {
+	for k := uint64(0); ; k++ {
+		recs, _, err := readChunk(tx, run, k)
+		if err != nil || recs == nil {
+			return false, err
+		}
+		for i := range recs {
+			if recs[i].Ref == ref {
+				return true, nil
+			}
 		}
 	}
 }

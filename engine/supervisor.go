@@ -83,8 +83,10 @@ type Ledger interface {
 	// transaction; settlements of executions that are no longer active
 	// (voided, or the run moved on) are skipped.
 	Settle(ctx context.Context, ref RunRef, ss []Settlement) error
-	// Crash settles executions found active with no worker behind them
-	// (after a restart) as crash, with a fault event each.
+	// Crash ends executions found active with no worker behind them
+	// (their process was lost): as crash, with a fault event each, or
+	// recorded interrupted, so that the same attempt runs again, as the
+	// ledger's runs recover.
 	Crash(ctx context.Context, ref RunRef, executions []uint64) error
 	// Void records voided executions (join losers, map terminals).
 	Void(ctx context.Context, ref RunRef, vs []reduce.VoidLoser) error

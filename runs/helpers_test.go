@@ -32,6 +32,8 @@ import (
 //	         group to Started, then wait for its cancellation and leave
 //	         the process running (a worker whose server died)
 //	log:N    log N lines, then echo
+//	spend    add 0.25 USD to the run's Spending, send "before->after" on
+//	         spends, then wait for its cancellation
 type fakeAgents struct {
 	mu        sync.Mutex
 	release   chan struct{}
@@ -40,10 +42,11 @@ type fakeAgents struct {
 	cancelled chan string
 	finished  int
 	closed    chan string // runs closed (CloseRun), when set
+	spends    chan string
 }
 
 func newFakeAgents() *fakeAgents {
-	return &fakeAgents{release: make(chan struct{}), started: make(chan string, 64), spawned: make(chan *exec.Cmd, 8), cancelled: make(chan string, 64)}
+	return &fakeAgents{release: make(chan struct{}), started: make(chan string, 64), spawned: make(chan *exec.Cmd, 8), cancelled: make(chan string, 64), spends: make(chan string, 8)}
 }
 
 func (f *fakeAgents) CloseRun(_, runID string) {
@@ -91,6 +94,12 @@ func (f *fakeAgents) RunAgent(ctx context.Context, a runs.AgentExecution) worker
 		}
 		ex.Started(cmd.Process.Pid)
 		f.spawned <- cmd
+		<-ctx.Done()
+		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
+	case instr == "spend":
+		before, err := a.Spending.Spent(ctx)
+		after, err2 := a.Spending.AddSpent(ctx, 0.25)
+		f.spends <- fmt.Sprintf("%v->%v %v %v", before, after, err, err2)
 		<-ctx.Done()
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	case instr == "block":

@@ -164,7 +164,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 			return err
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: sub.Graph, Seed: json.RawMessage(sub.InitialInput),
-			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub)}
+			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub, runSpending{l, ref})}
 		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0, l.claims.Epoch(store.RunLease(ref.Tenant, ref.RunID)))
 		if lost {
 			return engine.ErrStale // being ended runtime_lost (workspaceReady)
@@ -466,7 +466,7 @@ func orNull(v json.RawMessage) json.RawMessage {
 }
 
 // agentWorker resolves a dispatch of the run to its agent binding.
-func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Dispatch) (worker.Worker, bool) {
+func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission, spend Spending) func(reduce.Dispatch) (worker.Worker, bool) {
 	return func(d reduce.Dispatch) (worker.Worker, bool) {
 		bind, ok := sub.Runtime.Nodes[d.Occurrence.Node]
 		delivery := bind.Kind == KindGitDelivery && b.cfg.Workspaces != nil
@@ -482,7 +482,7 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission) func(reduce.Di
 				ex.Tap = tap
 				return b.cfg.Agents.RunAgent(ctx, AgentExecution{Tenant: ref.Tenant, RunID: ref.RunID,
 					Harness: sub.Runtime.Harness, Provider: sub.Runtime.Provider, Binding: bind, Source: sub.Source, Node: node,
-					NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex})
+					NodeInstance: d.NodeInstance, Execution: d.Execution, Worker: ex, Spending: spend})
 			}
 			var out worker.Outcome
 			if bind.Kind != KindAgent {

@@ -93,4 +93,6 @@ type AgentExecution struct {
 	// Worker carries the execution ref, input and live output sinks, as
 	// for any worker.
 	Worker worker.Execution
+	// Spending keeps the run's reported agent cost in its record.
+	Spending Spending
 }

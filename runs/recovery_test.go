@@ -92,6 +92,29 @@ func TestRestartRerunsOrphan(t *testing.T) {
 	b.Close()
 }
 
+// TestSpendingMovesWithTheRun: what a run's agents spent is kept in the
+// run's record, so the engine that takes the run over (here after the
+// first one died) continues the run's spending from it, not from zero.
+func TestSpendingMovesWithTheRun(t *testing.T) {
+	st := store.NewMemory()
+	agents := newFakeAgents()
+	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
+	defer b.Close()
+	ctx := as("alice")
+	stop := runEngine(dies{b.Ledger("first")})
+	if _, err := b.Submit(ctx, "sp", oneStep("sp", "spend")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-agents.spends; got != "0->0.25 <nil> <nil>" {
+		t.Fatalf("first engine: %s", got)
+	}
+	stop()
+	defer runEngine(b.Ledger("second"))()
+	if got := <-agents.spends; got != "0.25->0.5 <nil> <nil>" {
+		t.Fatalf("engine that took the run over: %s", got)
+	}
+}
+
 // TestGracefulStopInterrupts: an execution a graceful shutdown cancelled
 // is interrupted, not failed: no completion, a warn log line naming it,
 // it leaves the active executions, and the next engine dispatches the

@@ -108,3 +108,34 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSpendingMovesToAnotherReplica: two replicas over one PostgreSQL
+// schema. The first records what its agent spent, then dies with the
+// execution active; the second takes the run over and its rerun of the
+// step reads the spending from the run's record and adds to it.
+func TestSpendingMovesToAnotherReplica(t *testing.T) {
+	dsn, _ := pgtest.Schema(t)
+	agents := newFakeAgents()
+	replica := func(owner string) (*runs.Backend, func()) {
+		st, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, LeaseTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
+		stop := runEngine(dies{b.Ledger(owner)})
+		return b, func() { stop(); b.Close(); _ = st.Close() }
+	}
+	a, stopA := replica("replica-a")
+	if _, err := a.Submit(as("alice"), "sp", oneStep("sp", "spend")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-agents.spends; got != "0->0.25 <nil> <nil>" {
+		t.Fatalf("first replica: %s", got)
+	}
+	stopA() // its execution stays active; its lease is released
+	_, stopB := replica("replica-b")
+	defer stopB()
+	if got := <-agents.spends; got != "0.25->0.5 <nil> <nil>" {
+		t.Fatalf("replica that took the run over: %s", got)
+	}
+}

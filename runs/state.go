@@ -100,6 +100,8 @@ type runState struct {
 	Logs uint64 `json:"logs,omitempty"`
 	// Key is the submission key (retention deletes its receipt).
 	Key string `json:"key,omitempty"`
+	// SpentUSD is the cost the run's agents reported (Spending).
+	SpentUSD float64 `json:"spentUsd,omitempty"`
 }
 
 // execution is one dispatch: its public ref and node, the reducer's

@@ -86,6 +86,9 @@ type Job struct {
 	// directory it borrows from, read-only.
 	GitDir  string
 	Objects string
+	// Spending, when set, keeps the run's reported cost for its budget in
+	// the run's record (nil: this runner's memory keeps it).
+	Spending Spending
 }
 
 // Worker adapts one job to engine/worker's Worker.
@@ -128,7 +131,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		log.ErrorContext(ctx, "agent input refused", "err", err)
 		return worker.Failed(worker.CodeCrash, worker.ReasonDeclaredFailure)
 	}
-	if spent, over := r.budget.over(job.RunID); over {
+	if spent, over := r.budget.over(ctx, job); over {
 		log.WarnContext(ctx, "agent budget exceeded: the run's agents reported more cost than --max-agent-usd-per-run", "spentUsd", spent, "maxUsd", r.budget.maxUSD)
 		publish(ex.Sinks, string(streamError), fmt.Sprintf("%v: the run's agents reported %.6f USD, over the --max-agent-usd-per-run budget of %.6f USD", errBudget, spent, r.budget.maxUSD))
 		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
@@ -198,7 +201,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 
 // account records one turn's usage: a log line, the observer, and the
 // run's budget; it returns an error when the run is over its budget.
-func (r *Runner) account(job Job, ex worker.Execution, log *slog.Logger, u Usage) error {
+func (r *Runner) account(ctx context.Context, job Job, ex worker.Execution, log *slog.Logger, u Usage) error {
 	if u == (Usage{}) {
 		return nil
 	}
@@ -207,7 +210,7 @@ func (r *Runner) account(job Job, ex worker.Execution, log *slog.Logger, u Usage
 	if r.usage != nil {
 		r.usage.AgentUsage(r.harness, job.Binding.Model, u)
 	}
-	if spent, over := r.budget.charge(job.RunID, u.CostUSD); over {
+	if spent, over := r.budget.charge(ctx, job, u.CostUSD); over {
 		return fmt.Errorf("%w: the run's agents reported %.6f USD, over the --max-agent-usd-per-run budget of %.6f USD", errBudget, spent, r.budget.maxUSD)
 	}
 	return nil
@@ -284,7 +287,7 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 			Confine: v.confine, Tap: v.ex.Tap,
 		}, v.ex.Sinks)
 		v.thread = reply.ThreadUsage
-		if berr := v.r.account(v.job, v.ex, v.log, reply.Usage); berr != nil && err == nil {
+		if berr := v.r.account(ctx, v.job, v.ex, v.log, reply.Usage); berr != nil && err == nil {
 			err = berr
 		}
 		v.endTurn(ctx, span, reply, err)

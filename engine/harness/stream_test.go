@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/oecp/oecp/engine/harness"
@@ -209,5 +210,74 @@ func TestBaseURLPassed(t *testing.T) {
 				t.Fatalf("%s lacks %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// keptSpending is a run's Spending as its record in a shared ledger keeps
+// it: every runner of the run reads and adds to the same sum.
+type keptSpending struct {
+	mu    sync.Mutex
+	spent float64
+}
+
+func (k *keptSpending) Spent(context.Context) (float64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.spent, nil
+}
+
+func (k *keptSpending) AddSpent(_ context.Context, usd float64) (float64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.spent += usd
+	return k.spent, nil
+}
+
+// TestBudgetContinuesOnAnotherServer: a run's spending is kept with the
+// run (Job.Spending), so the runner of the server that took the run over
+// counts from what the first one's turns reported: its turn that passes
+// the budget ends as refusal/policy_denied, and so does its next
+// execution, before any turn.
+func TestBudgetContinuesOnAnotherServer(t *testing.T) {
+	f := newFakeCLI(t, "claude")
+	result := func(answer string) string {
+		return `{"type":"result","subtype":"success","is_error":false,"result":` + quote(answer) +
+			`,"session_id":"s-1","total_cost_usd":0.3,"usage":{"input_tokens":10,"output_tokens":2}}`
+	}
+	f.events(0, `{"type":"system","subtype":"init","session_id":"s-1"}`, result(`{"text":"one"}`))
+	f.events(1, `{"type":"system","subtype":"init","session_id":"s-1"}`, result(`{"text":"two"}`))
+	b, _ := json.Marshal(map[string]any{"claude": map[string]any{"argv": []string{filepath.Join(f.dir, "bin", "claude")}}})
+	runnerOf := func() *harness.Runner {
+		cfg, err := harness.Parse("harness.json", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SetAccounting(nil, 0.5)
+		r, err := cfg.Runner("claude")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	kept := &keptSpending{}
+	job := f.job(textStep(t), harness.Binding{Model: "claude-sonnet-5"}, "anthropic")
+	job.Spending = kept
+	rec := &recorder{}
+	if s := outcome(run(runnerOf(), context.Background(), job, `{"text":"draft"}`, rec)); !strings.HasPrefix(s, `{"status":"verified"`) {
+		t.Fatalf("first server: %s\n%s", s, rec.text())
+	}
+	taker := runnerOf() // a server with nothing of the run in memory
+	rec = &recorder{}
+	if s := outcome(run(taker, context.Background(), job, `{"text":"draft"}`, rec)); s != wantPolicyOff || f.turns() != 2 {
+		t.Fatalf("server that took the run over: %s after %d turns\n%s", s, f.turns(), rec.text())
+	}
+	if !rec.has("error: agent budget exceeded: the run's agents reported 0.600000 USD, over the --max-agent-usd-per-run budget of 0.500000 USD") {
+		t.Fatalf("lines:\n%s", rec.text())
+	}
+	if s := outcome(run(runnerOf(), context.Background(), job, `{"text":"draft"}`, &recorder{})); s != wantPolicyOff || f.turns() != 2 {
+		t.Fatalf("a later execution on a third server: %s after %d turns", s, f.turns())
+	}
+	if kept.spent != 0.6 {
+		t.Fatalf("kept spending %v, want 0.6", kept.spent)
 	}
 }

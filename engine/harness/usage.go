@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 )
 
@@ -55,8 +57,20 @@ type UsageObserver interface {
 	AgentUsage(harness, model string, u Usage)
 }
 
+// Spending is one run's reported agent cost kept where every server of
+// the run reads it (the run's record in the ledger), so that a server that
+// takes the run over continues its budget from what was spent.
+type Spending interface {
+	// Spent is what the run's agents reported so far.
+	Spent(ctx context.Context) (float64, error)
+	// AddSpent adds usd and returns the run's new total.
+	AddSpent(ctx context.Context, usd float64) (float64, error)
+}
+
 // budget sums the reported cost of each run's agent turns against an
-// operator limit; a zero limit is no limit.
+// operator limit; a zero limit is no limit. A job's Spending, when set,
+// keeps the sum; spent keeps it otherwise, and as the last sum known when
+// the Spending cannot be read or written (the store is unavailable).
 type budget struct {
 	maxUSD float64
 	mu     sync.Mutex
@@ -65,27 +79,50 @@ type budget struct {
 
 // charge adds a turn's cost to its run and returns the run's total and
 // whether it is over the limit.
-func (b *budget) charge(run string, usd float64) (float64, bool) {
+func (b *budget) charge(ctx context.Context, job Job, usd float64) (float64, bool) {
 	if b.maxUSD <= 0 {
 		return 0, false
 	}
+	if job.Spending != nil {
+		// A turn that ended with its context still cost what it reported.
+		total, err := job.Spending.AddSpent(context.WithoutCancel(ctx), usd)
+		if err == nil {
+			total = b.remember(job.RunID, total, 0)
+			return total, total > b.maxUSD
+		}
+		slog.WarnContext(ctx, "agent budget: the run's spending was not recorded; this server counts it", "run", job.RunID, "err", err)
+	}
+	total := b.remember(job.RunID, 0, usd)
+	return total, total > b.maxUSD
+}
+
+// over reports whether a run already spent more than the limit.
+func (b *budget) over(ctx context.Context, job Job) (float64, bool) {
+	if b.maxUSD <= 0 {
+		return 0, false
+	}
+	if job.Spending != nil {
+		spent, err := job.Spending.Spent(ctx)
+		if err == nil {
+			spent = b.remember(job.RunID, spent, 0)
+			return spent, spent > b.maxUSD
+		}
+		slog.WarnContext(ctx, "agent budget: the run's spending was not read; this server's count applies", "run", job.RunID, "err", err)
+	}
+	spent := b.remember(job.RunID, 0, 0)
+	return spent, spent > b.maxUSD
+}
+
+// remember raises a run's known spending to at least total, adds usd, and
+// returns it.
+func (b *budget) remember(run string, total, usd float64) float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.spent == nil {
 		b.spent = map[string]float64{}
 	}
-	b.spent[run] += usd
-	return b.spent[run], b.spent[run] > b.maxUSD
-}
-
-// over reports whether a run already spent more than the limit.
-func (b *budget) over(run string) (float64, bool) {
-	if b.maxUSD <= 0 {
-		return 0, false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.spent[run], b.spent[run] > b.maxUSD
+	b.spent[run] = max(b.spent[run], total) + usd
+	return b.spent[run]
 }
 
 // forget drops a finished run.

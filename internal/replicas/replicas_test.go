@@ -36,19 +36,35 @@ const leaseTTL = "1s"
 type cluster struct {
 	schema   string
 	replicas []*wiretest.Server
+	// dsn and ttl are the database and lease TTL replicas start with.
+	dsn, ttl string
 }
 
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	return startClusterTTL(t, n, leaseTTL)
+}
+
+// startClusterTTL is startCluster with the replicas' lease TTL.
+func startClusterTTL(t *testing.T, n int, ttl string) *cluster {
+	t.Helper()
 	dsn, schema := pgtest.Schema(t)
-	c := &cluster{schema: schema}
+	c := &cluster{schema: schema, dsn: dsn, ttl: ttl}
 	for range n {
-		// Each replica has a data directory of its own: one directory
-		// serves one server.
-		c.replicas = append(c.replicas, wiretest.StartServer(t, binPath, nil,
-			"--store", "postgres", "--dsn", dsn, "--lease-ttl", leaseTTL, "--pg-pool", "4", "--data", t.TempDir()))
+		c.add(t)
 	}
 	return c
+}
+
+// add starts one more replica.
+func (c *cluster) add(t *testing.T) *wiretest.Server {
+	t.Helper()
+	// Each replica has a data directory of its own: one directory
+	// serves one server.
+	s := wiretest.StartServer(t, binPath, nil,
+		"--store", "postgres", "--dsn", c.dsn, "--lease-ttl", c.ttl, "--pg-pool", "4", "--data", t.TempDir())
+	c.replicas = append(c.replicas, s)
+	return s
 }
 
 func dial(t *testing.T, s *wiretest.Server) *client.Conn {
@@ -180,14 +196,16 @@ func TestSameIdempotencyKeyCommitsOnce(t *testing.T) {
 	}
 }
 
-// TestKilledReplicaRunMoves: the replica that runs a builtin.sleep step is
-// killed (SIGKILL). Once its lease expires another replica takes the run
-// over: the orphaned execution ends as crash, attempt 2 runs, and the run
-// finishes.
+// TestKilledReplicaRunMoves: of three replicas, the one that runs a
+// builtin.sleep step of a v1 run (one attempt) is killed (SIGKILL) under a
+// 60 s lease. Another replica takes the run over well before the lease
+// would have expired: the lost execution is recorded interrupted, with a
+// fault naming it, not crash, and the same attempt runs again (the only
+// one: a crash would have failed the run), and the run finishes.
 func TestKilledReplicaRunMoves(t *testing.T) {
-	cl := startCluster(t, 3)
+	cl := startClusterTTL(t, 3, "60s")
 	a := dial(t, cl.replicas[0])
-	res, err := a.Apply(ctx, client.ApplyParams{Graph: sleepGraph, Input: input(2000), IdempotencyKey: "kill"})
+	res, err := a.Apply(ctx, client.ApplyParams{Graph: oneAttempt(t), Input: input(2000), IdempotencyKey: "kill"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,27 +213,55 @@ func TestKilledReplicaRunMoves(t *testing.T) {
 	must(t, err)
 	until(t, w, func(ev client.WatchEvent) bool { return ev.Event.Type == protocol.EventNodeBegin })
 	holder := leaseHolder(t, cl)
+	expires := leaseExpiry(t, cl)
 	t.Logf("replica %d runs the step; killing it", holder)
 	_ = cl.replicas[holder].Signal(t, syscall.SIGKILL)
 	survivor := cl.replicas[(holder+1)%len(cl.replicas)]
 	s := dial(t, survivor)
 	full, _, err := s.Watch(ctx, client.WatchParams{RunID: *res.RunID})
 	must(t, err)
-	evs := until(t, full, finished)
-	var crashed, second bool
-	for _, ev := range evs {
-		if ev.Event.Type == protocol.EventNodeEnd && ev.Event.Node.Attempt == 1 && strings.Contains(string(ev.Event.Outcome), `"crash"`) {
-			crashed = true
+	begins := 0
+	evs := until(t, full, func(ev client.WatchEvent) bool {
+		if ev.Event.Type == protocol.EventNodeBegin {
+			begins++
 		}
-		if ev.Event.Type == protocol.EventNodeBegin && ev.Event.Node.Attempt == 2 {
-			second = true
+		// A crash holds the run (its one attempt failed): stop there too.
+		return begins == 2 || finished(ev) || ev.Event.Type == protocol.EventNodeEnd
+	})
+	if begins != 2 {
+		t.Fatalf("the step did not run again; last event: %s", evs[len(evs)-1].Raw)
+	}
+	if !beforeNow(t, cl, expires) {
+		t.Fatalf("the step started again only after the killed replica's lease expired (%v)", expires)
+	}
+	evs = append(evs, until(t, full, finished)...)
+	var lost bool
+	for _, ev := range evs {
+		switch {
+		case ev.Event.Type == protocol.EventNodeBegin && ev.Event.Node.Attempt != 1:
+			t.Fatalf("attempt %d dispatched: the lost attempt was spent:%s", ev.Event.Node.Attempt, ev.Raw)
+		case ev.Event.Type == protocol.EventNodeEnd && strings.Contains(string(ev.Event.Outcome), `"crash"`):
+			t.Fatalf("the lost execution ended as crash: %s", ev.Raw)
+		case ev.Event.Type == protocol.EventFault && strings.Contains(string(ev.Raw), `"eventId":"lost-`) &&
+			strings.Contains(string(ev.Raw), `"executionRef":"`+*res.RunID+`/nap/1"`):
+			lost = true
 		}
 	}
 	got, err := s.Get(ctx, client.GetParams{})
 	must(t, err)
-	if !crashed || !second || got.TerminalResult == nil || got.TerminalResult.Status != "succeeded" {
-		t.Fatalf("after the kill: crash=%v attempt2=%v terminal=%+v", crashed, second, got.TerminalResult)
+	if !lost || got.TerminalResult == nil || got.TerminalResult.Status != "succeeded" {
+		t.Fatalf("after the kill: lost fault=%v terminal=%+v", lost, got.TerminalResult)
 	}
+}
+
+// oneAttempt is sleepGraph with one attempt at its step.
+func oneAttempt(t *testing.T) []byte {
+	t.Helper()
+	g := strings.Replace(string(sleepGraph), `"attempts":2`, `"attempts":1`, 1)
+	if g == string(sleepGraph) {
+		t.Fatal("sleepGraph has no two attempts to change")
+	}
+	return []byte(g)
 }
 
 // leaseHolder is the index of the replica holding the one run lease (its
