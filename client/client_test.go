@@ -209,7 +209,7 @@ func TestSubscriptionCloseCancelsOnServer(t *testing.T) {
 		if id, _ := recv(t, fb.streamClosed); id != sub.ID {
 			t.Fatalf("server closed stream %s, want %s", id, sub.ID)
 		}
-		if _, ok := <-sub.Events(); ok {
+		if _, ok := recv(t, sub.Events()); ok {
 			t.Fatal("events still open after Close")
 		}
 		if sub.Err() != nil {
@@ -292,7 +292,7 @@ func TestCallAfterCloseFails(t *testing.T) {
 	if _, err := c.Initialize(context.Background()); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("call after close: %v", err)
 	}
-	<-c.Done()
+	recv(t, c.Done())
 }
 
 // TestConnectionDropFailsPendingAndSubscriptions: when the server goes
@@ -321,7 +321,7 @@ func TestConnectionDropFailsPendingAndSubscriptions(t *testing.T) {
 		if sub.Err() == nil {
 			t.Fatal("subscription ended without error after drop")
 		}
-		<-c.Done()
+		recv(t, c.Done())
 	})
 }
 

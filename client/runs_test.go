@@ -174,7 +174,7 @@ func TestRunMethodsForceAndAttach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		<-logs.Events()
+		recv(t, logs.Events())
 		_ = logs.Close()
 		att, res, err := c.RunAttach(ctx, "b1", exec)
 		if err != nil || res.Execution != exec || res.RunID != "b1" {
@@ -261,7 +261,7 @@ func TestFollowRunResumesAfterDrop(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer watch.Close()
-		<-watch.Events()
+		recv(t, watch.Events())
 		want := 1
 		for ev := range logs.Events() {
 			if ev.Record.Message != fmt.Sprintf("tick %d", want) {

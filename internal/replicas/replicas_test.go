@@ -27,6 +27,25 @@ var binPath string
 
 func TestMain(m *testing.M) { os.Exit(wiretest.RunWithBinary(m, &binPath)) }
 
+// hangGuard bounds the tests' channel waits. It is no timing assertion:
+// reaching it means the test is stuck, which fails it instead of hanging
+// it.
+const hangGuard = 2 * time.Minute
+
+// recvOK receives from ch, and whether ch was open, failing the test when
+// nothing comes within hangGuard.
+func recvOK[T any](t testing.TB, ch <-chan T) (T, bool) {
+	t.Helper()
+	select {
+	case v, ok := <-ch:
+		return v, ok
+	case <-time.After(hangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
+	}
+	var zero T
+	return zero, false
+}
+
 var ctx = context.Background()
 
 // leaseTTL is short so that a takeover happens within the test.
