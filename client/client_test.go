@@ -232,7 +232,7 @@ func TestServerSlowConsumerClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for ev := range sub.Events() {
+		for ev, ok := recv(t, sub.Events()); ok; ev, ok = recv(t, sub.Events()) {
 			got = append(got, ev.Cursor)
 		}
 		var ce *client.ClosedError
@@ -264,7 +264,7 @@ func TestLocalSlowConsumer(t *testing.T) {
 		t.Fatalf("stream %s closed, want %s", id, sub.ID)
 	}
 	var got []string
-	for ev := range sub.Events() {
+	for ev, ok := recv(t, sub.Events()); ok; ev, ok = recv(t, sub.Events()) {
 		got = append(got, ev.Cursor)
 	}
 	var ce *client.ClosedError
@@ -316,7 +316,7 @@ func TestConnectionDropFailsPendingAndSubscriptions(t *testing.T) {
 		if err, _ := recv(t, errc); err == nil || client.ErrorCode(err) != "" {
 			t.Fatalf("pending call after drop: %v", err)
 		}
-		for range sub.Events() {
+		for _, ok := recv(t, sub.Events()); ok; _, ok = recv(t, sub.Events()) {
 		}
 		if sub.Err() == nil {
 			t.Fatal("subscription ended without error after drop")

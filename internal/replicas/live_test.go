@@ -40,7 +40,7 @@ func TestV1LiveStreamsOnEveryReplica(t *testing.T) {
 	att, err := conns[other].AgentAttach(ctx, exec)
 	must(t, err)
 	var got []string
-	for ev := range att.Events() {
+	for ev, ok := recvOK(t, att.Events()); ok; ev, ok = recvOK(t, att.Events()) {
 		line := ev.Event.Type
 		if ev.Event.Text != nil {
 			line += " " + *ev.Event.Text
