@@ -102,8 +102,10 @@ func (h *agentHost) submit(id string, graph []byte, input, plan string, revision
 func readEvents(t *testing.T, sub *server.Subscription, until func(string) bool) []string {
 	t.Helper()
 	var out []string
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
 	for {
-		n, err := sub.Stream.Next(context.Background())
+		n, err := sub.Stream.Next(ctx)
 		if err != nil {
 			t.Fatalf("stream ended without a close: %v", err)
 		}

@@ -209,7 +209,7 @@ func TestSubscriptionCloseCancelsOnServer(t *testing.T) {
 		if id, _ := recv(t, fb.streamClosed); id != sub.ID {
 			t.Fatalf("server closed stream %s, want %s", id, sub.ID)
 		}
-		if _, ok := <-sub.Events(); ok {
+		if _, ok := recv(t, sub.Events()); ok {
 			t.Fatal("events still open after Close")
 		}
 		if sub.Err() != nil {
@@ -232,7 +232,7 @@ func TestServerSlowConsumerClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for ev := range sub.Events() {
+		for ev, ok := recv(t, sub.Events()); ok; ev, ok = recv(t, sub.Events()) {
 			got = append(got, ev.Cursor)
 		}
 		var ce *client.ClosedError
@@ -264,7 +264,7 @@ func TestLocalSlowConsumer(t *testing.T) {
 		t.Fatalf("stream %s closed, want %s", id, sub.ID)
 	}
 	var got []string
-	for ev := range sub.Events() {
+	for ev, ok := recv(t, sub.Events()); ok; ev, ok = recv(t, sub.Events()) {
 		got = append(got, ev.Cursor)
 	}
 	var ce *client.ClosedError
@@ -292,7 +292,7 @@ func TestCallAfterCloseFails(t *testing.T) {
 	if _, err := c.Initialize(context.Background()); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("call after close: %v", err)
 	}
-	<-c.Done()
+	recv(t, c.Done())
 }
 
 // TestConnectionDropFailsPendingAndSubscriptions: when the server goes
@@ -316,12 +316,12 @@ func TestConnectionDropFailsPendingAndSubscriptions(t *testing.T) {
 		if err, _ := recv(t, errc); err == nil || client.ErrorCode(err) != "" {
 			t.Fatalf("pending call after drop: %v", err)
 		}
-		for range sub.Events() {
+		for _, ok := recv(t, sub.Events()); ok; _, ok = recv(t, sub.Events()) {
 		}
 		if sub.Err() == nil {
 			t.Fatal("subscription ended without error after drop")
 		}
-		<-c.Done()
+		recv(t, c.Done())
 	})
 }
 

@@ -222,7 +222,7 @@ func TestFollowWatchClose(t *testing.T) {
 	}
 	recv(t, w.Events())
 	w.Close()
-	if _, ok := <-w.Events(); ok || w.Err() != nil {
+	if _, ok := recv(t, w.Events()); ok || w.Err() != nil {
 		t.Fatalf("after Close: Err %v", w.Err())
 	}
 }

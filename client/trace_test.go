@@ -21,7 +21,7 @@ func TestDialSendsTraceparent(t *testing.T) {
 	defer srv.Close()
 	url := "ws://" + srv.Listener.Addr().String() + "/oecp"
 	_, _ = client.Dial(context.Background(), url, client.DialOptions{AllowPlaintext: true, Traceparent: tp})
-	if h := <-got; h != tp {
+	if h, _ := recv(t, got); h != tp {
 		t.Fatalf("traceparent %q", h)
 	}
 	if _, err := client.Dial(context.Background(), url, client.DialOptions{AllowPlaintext: true, Traceparent: tp + "\r\nX: y"}); err == nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -24,6 +25,20 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hangGuard bounds the tests' waits outside a synctest bubble (inside one,
+// a wait nothing can end is reported as a deadlock). It is no timing
+// assertion: reaching it means the test is stuck, which fails it instead
+// of hanging it.
+const hangGuard = 2 * time.Minute
+
+// bounded is a context that ends hangGuard from now, for a wait that
+// returns an error when its context ends (Stream.Next).
+func bounded(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // goldenDir holds the reference goldens (testdata/oecp-v1).
 var goldenDir = filepath.Join("..", "testdata", "oecp-v1", "goldens")
@@ -79,7 +94,11 @@ func dialWith(t *testing.T, b server.Backend, id identity.ConnectionIdentity, op
 	t.Cleanup(func() {
 		_ = inW.Close()
 		go func() { _, _ = io.Copy(io.Discard, outR) }()
-		<-w.done
+		select {
+		case <-w.done:
+		case <-time.After(hangGuard):
+			t.Errorf("the connection did not end within %v of its input's end", hangGuard)
+		}
 	})
 	return w
 }
@@ -178,8 +197,10 @@ func expectCode(t *testing.T, err error, code string) {
 func nextN(t *testing.T, s server.Stream, n int) []server.Notification {
 	t.Helper()
 	out := make([]server.Notification, 0, n)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
 	for range n {
-		x, err := s.Next(context.Background())
+		x, err := s.Next(ctx)
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}

@@ -37,7 +37,7 @@ func TestLiveLogsReachTheOtherReplica(t *testing.T) {
 		t.Fatalf("running %v %v", runs, err)
 	}
 	l.Log(runs[0], "run-1/a/1", "info", "hello")
-	n, err := sub.Stream.Next(context.Background())
+	n, err := sub.Stream.Next(bounded(t))
 	if err != nil || string(n.Rest) != `,"record":{"level":"info","target":"run-1/a/1","message":"hello"}` {
 		t.Fatalf("%s %v", n.Rest, err)
 	}

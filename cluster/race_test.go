@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -104,10 +103,11 @@ func TestWatcherUnderConcurrentWritesSeesNoGapOrReorder(t *testing.T) {
 	}
 	seqs := make([][]string, len(subs))
 	var rg sync.WaitGroup
+	ctx := bounded(t)
 	for i, s := range subs {
 		rg.Go(func() {
 			for j := 1; j <= writers*each+1; j++ {
-				n, err := s.Stream.Next(context.Background())
+				n, err := s.Stream.Next(ctx)
 				if err != nil {
 					t.Error(err)
 					return

@@ -52,9 +52,9 @@ func TestResultAtShutdownIsSettledNotInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
-	<-w.started
+	recv(t, w.started)
 	cancel()
-	<-done
+	recv(t, done)
 	if len(l.settled) != 1 || l.settled[0].Outcome.Status != "verified" {
 		t.Fatalf("settled %+v", l.settled)
 	}

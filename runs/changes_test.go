@@ -46,7 +46,7 @@ func TestQueuedRunStartsWhenASlotFreesWithoutAFullPass(t *testing.T) {
 	if _, err := b.Submit(ctx, "first", oneStep("first", "block")); err != nil {
 		t.Fatal(err)
 	}
-	<-agents.started
+	recv(t, agents.started)
 	lists := l.lists.Load()
 	if _, err := b.Submit(ctx, "second", oneStep("second", "echo")); err != nil {
 		t.Fatal(err)

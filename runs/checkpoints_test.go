@@ -74,14 +74,14 @@ func TestTakeoverRestoresTheLatestCheckpoint(t *testing.T) {
 	if _, err := first.Submit(ctx, "r", submission("r", graphOf(step("a", "echo"), step("b", "block")), "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	<-firstAgents.started // b runs: a has settled with its checkpoint
-	stop()                // b is lost with its server
+	recv(t, firstAgents.started) // b runs: a has settled with its checkpoint
+	stop()                       // b is lost with its server
 	secondWS := newCheckpointWorkspaces(nil)
 	second, secondAgents, _ := host(t, st, secondWS, "second", nil)
-	if got := <-secondWS.restored; got != "after r/a/1" {
+	if got := recv(t, secondWS.restored); got != "after r/a/1" {
 		t.Fatalf("restored %q, want the checkpoint after r/a/1", got)
 	}
-	if ref := <-secondAgents.started; ref != "r/b/2" {
+	if ref := recv(t, secondAgents.started); ref != "r/b/2" {
 		t.Fatalf("rerun %s", ref)
 	}
 	close(secondAgents.release)
@@ -119,7 +119,7 @@ func TestUnrestorableWorkspaceEndsRuntimeLost(t *testing.T) {
 	if _, err := first.Submit(ctx, "r", submission("r", graphOf(step("a", "echo"), step("b", "block")), "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	<-firstAgents.started
+	recv(t, firstAgents.started)
 	stop()
 	ws := newCheckpointWorkspaces(&runs.RestoreError{Why: "its checkpoint is damaged", Err: errors.New("bundle: truncated")})
 	second, secondAgents, _ := host(t, st, ws, "second", nil)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/store"
 )
@@ -71,7 +72,11 @@ func batch(t *testing.T, b *Backend, changes ...func(store.Tx) error) []error {
 			t.Error(err)
 		}
 	}()
-	<-entered
+	select {
+	case <-entered:
+	case <-time.After(2 * time.Minute): // a hang guard, no timing assertion
+		t.Fatal("the first commit never started")
+	}
 	errs := make([]error, len(changes))
 	for i, fn := range changes {
 		wg.Add(1)

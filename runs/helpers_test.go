@@ -205,8 +205,9 @@ func oneStep(key, instr string) json.RawMessage {
 // and the close reason.
 func drain(t testing.TB, sub *server.Subscription) (events []map[string]any, closed string) {
 	t.Helper()
+	ctx := bounded(t)
 	for {
-		n, err := sub.Stream.Next(context.Background())
+		n, err := sub.Stream.Next(ctx)
 		if err != nil {
 			t.Fatalf("stream ended without a close: %v", err)
 		}

@@ -76,7 +76,7 @@ func TestFinishedRunReleasesItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFinished(t, b, ctx, "done")
-	if ref := <-l.released; ref.RunID != "done" {
+	if ref := recv(t, l.released); ref.RunID != "done" {
 		t.Fatalf("released %v", ref)
 	}
 	held, err := st.RenewLeases(context.Background(), "replica")

@@ -79,12 +79,12 @@ func seqOf(c string) int {
 // after the terminal; lines are escaped and filtered by execution.
 func TestLogsReplayThenFollow(t *testing.T) {
 	r, ctx := startRun(t, "l", "block", "log:2")
-	ref := <-r.agents.started
+	ref := recv(t, r.agents.started)
 	sub, err := r.b.Logs(ctx, "l", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := sub.Stream.Next(context.Background()) // replayed (or just written) "blocked"
+	first, err := sub.Stream.Next(bounded(t)) // replayed (or just written) "blocked"
 	if err != nil || first.Closed != "" {
 		t.Fatalf("first: %+v %v", first, err)
 	}
@@ -179,7 +179,7 @@ func startRun(t *testing.T, id string, instrs ...string) (*rig, context.Context)
 // returns once it has started, with its execution ref.
 func blockedRun(t *testing.T, id string) (*rig, context.Context, string) {
 	r, ctx := startRun(t, id, "block")
-	return r, ctx, <-r.agents.started
+	return r, ctx, recv(t, r.agents.started)
 }
 
 // sharedMemory is the memory store presented as one that other replicas
@@ -201,13 +201,13 @@ func TestWatchOnAnotherReplicaFollows(t *testing.T) {
 	if _, err := a.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
 		t.Fatal(err)
 	}
-	<-a.agents.started
+	recv(t, a.agents.started)
 	sub, err := b.Watch(ctx, "x", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ { // run started, node started: all there is while it blocks
-		if n, err := sub.Stream.Next(context.Background()); err != nil || n.Closed != "" {
+		if n, err := sub.Stream.Next(bounded(t)); err != nil || n.Closed != "" {
 			t.Fatalf("replayed record %d: %+v %v", i, n, err)
 		}
 	}
@@ -262,7 +262,7 @@ func TestWatchHandsOverWhatIsReadyAsOneBatch(t *testing.T) {
 	// A live run: what is ready comes at once, and the batch does not
 	// wait for the step that is still running.
 	live, ctx := startRun(t, "l", "block")
-	<-live.agents.started
+	recv(t, live.agents.started)
 	sub, err = live.b.Watch(ctx, "l", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func TestDeclaredValueEncodingsAreRedactedFromLogsLiveOutputAndExport(t *testing
 	if _, err := b.Submit(alice, "leak", json.RawMessage(sub)); err != nil {
 		t.Fatal(err)
 	}
-	ref := <-agent.started
+	ref := recv(t, agent.started)
 	attach, err := b.Attach(alice, "leak", ref)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestForceThroughAnotherReplica(t *testing.T) {
 	if _, err := a.Submit(ctx, "f", oneStep("f", "block")); err != nil {
 		t.Fatal(err)
 	}
-	ref := <-agentsA.started
+	ref := recv(t, agentsA.started)
 	// The second replica starts once the first supervises the run: its
 	// supervisor finds the run's lease held.
 	b, _, stopB := replica("replica-b")

@@ -85,6 +85,7 @@ func TestDataDirectoryLevelsOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = st.Close() })
 	r := newRig(t, st, 0)
 	ctx := as("alice")
 	const rounds, perRound = 6, 20

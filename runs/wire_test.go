@@ -288,7 +288,7 @@ func runFrames(t *testing.T, c *session, r *rig) {
 	if _, e := c.call("run/submit", sub("blocked", "block")); e != nil {
 		t.Fatal(e)
 	}
-	ref := <-r.agents.started
+	ref := recv(t, r.agents.started)
 	a, e := c.call("run/attach", fmt.Sprintf(`{"runId":"blocked","execution":%q}`, ref))
 	if e != nil {
 		t.Fatal(e)

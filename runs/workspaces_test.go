@@ -77,7 +77,7 @@ func TestRunWaitsForItsWorkspace(t *testing.T) {
 	if _, err := r.b.Submit(ctx, "w", oneStep("k", "echo")); err != nil {
 		t.Fatal(err)
 	}
-	<-ws.prepared
+	recv(t, ws.prepared)
 	if st, err := r.b.Status(ctx, "w"); err != nil || st.Status.Phase != runs.PhaseAdmitted {
 		t.Fatalf("while preparing: %+v %v", st, err)
 	}
@@ -174,11 +174,11 @@ func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
 	if _, err := r.b.Submit(ctx, "f", oneStep("k", "echo")); err != nil {
 		t.Fatal(err)
 	}
-	<-ws.prepared
+	recv(t, ws.prepared)
 	if _, err := r.b.Force(ctx, "f"); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-r.agents.closed; got != "f" {
+	if got := recv(t, r.agents.closed); got != "f" {
 		t.Fatalf("closed %q", got)
 	}
 	close(ws.release)
@@ -213,7 +213,7 @@ func TestLostWorkspaceEndsTheRunRuntimeLost(t *testing.T) {
 	if _, err := a.b.Submit(ctx, "lost", oneStep("lost", "block")); err != nil {
 		t.Fatal(err)
 	}
-	<-a.agents.started // the run's execution started on the first host
+	recv(t, a.agents.started) // the run's execution started on the first host
 
 	second := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4)}, holds: false}
 	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Workspaces: second, Log: slog.New(slog.DiscardHandler)})

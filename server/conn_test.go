@@ -39,7 +39,7 @@ func TestServerBusyAtTheTaskLimit(t *testing.T) {
 			send(t, w, getReq(i, fmt.Sprintf("gate:%d", i)))
 		}
 		for i := 0; i < 256; i++ {
-			<-b.Started(fmt.Sprintf("gate:%d", i))
+			await(t, b.Started(fmt.Sprintf("gate:%d", i)))
 		}
 		send(t, w, getReq(256, ""))
 		expect(t, w, busyResp(256))
@@ -198,7 +198,7 @@ func TestPeerThatStopsReadingIsCutOff(t *testing.T) {
 			break
 		}
 	}
-	<-w.Done()
+	await(t, w.Done())
 }
 
 // TestLoneSurrogateIDsAreParseErrorsOnEveryBinding: while a request with

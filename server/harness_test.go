@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -163,7 +164,7 @@ func eachBinding(t *testing.T, test func(t *testing.T, b *scriptBackend, w wiret
 func whileGetHeld(t *testing.T, b *scriptBackend, w wiretest.Wire, id any, during func()) {
 	t.Helper()
 	send(t, w, getReq(id, "gate:a"))
-	<-b.Started("gate:a")
+	await(t, b.Started("gate:a"))
 	during()
 	b.Open("gate:a")
 	expect(t, w, getResp(id))
@@ -201,4 +202,22 @@ func roundTrip(t *testing.T, w wiretest.Wire, id string) {
 	t.Helper()
 	send(t, w, getReq(id, ""))
 	expect(t, w, getResp(id))
+}
+
+// hangGuard bounds the tests' waits. It is no timing assertion: reaching
+// it means the test is stuck, which fails it instead of hanging it.
+const hangGuard = 2 * time.Minute
+
+// await receives from ch, failing the test when nothing comes within
+// hangGuard.
+func await[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
+	}
+	var zero T
+	return zero
 }

@@ -38,7 +38,7 @@ func TestAtMost256OutstandingNeverMeetsServerBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	<-read
+	await(t, read)
 	if busy > 0 {
 		t.Fatalf("SERVER_BUSY %d times with at most 256 requests outstanding", busy)
 	}

@@ -24,10 +24,10 @@ func serveFrames(t *testing.T, opts server.Options, inline bool, frames ...strin
 	go func() { c.Serve(context.Background()); close(done) }()
 	for _, f := range frames {
 		tr.in <- []byte(f)
-		<-tr.out
+		await(t, tr.out)
 	}
 	close(tr.in)
-	<-done
+	await(t, done)
 }
 
 // Each request is a server span named by its method, with rpc.system

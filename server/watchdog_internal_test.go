@@ -51,7 +51,11 @@ func TestStalledPeersAreCutOffTogether(t *testing.T) {
 		}
 	}
 	close(release)
-	for _, c := range conns {
-		<-c.Done()
+	for i, c := range conns {
+		select {
+		case <-c.Done():
+		case <-time.After(time.Minute): // a hang guard, not a timing assertion
+			t.Fatalf("connection %d was never closed", i)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"go.uber.org/goleak"
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
@@ -36,13 +37,20 @@ var (
 	buildErr  error
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// withCleanup runs the tests, then removes the binary they built.
+type withCleanup struct{ *testing.M }
+
+func (w withCleanup) Run() int {
+	code := w.M.Run()
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
-	os.Exit(code)
+	return code
 }
+
+// TestMain runs the tests and fails them when any left a goroutine
+// running.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withCleanup{m}) }
 
 // needBrowser skips the test when Chromium is missing, unless
 // OECP_REQUIRE_BROWSER=1, where that fails it.

@@ -19,6 +19,25 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// hangGuard bounds the tests' channel waits. It is no timing assertion:
+// reaching it means the test is stuck, which fails it instead of hanging
+// it.
+const hangGuard = 2 * time.Minute
+
+// recv receives from ch, failing the test when nothing comes within
+// hangGuard.
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
+	}
+	var zero T
+	return zero
+}
+
 func repos(t *testing.T, entries map[string]workspace.Repo) *workspace.Repos {
 	t.Helper()
 	b, _ := json.Marshal(entries)
@@ -171,7 +190,7 @@ func TestGateExcludesWriters(t *testing.T) {
 		entered <- release
 	}()
 	releaseWriter()
-	releaseReader := <-entered
+	releaseReader := recv(t, entered)
 	second, err := g.Acquire(ctx, false)
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,9 @@ func emit(s worker.Sinks, st stream, text string) {
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
 			cut--
 		}
+		if cut == 0 { // no rune starts in the chunk: not UTF-8, cut anywhere
+			cut = chunkBytes
+		}
 		publish(s, string(st), text[:cut])
 		text = text[cut:]
 	}

@@ -31,7 +31,7 @@ func TestV1LiveStreamsOnEveryReplica(t *testing.T) {
 	// order).
 	var exec string
 	for i, s := range logs {
-		ev, ok := <-s.Events()
+		ev, ok := recvOK(t, s.Events())
 		if !ok || ev.Record.Message != "sleep: 1500ms" {
 			t.Fatalf("replica %d: first log %+v (%v)", i, ev.Record, s.Err())
 		}
@@ -41,7 +41,7 @@ func TestV1LiveStreamsOnEveryReplica(t *testing.T) {
 	att, err := conns[other].AgentAttach(ctx, exec)
 	must(t, err)
 	var got []string
-	for ev := range att.Events() {
+	for ev, ok := recvOK(t, att.Events()); ok; ev, ok = recvOK(t, att.Events()) {
 		line := ev.Event.Type
 		if ev.Event.Text != nil {
 			line += " " + *ev.Event.Text
@@ -55,7 +55,7 @@ func TestV1LiveStreamsOnEveryReplica(t *testing.T) {
 		t.Fatalf("agent/attach on the replica that does not run the step: %q (%v)", got, att.Err())
 	}
 	for i, s := range logs {
-		if ev, ok := <-s.Events(); !ok || ev.Record.Message != "sleep: done" || ev.Record.Target != exec {
+		if ev, ok := recvOK(t, s.Events()); !ok || ev.Record.Message != "sleep: done" || ev.Record.Target != exec {
 			t.Fatalf("replica %d: second log %+v (%v)", i, ev.Record, s.Err())
 		}
 	}

@@ -31,12 +31,25 @@ func TestBroadcastReachesOthersInOrder(t *testing.T) {
 		}
 	}
 	for i, w := range want {
-		if g := <-got; g != w {
-			t.Fatalf("message %d: %d bytes, want %d", i, len(g), len(w))
+		select {
+		case g := <-got:
+			if g != w {
+				t.Fatalf("message %d: %d bytes, want %d", i, len(g), len(w))
+			}
+		case <-time.After(hangGuard):
+			t.Fatalf("message %d never came", i)
 		}
 	}
-	if !b.Broadcast("t", []byte("to a")) || <-own != "to a" {
-		t.Fatal("the other direction")
+	if !b.Broadcast("t", []byte("to a")) {
+		t.Fatal("the other direction: dropped")
+	}
+	select {
+	case m := <-own:
+		if m != "to a" {
+			t.Fatalf("the other direction: %q", m)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the other direction: nothing came")
 	}
 	select {
 	case m := <-own:
@@ -62,7 +75,9 @@ func TestReleasedLeaseIsTakenOverAtOnce(t *testing.T) {
 	}
 	woken := b.Changed()
 	must(t, a.ReleaseLease(ctx, "run:x", "owner-a", epoch))
-	<-woken
+	if !awaited(t, woken) {
+		return
+	}
 	if _, err := b.AcquireLease(ctx, "run:x", "owner-b"); err != nil {
 		t.Fatalf("after the release: %v", err)
 	}

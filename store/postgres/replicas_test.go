@@ -69,7 +69,7 @@ func TestCommitWakesOtherReplica(t *testing.T) {
 	a, b := openOn(t, dsn, postgres.Options{}), openOn(t, dsn, postgres.Options{})
 	ch := b.Changed()
 	must(t, a.Update(ctx, func(tx store.Tx) error { _, err := tx.NextCounter("c"); return err }))
-	<-ch // a hang here fails the test by timeout
+	awaited(t, ch)
 }
 
 // TestCursorOrderIsCommitOrder: writers on three stores (replicas) append
@@ -165,8 +165,8 @@ func followAll(t *testing.T, s store.Store, n uint64) []uint64 {
 			t.Error(err)
 			return out
 		}
-		if cursor < n {
-			<-ch
+		if cursor < n && !awaited(t, ch) {
+			return out
 		}
 	}
 	return out
@@ -194,8 +194,8 @@ func followRun(t *testing.T, s store.Store, run string) {
 				return
 			}
 		}
-		if len(evs) == 0 {
-			<-ch
+		if len(evs) == 0 && !awaited(t, ch) {
+			return
 		}
 	}
 }
@@ -256,7 +256,9 @@ func TestDroppedConnectionsRetried(t *testing.T) {
 	must(t, victim.Update(ctx, func(tx store.Tx) error { return tx.CreateRun("t", store.Run{ID: "r"}) }))
 	ch := victim.Changed()
 	pgtest.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
-	<-ch // the listener reconnected and woke its watchers
+	if !awaited(t, ch) { // the listener reconnected and woke its watchers
+		return
+	}
 	must(t, victim.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("t", "r", body); return err }))
 	must(t, victim.View(ctx, func(tx store.ReadTx) error {
 		evs, err := tx.Events("t", "r", 0, 10)
@@ -267,7 +269,7 @@ func TestDroppedConnectionsRetried(t *testing.T) {
 	}))
 	ch = victim.Changed()
 	must(t, other.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("t", "r", body); return err }))
-	<-ch
+	awaited(t, ch)
 }
 
 // TestDeadOwnersLeasesFreeAtOnce: a lease owner whose sessions all end

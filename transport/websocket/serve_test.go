@@ -29,7 +29,7 @@ func TestTheHTTPHandlerReturnsOnceUpgraded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-returned
+	recv(t, returned)
 	waited := make(chan struct{})
 	go func() { h.Wait(); close(waited) }()
 	if err := c.Write(ctx, ws.MessageText, []byte(getReq)); err != nil {
@@ -45,5 +45,5 @@ func TestTheHTTPHandlerReturnsOnceUpgraded(t *testing.T) {
 	default:
 	}
 	_ = c.Close(ws.StatusNormalClosure, "")
-	<-waited
+	recv(t, waited)
 }

@@ -81,7 +81,7 @@ func TestStalledPeersAreCutOff(t *testing.T) {
 		_ = c.CloseNow() // a write to a peer that is gone may never fail
 	}
 	for range n {
-		<-done
+		recv(t, done)
 	}
 }
 

@@ -20,6 +20,25 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// hangGuard bounds the tests' channel waits. It is no timing assertion:
+// reaching it means the test is stuck, which fails it instead of hanging
+// it.
+const hangGuard = 2 * time.Minute
+
+// recv receives from ch, failing the test when nothing comes within
+// hangGuard.
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
+	}
+	var zero T
+	return zero
+}
+
 const getReq = `{"jsonrpc":"2.0","id":1,"method":"get","params":{}}`
 const getResp = `{"jsonrpc":"2.0","id":1,"result":{"spec":null,"status":{"phase":"empty","observedGeneration":null,"currentRunId":null,"atCursor":null},"atCursor":null}}`
 
@@ -128,7 +147,7 @@ func TestExpiryAtBoundaryCloses4401WithoutBackendCalls(t *testing.T) {
 	if got, _ := w.Recv(); got != getResp {
 		t.Fatalf("got %s", got)
 	}
-	<-b.calls
+	recv(t, b.calls)
 	clock <- now.Add(time.Hour) // exactly expiresAt
 	_ = w.Send(getReq)
 	expectClose(t, w, 4401, "connection identity expired")
