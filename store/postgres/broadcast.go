@@ -168,6 +168,9 @@ func parts(id string, n uint64, text string) []string {
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
 			cut--
 		}
+		if cut == 0 { // no rune starts in the part (Broadcast refuses such text): cut anywhere
+			cut = maxPartBytes
+		}
 		chunks = append(chunks, text[:cut])
 		text = text[cut:]
 	}
