@@ -1,0 +1,152 @@
+package capsule_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/oecp/oecp/capsule"
+	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/workspace"
+)
+
+// gatedAgent is the command driver's agent of TestFullDiskKeepsTheStepsAttempt:
+// the first step says it started and waits for the test's go file; every
+// step changes a file and answers at once.
+const gatedAgent = `#!/bin/sh
+cat >/dev/null
+echo "$$" > step.txt
+if [ ! -f "$GATE/go" ]; then
+	touch "$GATE/started"
+	while [ ! -f "$GATE/go" ]; do sleep 0.01; done
+fi
+echo '{"session":"s","text":"null"}'
+`
+
+// A step that cannot start because the disk of the run's directories is
+// full keeps its attempt: the run's log says the disk is full, the run
+// waits, and once space is freed the same step (attempts: 1) runs and the
+// run succeeds.
+func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small file system for the run's directories needs root")
+	}
+	runDir := filepath.Join(t.TempDir(), "runs")
+	if err := os.Mkdir(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", runDir, "tmpfs", 0, "size=8m,nr_inodes=4096"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(runDir, syscall.MNT_DETACH) })
+
+	dir, gate := t.TempDir(), t.TempDir()
+	t.Setenv("GATE", gate)
+	agent := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agent, []byte(gatedAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	remote := benchRemote(t, filepath.Join(dir, "remote.git"), 20)
+	hb, _ := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent}, "env": []string{"GATE"}}})
+	h, err := harness.Parse("harness.json", hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote}})
+	repos, err := workspace.ParseRepos("repos.json", rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, capsule.Options{Harness: h, Repos: repos, RunDir: runDir, KeepWorkspaces: -1, Log: benchLog()})
+	graph, plan := stepsGraph(2)
+	plan = strings.ReplaceAll(plan, `"model":"gpt-5.6"}`, `"model":"gpt-5.6","env":["GATE"]}`)
+	head := gitOut(t, remote, "rev-parse", "HEAD")
+	sub := `{"title":"full","graph":` + graph + `,"initialInput":null,"runtime":` + plan +
+		`,"source":{"repository":"acme/app","branch":"main","revision":"` + head + `"},"submissionKey":"full"}`
+	if _, err := e.b.Runs().Submit(local(), "full", json.RawMessage(sub)); err != nil {
+		t.Fatal(err)
+	}
+	ah := &agentHost{t: t, e: e}
+
+	// While the first step runs, something else fills the disk.
+	awaitFile(t, filepath.Join(gate, "started"))
+	filler := filepath.Join(runDir, "filler")
+	fill(t, filler)
+	inodes := filepath.Join(runDir, "inodes")
+	fillInodes(t, inodes)
+	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := e.b.Runs().Logs(local(), "full", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "could not start on this server: no space left on the server's disk; its attempt is not spent"
+	seen := readEvents(t, logs, func(ev string) bool { return strings.Contains(ev, why) })
+	logs.Stream.Close()
+	if len(seen) == 0 || !strings.Contains(seen[len(seen)-1], why) {
+		t.Fatalf("the run's log never said why its step waits:\n%s", strings.Join(seen, "\n"))
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(inodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := ah.finish("full"); got != `{"status":"succeeded","output":null}` {
+		t.Fatalf("terminal %s\n%s", got, ah.logs("full"))
+	}
+}
+
+// fill writes path until its file system is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return
+			}
+			t.Fatal(err)
+		}
+	}
+}
+
+// fillInodes makes empty files in dir until its file system has no inode
+// left.
+func fillInodes(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		f, err := os.Create(filepath.Join(dir, strconv.Itoa(i)))
+		if err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return
+			}
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+// awaitFile waits, bounded, until path exists.
+func awaitFile(t *testing.T, path string) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", `i=0; while [ ! -e "$1" ] && [ $i -lt 12000 ]; do sleep 0.01; i=$((i+1)); done; [ -e "$1" ]`, "sh", path)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s never appeared", path)
+	}
+}
