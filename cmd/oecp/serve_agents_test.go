@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -521,4 +522,66 @@ func TestServeAgentSandboxRefusals(t *testing.T) {
 	if !regexp.MustCompile(`WARN.*agents run unconfined`).MatchString(s.log.String()) {
 		t.Errorf("no WARN about unconfined agents:\n%s", s.log.String())
 	}
+}
+
+// TestServersKilledDuringAgentSetupLeaveNoAgent SIGKILLs servers at random
+// points from a run's submission through its agent's sandbox setup, a
+// fresh server each time, while another server runs on the host: no
+// process of any of their agents remains (what a killed server's sandbox
+// left waiting in its setup is swept by the live server).
+func TestServersKilledDuringAgentSetupLeaveNoAgent(t *testing.T) {
+	requireSandbox(t)
+	survivor := newHostileSetup(t, os.Geteuid())
+	survivor.start(t, os.Geteuid())
+	var secrets []string
+	for i := range 8 {
+		s := newHostileSetup(t, os.Geteuid())
+		secrets = append(secrets, s.secret)
+		srv := s.start(t, os.Geteuid())
+		graph := hostileGraph(t, s.install, "sleeper")
+		expect(t, oecp(t, srv, "run", "submit", "-f", graph, "--runtime", filepath.Join(s.install, "runtime.json"), "--source", testSource, "--id", "sleeper"), 0, nil, nil)
+		time.Sleep(time.Duration(rand.IntN(40*(i+1))) * time.Millisecond) // a random point of the setup, later each round
+		if err := srv.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := agentsOf(secrets)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("processes of killed servers' agents remain: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// agentsOf lists the live processes (zombies aside) whose command line
+// holds one of secrets: agents, their sandboxes' bwrap, their pasta.
+func agentsOf(secrets []string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i < 0 || bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
 }
