@@ -186,7 +186,7 @@ func (d *commandDriver) Turn(ctx context.Context, t Turn, sinks worker.Sinks) (R
 	}
 	res := worker.Process{
 		Argv: d.argv, Dir: t.Dir, Env: worker.EnvFrom(t.Env),
-		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started, Confine: t.Confine,
+		Stdin: append(stdin, '\n'), MaxStdout: MaxStdoutBytes, Sinks: sinks, Started: t.Started, Confine: t.Confine, Tap: t.Tap,
 	}.Run(ctx)
 	if ctx.Err() != nil {
 		return Reply{}, fmt.Errorf("harness %s turn ended: %w", d.name, ctx.Err())
