@@ -100,6 +100,14 @@ func startServer(t *testing.T, extra ...string) *testServer {
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
+		if t.Failed() {
+			// What the server logged at WARN and above says why.
+			for line := range logs {
+				if strings.Contains(line, "WARN") || strings.Contains(line, "ERROR") {
+					t.Logf("server: %s", line)
+				}
+			}
+		}
 	})
 	select {
 	case u, ok := <-urlc:
