@@ -19,8 +19,8 @@ var (
 // hoistGlobalFlags moves the global flags given before the command to
 // just after the command (and the subcommand of a group of root), where
 // its own flag parsing reads them; args that start with the command are
-// returned as they are. A flag before the command that is not global, or flags
-// with no command after them, is a usage error.
+// returned as they are. A flag before the command that is not global, or
+// flags with no command after them, is a usage error.
 func hoistGlobalFlags(root *cobra.Command, args []string) ([]string, error) {
 	var flags []string
 	i := 0
