@@ -13,70 +13,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// runCommands are the subcommands of `oecp run`, the native runs, in the
-// order its usage lists them.
-var runCommands = []struct {
-	name string
-	command
-}{
-	{"submit", command{"submit a graph as a new native run (--watch follows it to its end)", runSubmitCmd}},
-	{"list", command{"list your runs, newest first: id, title, phase, age, active executions", runListCmd}},
-	{"status", command{"show one run: title, source, size, phase, active executions, result", runStatusCmd}},
-	{"watch", command{"follow a run's status until it finishes (exit 0 succeeded, 1 failed)", runWatchCmd}},
-	{"logs", command{"print a run's durable log records (--follow: until the run ends)", runLogsCmd}},
-	{"attach", command{"stream the live output of one active execution", runAttachCmd}},
-	{"force", command{"stop a run at once: it finishes failed (force_stopped)", runForceCmd}},
-	{"export", command{"export a run as JSONL: its trace, or the agents' output as semantic events", runExportCmd}},
-	{"harnesses", command{"list the harnesses the server offers runs, with their models", runHarnessesCmd}},
-}
-
-func runUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: oecp run <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Native runs: any number per tenant, each a graph with a runtime plan that binds its")
-	fmt.Fprintln(w, "nodes to agents of the server's --harness file. commands:")
-	for _, rc := range runCommands {
-		fmt.Fprintf(w, "  %-9s %s\n", rc.name, rc.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'oecp help run <command>' (or 'oecp run <command> --help') for a command's flags.")
-}
-
-// runGroupCmd is `oecp run <command>`. It parses no flags itself: with no
-// command it prints its usage on stderr (exit 2); --help, -h and help print
-// it on stdout; an unknown command is a usage error.
+// runGroupCmd is `oecp run <command>`, the native runs.
 func runGroupCmd(stdout, stderr io.Writer) *cobra.Command {
-	var cmd *cobra.Command
-	cmd = &cobra.Command{
-		Use:                "run",
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				runUsage(stderr)
-				return exitWith(exitUsage)
-			}
-			switch args[0] {
-			case "-h", "--help", "help":
-				runUsage(stdout)
-				return nil
-			}
-			return runGroupUnknown(cmd, args[0])
-		},
-	}
-	cmd.SetHelpFunc(func(*cobra.Command, []string) { runUsage(stdout) })
-	for _, rc := range runCommands {
-		sub := rc.build(stdout, stderr)
-		sub.Short = rc.summary
-		cmd.AddCommand(sub)
-	}
-	return cmd
-}
-
-// runGroupUnknown is the error of `oecp run NAME` for an unknown NAME.
-func runGroupUnknown(run *cobra.Command, name string) error {
-	return didYouMean(failf("run", exitUsage, "unknown command %q", name), run, name).hint("Run 'oecp run --help' for the list of commands.")
+	return newGroup("run", "Native runs: any number per tenant, each a graph with a runtime plan that binds its\nnodes to agents of the server's --harness file.",
+		summary(runSubmitCmd(stdout, stderr), "submit a graph as a new native run (--watch follows it to its end)"),
+		summary(runListCmd(stdout, stderr), "list your runs, newest first: id, title, phase, age, active executions"),
+		summary(runStatusCmd(stdout, stderr), "show one run: title, source, size, phase, active executions, result"),
+		summary(runWatchCmd(stdout, stderr), "follow a run's status until it finishes (exit 0 succeeded, 1 failed)"),
+		summary(runLogsCmd(stdout, stderr), "print a run's durable log records (--follow: until the run ends)"),
+		summary(runAttachCmd(stdout, stderr), "stream the live output of one active execution"),
+		summary(runForceCmd(stdout, stderr), "stop a run at once: it finishes failed (force_stopped)"),
+		summary(runExportCmd(stdout, stderr), "export a run as JSONL: its trace, or the agents' output as semantic events"),
+		summary(runHarnessesCmd(stdout, stderr), "list the harnesses the server offers runs, with their models"),
+	)
 }
 
 func runSubmitCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -14,70 +14,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// `oecp template` lists the built-in graphs and prints one as a GraphSpec.
-// It is local: a template is materialised by the client, never by the
-// server.
-func init() {
-	commands["template"] = command{"built-in graphs: list them, or show one as a GraphSpec to copy and change", templateGroupCmd}
-}
-
-// templateCommands are the subcommands of `oecp template`, in the order its
-// usage lists them.
-var templateCommands = []struct {
-	name string
-	command
-}{
-	{"list", command{"list the built-in graphs: name, what each does, its agent nodes and deliveries", templateListCmd}},
-	{"show", command{"print a built-in graph as a GraphSpec (JSON), to copy, change and run with -f", templateShowCmd}},
-}
-
-func templateUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: oecp template <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Built-in graphs, which 'oecp run submit --template NAME --task TEXT' runs. Nothing is")
-	fmt.Fprintln(w, "dialled: the client materialises a template into an ordinary GraphSpec. commands:")
-	for _, tc := range templateCommands {
-		fmt.Fprintf(w, "  %-6s %s\n", tc.name, tc.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'oecp help template <command>' (or 'oecp template <command> --help') for a command's flags.")
-}
-
-// templateGroupCmd is `oecp template <command>`; it behaves as `oecp run`
-// does with no command, help, or an unknown command.
+// templateGroupCmd is `oecp template <command>`: it lists the built-in
+// graphs and prints one as a GraphSpec. It is local: a template is
+// materialised by the client, never by the server.
 func templateGroupCmd(stdout, stderr io.Writer) *cobra.Command {
-	var cmd *cobra.Command
-	cmd = &cobra.Command{
-		Use:                "template",
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				templateUsage(stderr)
-				return exitWith(exitUsage)
-			}
-			switch args[0] {
-			case "-h", "--help", "help":
-				templateUsage(stdout)
-				return nil
-			}
-			return groupUnknown(cmd, args[0])
-		},
-	}
-	cmd.SetHelpFunc(func(*cobra.Command, []string) { templateUsage(stdout) })
-	for _, tc := range templateCommands {
-		sub := tc.build(stdout, stderr)
-		sub.Short = tc.summary
-		cmd.AddCommand(sub)
-	}
-	return cmd
-}
-
-// groupUnknown is the error of `oecp GROUP NAME` for an unknown NAME.
-func groupUnknown(group *cobra.Command, name string) error {
-	return didYouMean(failf(group.Name(), exitUsage, "unknown command %q", name), group, name).
-		hint("Run 'oecp " + group.Name() + " --help' for the list of commands.")
+	return newGroup("template", "Built-in graphs, which 'oecp run submit --template NAME --task TEXT' runs. Nothing is\ndialled: the client materialises a template into an ordinary GraphSpec.",
+		summary(templateListCmd(stdout, stderr), "list the built-in graphs: name, what each does, its agent nodes and deliveries"),
+		summary(templateShowCmd(stdout, stderr), "print a built-in graph as a GraphSpec (JSON), to copy, change and run with -f"),
+	)
 }
 
 // templateListing is one template as `template list --json` prints it.
@@ -93,7 +37,7 @@ type templateListing struct {
 
 func templateListCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("template list", "template list [--json]",
-		"Lists the built-in graphs: each one's name, what it does, its agent nodes (the names a\nruntime plan and --model NODE=M bind) and the deliveries it takes (--pr, --ship).", stdout, stderr)
+		"Lists the built-in graphs: each one's name, what it does, its agent nodes (the names a\nruntime plan and --model NODE=M bind) and the deliveries it takes (--pr, --ship).")
 	asJSON := fs.Bool("json", false, "print the list as one JSON array")
 	return fs.run(func(args []string) error {
 		if len(args) > 0 {
@@ -225,7 +169,7 @@ func templateShowCmd(stdout, stderr io.Writer) *cobra.Command {
 		`Prints the built-in graph NAME as a GraphSpec (indented JSON): the graph 'oecp run submit
 --template NAME' submits, to copy and change. Check a changed copy with 'oecp plan -f FILE',
 then run it with 'oecp run submit -f FILE --task TEXT|@FILE': --task fills the graph's task
-field and seeds its other string fields empty, as for a template.`, stdout, stderr)
+field and seeds its other string fields empty, as for a template.`)
 	df := addDeliveryFlags(fs, "")
 	fs.cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {

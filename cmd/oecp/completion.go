@@ -24,7 +24,7 @@ OECP_SERVER; nothing when no server answers). Load it with
   source <(oecp completion bash)      # in ~/.bashrc (bash-completion recommended)
   source <(oecp completion zsh)       # in ~/.zshrc, after compinit
   oecp completion fish | source       # in ~/.config/fish/config.fish
-  oecp completion powershell | Out-String | Invoke-Expression   # in $PROFILE`, stdout, stderr)
+  oecp completion powershell | Out-String | Invoke-Expression   # in $PROFILE`)
 	fs.cmd.ValidArgs = shells
 	return fs.run(func(args []string) error {
 		if len(args) != 1 {

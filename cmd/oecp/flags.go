@@ -108,7 +108,7 @@ const exitStatusHelp = `Exit status: 0 success; 1 the server refused the request
 // --if-generation and --if-run; runOnWire says the method carries ifRunId.
 func newCLI(name, synopsis, about string, stdout, stderr io.Writer, mutating, runOnWire bool) *cli {
 	c := &cli{name: name, stdout: stdout, stderr: stderr, runOnWire: runOnWire}
-	c.fs = newFlags(name, synopsis, about, stdout, stderr)
+	c.fs = newFlags(name, synopsis, about)
 	c.fs.StringVar(&c.server, "server", "", "server `URL`, ws:// or wss:// (default: env OECP_SERVER, else the current target, else "+defaultServerURL+")")
 	c.fs.StringVar(&c.tokenFile, "token-file", "", "`FILE` holding the bearer token (default: the current target's, else env OECP_TOKEN)")
 	c.fs.StringVar(&c.caFile, "ca-file", "", "PEM `FILE` of extra CA certificates to trust for wss://")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Connection flags every client command takes, which may also be given
@@ -14,15 +16,12 @@ var (
 	globalBoolFlags  = []string{"allow-plaintext", "json"}
 )
 
-// groupCommands take a subcommand, after which the hoisted flags go.
-var groupCommands = []string{"run", "template"}
-
 // hoistGlobalFlags moves the global flags given before the command to
-// just after the command (and the subcommand of a group), where its own
-// flag parsing reads them; args that start with the command are returned
-// as they are. A flag before the command that is not global, or flags
-// with no command after them, is a usage error.
-func hoistGlobalFlags(args []string) ([]string, error) {
+// just after the command (and the subcommand of a group of root), where
+// its own flag parsing reads them; args that start with the command are
+// returned as they are. A flag before the command that is not global, or
+// flags with no command after them, is a usage error.
+func hoistGlobalFlags(root *cobra.Command, args []string) ([]string, error) {
 	var flags []string
 	i := 0
 	for ; i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" && args[i] != "--"; i++ {
@@ -50,7 +49,7 @@ func hoistGlobalFlags(args []string) ([]string, error) {
 		return nil, fmt.Errorf("no command after %s", strings.Join(flags, " "))
 	}
 	at := 1
-	if slices.Contains(groupCommands, rest[0]) && len(rest) > 1 && !strings.HasPrefix(rest[1], "-") {
+	if g := subcommand(root, rest[0]); g != nil && g.HasSubCommands() && len(rest) > 1 && !strings.HasPrefix(rest[1], "-") {
 		at = 2
 	}
 	out := append(slices.Clone(rest[:at]), flags...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"slices"
 	"testing"
 )
@@ -23,7 +24,7 @@ func TestHoistGlobalFlags(t *testing.T) {
 		{[]string{"--server", "ws://h/oecp"}, nil, true},
 		{[]string{"--server"}, nil, true},
 	} {
-		got, err := hoistGlobalFlags(tc.in)
+		got, err := hoistGlobalFlags(newRoot(io.Discard, io.Discard), tc.in)
 		if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
 			t.Errorf("hoistGlobalFlags(%q) = %q, %v; want %q (error %v)", tc.in, got, err, tc.want, tc.err)
 		}

@@ -5,10 +5,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/spf13/cobra"
 	"io"
 	"os"
-	"sort"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes shared by every subcommand.
@@ -18,71 +18,16 @@ const (
 	exitUsage = 2 // bad usage, unreadable input, connection refused
 )
 
-// command is one subcommand: its summary in the command list, and the
-// constructor of its cobra command (flags and action), which prints on
-// stdout and stderr.
-type command struct {
-	summary string
-	build   func(stdout, stderr io.Writer) *cobra.Command
-}
-
-// commands are the subcommands by name.
-var commands = map[string]command{
-	"serve":    {"run a capsule: serve one cluster over WebSocket or NDJSON on stdio", serveCmd},
-	"plan":     {"verify a graph without admitting it: diagnostics and bounds", planCmd},
-	"apply":    {"admit a graph and start a run (--watch follows it to its end)", applyCmd},
-	"get":      {"show the cluster: phase, generation, run, operational status, result", getCmd},
-	"update":   {"change the current run's labels, log level or suspension", updateCmd},
-	"stop":     {"stop the current run (drain, or --force)", stopCmd},
-	"retry":    {"retry the latest failed step of the current run", retryCmd},
-	"resubmit": {"start a new run of the finished graph", resubmitCmd},
-	"delete":   {"delete the finished cluster and its run history", deleteCmd},
-	"watch":    {"follow a run's events until it finishes (or forever with --follow)", watchCmd},
-	"logs":     {"stream the cluster's live log records", logsCmd},
-	"attach":   {"stream the live output of one execution", attachCmd},
-	"verify":   {"verify a graph or a worker descriptor offline", verifyCmd},
-	"version":  {"print the oecp version and protocol version", versionCmd},
-	"run":      {"native runs: submit, list, status, watch, logs, attach, force, export", runGroupCmd},
-}
-
-func init() {
-	// Set here rather than in the literal: they read the table themselves.
-	commands["help"] = command{"print the usage of oecp, or of one command (oecp help CMD)", nil}
-	commands["completion"] = command{"print a shell completion script: oecp completion bash|zsh|fish|powershell", completionCmd}
-}
-
-// commandNames are the subcommands in alphabetical order.
-func commandNames() []string {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: oecp <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
-	for _, n := range commandNames() {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The connection flags "+globalFlagList()+" may also come before the command.")
-	fmt.Fprintln(w, "Run 'oecp help <command>' (or 'oecp <command> --help') for a command's flags;")
-	fmt.Fprintln(w, "'oecp --version' prints the version.")
-}
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // newRoot builds the command tree, printing on stdout and stderr. Each
-// invocation gets a fresh tree (fresh flag values).
+// invocation gets a fresh tree (fresh flag values). The tree is the one
+// source of the commands, their flags, help and completion.
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "oecp",
+		Use:           "oecp <command> [flags]",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// The root's own -h, --help and --version are handled by run.
@@ -90,36 +35,51 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetHelpFunc(func(*cobra.Command, []string) { usage(stdout) })
-	for _, n := range commandNames() {
-		if c := commands[n]; c.build != nil {
-			cmd := c.build(stdout, stderr)
-			cmd.Short = c.summary
-			root.AddCommand(cmd)
-		}
-	}
-	root.SetHelpCommand(helpCmd(root, stdout, stderr))
+	root.SetHelpFunc(printHelp)
+	root.SetFlagErrorFunc(flagErr)
+	root.AddCommand(
+		summary(serveCmd(stdout, stderr), "run a capsule: serve one cluster over WebSocket or NDJSON on stdio"),
+		summary(planCmd(stdout, stderr), "verify a graph without admitting it: diagnostics and bounds"),
+		summary(applyCmd(stdout, stderr), "admit a graph and start a run (--watch follows it to its end)"),
+		summary(getCmd(stdout, stderr), "show the cluster: phase, generation, run, operational status, result"),
+		summary(updateCmd(stdout, stderr), "change the current run's labels, log level or suspension"),
+		summary(stopCmd(stdout, stderr), "stop the current run (drain, or --force)"),
+		summary(retryCmd(stdout, stderr), "retry the latest failed step of the current run"),
+		summary(resubmitCmd(stdout, stderr), "start a new run of the finished graph"),
+		summary(deleteCmd(stdout, stderr), "delete the finished cluster and its run history"),
+		summary(watchCmd(stdout, stderr), "follow a run's events until it finishes (or forever with --follow)"),
+		summary(logsCmd(stdout, stderr), "stream the cluster's live log records"),
+		summary(attachCmd(stdout, stderr), "stream the live output of one execution"),
+		summary(verifyCmd(stdout, stderr), "verify a graph or a worker descriptor offline"),
+		summary(versionCmd(stdout, stderr), "print the oecp version and protocol version"),
+		summary(runGroupCmd(stdout, stderr), "native runs: submit, list, status, watch, logs, attach, force, export"),
+		summary(templateGroupCmd(stdout, stderr), "built-in graphs: list them, or show one as a GraphSpec to copy and change"),
+		summary(targetGroupCmd(stdout, stderr), "named servers: add, use, list or remove the targets client commands go to"),
+		summary(completionCmd(stdout, stderr), "print a shell completion script: oecp completion bash|zsh|fish|powershell"),
+	)
+	root.SetHelpCommand(helpCmd(root))
+	root.InitDefaultHelpCmd()
 	return root
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
 	if len(args) == 0 {
-		usage(stderr)
+		writeHelp(stderr, root)
 		return exitUsage
 	}
 	switch args[0] {
 	case "-h", "--help":
-		usage(stdout)
+		writeHelp(stdout, root)
 		return exitOK
 	case "--version":
 		args[0] = "version"
 	}
-	args, err := hoistGlobalFlags(args)
+	args, err := hoistGlobalFlags(root, args)
 	if err != nil {
 		return exitCode((&exitErr{code: exitUsage, text: "oecp: " + err.Error() + "\n"}).hint("Run 'oecp help' for the list of commands."), stderr)
 	}
-	root := newRoot(stdout, stderr)
-	if _, ok := commands[args[0]]; !ok && !isCobraInternal(args[0]) {
+	if subcommand(root, args[0]) == nil && !isCobraInternal(args[0]) {
 		return exitCode(unknownCommand(root, args[0]), stderr)
 	}
 	root.SetArgs(args)
@@ -156,45 +116,4 @@ func didYouMean(e *exitErr, parent *cobra.Command, name string) *exitErr {
 // the shell completion scripts call `oecp __complete ARGS…`.
 func isCobraInternal(name string) bool {
 	return name == cobra.ShellCompRequestCmd || name == cobra.ShellCompNoDescRequestCmd
-}
-
-// helpCmd is `oecp help [CMD [SUBCMD]]`: the usage of oecp, or of the named
-// command, on stdout.
-func helpCmd(root *cobra.Command, stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use: "help",
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return commandNames(), cobra.ShellCompDirectiveNoFileComp
-		},
-		Short:              commands["help"].summary,
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			switch {
-			case len(args) == 0, args[0] == "-h", args[0] == "--help":
-				usage(stdout)
-				return nil
-			case len(args) > 2 || (len(args) == 2 && args[0] != "run" && args[0] != "template" && args[0] != "target"):
-				return failf("help", exitUsage, "give at most one command name (or run, template or target and one of its commands)")
-			}
-			if _, ok := commands[args[0]]; !ok || args[0] == "help" {
-				if ok {
-					usage(stdout)
-					return nil
-				}
-				return didYouMean(failf("help", exitUsage, "unknown command %q", args[0]), root, args[0]).hint("Run 'oecp help' for the list of commands.")
-			}
-			target, rest, err := root.Find(args)
-			if err != nil || len(rest) > 0 {
-				// `help run nope`: the group's own answer to an unknown command.
-				return groupUnknown(target, args[1])
-			}
-			target.HelpFunc()(target, nil)
-			return nil
-		},
-	}
 }

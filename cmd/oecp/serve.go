@@ -62,7 +62,7 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 with the engine and a durable ledger behind it: SQLite in --data (the default), or
 PostgreSQL at --dsn (or $OECP_DSN), which several replicas share. A non-loopback --listen
 needs authentication (--auth-tokens, --auth-jwt, or both) and TLS (or --insecure-plaintext).
-SIGINT/SIGTERM stop it gracefully.`, stdout, stderr)
+SIGINT/SIGTERM stop it gracefully.`)
 	fs.note("Exit status: 0 stopped by a signal (or EOF on --stdio); 1 the server failed while serving;\n2 a flag, a file it names or the listen address is unusable.")
 	cfg.addFlags(fs.FlagSet)
 	return fs.run(func(args []string) error {

@@ -12,66 +12,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// `oecp target` keeps the named servers of the configuration file
-// (target_config.go). It is local: nothing is dialled.
-func init() {
-	commands["target"] = command{"named servers: add, use, list or remove the targets client commands go to", targetGroupCmd}
-}
-
-// targetCommands are the subcommands of `oecp target`, in the order its
-// usage lists them.
-var targetCommands = []struct {
-	name string
-	command
-}{
-	{"add", command{"add a target: a server URL and, optionally, the file holding its token", targetAddCmd}},
-	{"use", command{"make a target the current one (--none: back to the default address)", targetUseCmd}},
-	{"list", command{"list the targets, the current one marked", targetListCmd}},
-	{"remove", command{"remove a target", targetRemoveCmd}},
-}
-
-func targetUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: oecp target <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Named servers, kept in $XDG_CONFIG_HOME/oecp/config.yaml (else ~/.config/oecp/config.yaml).")
-	fmt.Fprintln(w, "Client commands go to --server, else $OECP_SERVER, else the current target, else the")
-	fmt.Fprintln(w, "default address; --token-file overrides the target's. commands:")
-	for _, tc := range targetCommands {
-		fmt.Fprintf(w, "  %-7s %s\n", tc.name, tc.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'oecp help target <command>' (or 'oecp target <command> --help') for a command's flags.")
-}
-
-// targetGroupCmd is `oecp target <command>`; it behaves as `oecp template`
-// does with no command, help, or an unknown command.
+// targetGroupCmd is `oecp target <command>`: it keeps the named servers
+// of the configuration file (target_config.go). It is local: nothing is
+// dialled.
 func targetGroupCmd(stdout, stderr io.Writer) *cobra.Command {
-	var cmd *cobra.Command
-	cmd = &cobra.Command{
-		Use:                "target",
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				targetUsage(stderr)
-				return exitWith(exitUsage)
-			}
-			switch args[0] {
-			case "-h", "--help", "help":
-				targetUsage(stdout)
-				return nil
-			}
-			return groupUnknown(cmd, args[0])
-		},
-	}
-	cmd.SetHelpFunc(func(*cobra.Command, []string) { targetUsage(stdout) })
-	for _, tc := range targetCommands {
-		sub := tc.build(stdout, stderr)
-		sub.Short = tc.summary
-		cmd.AddCommand(sub)
-	}
-	return cmd
+	return newGroup("target", "Named servers, kept in $XDG_CONFIG_HOME/oecp/config.yaml (else ~/.config/oecp/config.yaml).\n"+
+		"Client commands go to --server, else $OECP_SERVER, else the current target, else the\n"+
+		"default address; --token-file overrides the target's.",
+		summary(targetAddCmd(stdout, stderr), "add a target: a server URL and, optionally, the file holding its token"),
+		summary(targetUseCmd(stdout, stderr), "make a target the current one (--none: back to the default address)"),
+		summary(targetListCmd(stdout, stderr), "list the targets, the current one marked"),
+		summary(targetRemoveCmd(stdout, stderr), "remove a target"),
+	)
 }
 
 // editConfig loads the configuration, lets change alter it and saves it;
@@ -98,7 +50,7 @@ func editConfig(name string, stdout io.Writer, change func(cfg *clientConfig, pa
 
 func targetAddCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("target add", "target add NAME --url URL [--token-file FILE] [--use]",
-		"Adds a named server. The token is not copied: the target names the file that holds it,\nread each time a command uses the target.", stdout, stderr)
+		"Adds a named server. The token is not copied: the target names the file that holds it,\nread each time a command uses the target.")
 	u := fs.String("url", "", "server `URL`, ws:// or wss:// (required)")
 	tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token (kept as an absolute path)")
 	use := fs.Bool("use", false, "make it the current target too")
@@ -164,7 +116,7 @@ func readableTokenFile(path string) (string, error) {
 
 func targetUseCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("target use", "target use (NAME | --none)",
-		"Makes NAME the current target: client commands without --server or $OECP_SERVER go\nthere. --none clears it: they go to the default address (and its local server) again.", stdout, stderr)
+		"Makes NAME the current target: client commands without --server or $OECP_SERVER go\nthere. --none clears it: they go to the default address (and its local server) again.")
 	none := fs.Bool("none", false, "clear the current target")
 	fs.cmd.ValidArgsFunction = completeTargets
 	return fs.run(func(args []string) error {
@@ -194,7 +146,7 @@ func targetUseCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func targetRemoveCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("target remove", "target remove NAME",
-		"Removes a target (its token file is left alone). Removing the current one clears it.", stdout, stderr)
+		"Removes a target (its token file is left alone). Removing the current one clears it.")
 	fs.cmd.ValidArgsFunction = completeTargets
 	return fs.run(func(args []string) error {
 		if len(args) != 1 {
@@ -215,7 +167,7 @@ func targetRemoveCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func targetListCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("target list", "target list [--json]",
-		"Lists the targets: name, URL and token file, the current one marked with *.", stdout, stderr)
+		"Lists the targets: name, URL and token file, the current one marked with *.")
 	asJSON := fs.Bool("json", false, "print the list as one JSON array")
 	return fs.run(func(args []string) error {
 		if len(args) > 0 {

@@ -10,31 +10,27 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// cmdFlags is one subcommand: its cobra command, flag set and the text of
-// its usage: the synopsis (after "oecp "), a paragraph about it, and notes
-// printed after the flags. The usage is the command's help (-h, --help,
-// oecp help CMD); the flags are the ones cobra parses and completes.
+// cmdFlags is one command of the tree: its cobra command and flag set,
+// and the name its messages go by ("run submit"). The command's Use is
+// its synopsis (after its parent's path), its Long the paragraph about it,
+// and its notes, printed after the flags, are an annotation of it: help
+// (help.go) prints all of them from the tree.
 type cmdFlags struct {
 	*pflag.FlagSet
-	cmd                   *cobra.Command
-	name, synopsis, about string
-	notes                 []string
-	stdout, stderr        io.Writer
+	cmd  *cobra.Command
+	name string
 }
 
 // newFlags makes the cobra command of subcommand name ("run submit" is
-// submit under run). Its help prints the usage on stdout; a bad flag is a
-// usage error (exit 2) naming the command's help.
-func newFlags(name, synopsis, about string, stdout, stderr io.Writer) *cmdFlags {
+// submit under run), whose synopsis starts with name.
+func newFlags(name, synopsis, about string) *cmdFlags {
 	cmd := &cobra.Command{
-		Use:           name[strings.LastIndex(name, " ")+1:],
+		Use:           strings.TrimPrefix(synopsis, name[:strings.LastIndex(name, " ")+1]),
+		Long:          about,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	f := &cmdFlags{FlagSet: cmd.Flags(), cmd: cmd, name: name, synopsis: synopsis, about: about, stdout: stdout, stderr: stderr}
-	cmd.SetHelpFunc(func(*cobra.Command, []string) { f.usage(f.stdout) })
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return f.usageErr("%s", flagError(err)) })
-	return f
+	return &cmdFlags{FlagSet: cmd.Flags(), cmd: cmd, name: name}
 }
 
 // String is pflag's String, except that a one-letter name is also its
@@ -72,7 +68,7 @@ func (f *cmdFlags) note(s string) {
 	for i, l := range lines {
 		lines[i] = wrap(l, noteWidth)
 	}
-	f.notes = append(f.notes, strings.Join(lines, "\n"))
+	addNote(f.cmd, strings.Join(lines, "\n"))
 }
 
 // noteWidth is the column at which usage notes are wrapped.
@@ -97,15 +93,6 @@ func wrap(s string, width int) string {
 	return b.String()
 }
 
-// usage writes the command's whole usage.
-func (f *cmdFlags) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: oecp %s\n\n%s\n\nflags:\n", f.synopsis, f.about)
-	printFlags(w, f.FlagSet)
-	for _, n := range f.notes {
-		fmt.Fprintf(w, "\n%s\n", n)
-	}
-}
-
 // flagError is the text of a flag parsing error. An unknown flag reads as
 // it always has: "flag provided but not defined: --bogus".
 func flagError(err error) string {
@@ -121,7 +108,19 @@ func flagError(err error) string {
 
 // usageErr reports a usage problem (exit 2) with the hint to the help.
 func (f *cmdFlags) usageErr(format string, a ...any) *exitErr {
-	return failf(f.name, exitUsage, format, a...).hint(fmt.Sprintf("See 'oecp help %s'.", f.name))
+	return usageErr(f.name, format, a...)
+}
+
+// usageErr is a usage problem (exit 2) of command name, with the hint to
+// its help.
+func usageErr(name, format string, a ...any) *exitErr {
+	return failf(name, exitUsage, format, a...).hint(fmt.Sprintf("See 'oecp help %s'.", name))
+}
+
+// flagErr is the error of a flag that does not parse, for every command
+// of the tree: one line and the hint to the command's help.
+func flagErr(cmd *cobra.Command, err error) error {
+	return usageErr(commandName(cmd), "%s", flagError(err))
 }
 
 // helpFlag is the flag cobra adds to every command; the usage lists it

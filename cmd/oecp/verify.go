@@ -35,7 +35,7 @@ func decodeRegistry(data []byte) (verifier.Registry, error) {
 func verifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fs := newFlags("verify", "verify (--graph FILE [--registry FILE] | --worker FILE) [--json]",
 		`Verifies a graph offline with the server's verifier (the built-in workers, or the
-workers of --registry), or validates a worker descriptor. Nothing is dialled.`, stdout, stderr)
+workers of --registry), or validates a worker descriptor. Nothing is dialled.`)
 	fs.note("Exit status: 0 verified (valid); 1 rejected (invalid); 2 unreadable input or bad usage.")
 	graphFile := fs.String("graph", "", "GraphSpec JSON `FILE` to verify")
 	registryFile := fs.String("registry", "", "worker registry `FILE`: a registry table (registry.json layout) or the workers file of serve --workers; default: the built-in workers")

@@ -11,7 +11,7 @@ import (
 )
 
 func versionCmd(stdout, stderr io.Writer) *cobra.Command {
-	fs := newFlags("version", "version [--json]", "Prints the version of oecp, the commit it was built from (when the build recorded one) and the\nversion of the protocol it speaks.", stdout, stderr)
+	fs := newFlags("version", "version [--json]", "Prints the version of oecp, the commit it was built from (when the build recorded one) and the\nversion of the protocol it speaks.")
 	asJSON := fs.Bool("json", false, `print {"version","commit","modified","protocolVersion"} as JSON`)
 	return fs.run(func(args []string) error {
 		if len(args) > 0 {
