@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -62,6 +63,7 @@ type Span struct {
 	Links                   []string // linked span ids
 	Error                   bool
 	Resource                map[string]string
+	Start, End              time.Time
 }
 
 // Spans is every span received so far.
@@ -73,7 +75,8 @@ func (c *Collector) Spans() []Span {
 			for _, ss := range rs.ScopeSpans().All() {
 				for _, s := range ss.Spans().All() {
 					sp := Span{Name: s.Name(), TraceID: s.TraceID().String(), SpanID: s.SpanID().String(), Kind: s.Kind().String(),
-						Attrs: attrs(s.Attributes().AsRaw()), Error: s.Status().Code() == ptrace.StatusCodeError, Resource: res}
+						Attrs: attrs(s.Attributes().AsRaw()), Error: s.Status().Code() == ptrace.StatusCodeError, Resource: res,
+						Start: s.StartTimestamp().AsTime(), End: s.EndTimestamp().AsTime()}
 					if !s.ParentSpanID().IsEmpty() {
 						sp.Parent = s.ParentSpanID().String()
 					}

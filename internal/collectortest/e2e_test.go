@@ -3,6 +3,7 @@ package collectortest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -98,13 +99,7 @@ func (h *host) submit(id string) string {
 		h.t.Fatal(err)
 	}
 	defer conn.Close()
-	var graph any
-	_ = json.Unmarshal(twoNodes(h.t), &graph)
-	var plan any
-	_ = json.Unmarshal([]byte(twoNodesPlan), &plan)
-	params := map[string]any{"runId": id, "submission": map[string]any{"title": "traced " + id, "graph": graph, "initialInput": nil, "runtime": plan,
-		"source": map[string]any{"repository": "acme/app", "branch": "main", "revision": h.remote.Head()}, "submissionKey": id}}
-	if err := conn.Call(ctx, "run/submit", params, nil); err != nil {
+	if err := conn.Call(ctx, "run/submit", twoNodesSubmit(h.t, id, h.remote.Head()), nil); err != nil {
 		h.t.Fatalf("run/submit: %v", err)
 	}
 	local := identity.With(ctx, identity.Local())
@@ -127,6 +122,17 @@ func (h *host) submit(id string) string {
 		h.t.Fatal(err)
 	}
 	return string(st.Status.TerminalResult)
+}
+
+// twoNodesSubmit is run/submit's params for the two-node run id on
+// acme/app at revision.
+func twoNodesSubmit(t *testing.T, id, revision string) map[string]any {
+	var graph any
+	_ = json.Unmarshal(twoNodes(t), &graph)
+	var plan any
+	_ = json.Unmarshal([]byte(twoNodesPlan), &plan)
+	return map[string]any{"runId": id, "submission": map[string]any{"title": "traced " + id, "graph": graph, "initialInput": nil, "runtime": plan,
+		"source": map[string]any{"repository": "acme/app", "branch": "main", "revision": revision}, "submissionKey": id}}
 }
 
 // twoNodes is an agent step `write` and the example's pull-request
@@ -162,10 +168,20 @@ func twoNodes(t *testing.T) []byte {
 
 const twoNodesPlan = `{"harness":"codex","provider":"openai","size":"small","nodes":{"write":{"kind":"agent","model":"gpt-5.6","env":["OPENAI_API_KEY"]},"deliver":{"kind":"git_delivery"}}}`
 
+// editNotes is the fake agent's edit.
+const editNotes = "printf 'improved\\n' > NOTES.md\n"
+
 // agentCLI installs engine/harness's replaying fake as codex: it edits
 // NOTES.md, runs one command (whose words and output must never reach a
 // span) and answers, reporting usage.
 func agentCLI(t *testing.T) string {
+	t.Helper()
+	return replayingCLI(t, editNotes)
+}
+
+// replayingCLI is agentCLI whose turn i runs the shell fragment
+// actions[i] (each turn then answers alike).
+func replayingCLI(t *testing.T, actions ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	script, err := os.ReadFile("../../engine/harness/testdata/fake-cli.sh")
@@ -184,7 +200,14 @@ func agentCLI(t *testing.T) string {
 		`{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"{\"summary\":\"edited\"}"}}`,
 		`{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":400,"output_tokens":50,"reasoning_output_tokens":20}}`,
 	}, "\n") + "\n"
-	for name, content := range map[string]string{"count": "0\n", "bin/codex": string(script), "actions/0": "printf 'improved\\n' > NOTES.md\n", "events/0": events} {
+	// `oecp serve` checks the CLI with --version when it starts: answered
+	// here, so that it takes no turn.
+	version := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'codex-cli 0.0.0 (fake)'; exit 0; fi\nexec \"$(dirname \"$0\")/fake-cli.sh\" \"$@\"\n"
+	files := map[string]string{"count": "0\n", "bin/fake-cli.sh": string(script), "bin/codex": version}
+	for i, a := range actions {
+		files[fmt.Sprintf("actions/%d", i)], files[fmt.Sprintf("events/%d", i)] = a, events
+	}
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
 			t.Fatal(err)
 		}
