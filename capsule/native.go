@@ -222,7 +222,7 @@ func (a *agents) RunAgent(ctx context.Context, x runs.AgentExecution) (out worke
 	if err != nil {
 		return worker.Failed(worker.CodeRefusal, worker.ReasonDeclaredFailure)
 	}
-	job := harness.Job{RunID: key, Instance: strconv.FormatUint(x.NodeInstance, 10), Execution: strconv.FormatUint(x.Execution, 10),
+	job := harness.Job{Key: key, Instance: strconv.FormatUint(x.NodeInstance, 10), Execution: strconv.FormatUint(x.Execution, 10),
 		Node: x.Node, Binding: harnessBinding(x.Binding), Provider: x.Provider, Dir: paths.Workspace, Runtime: paths.Runtime, GitDir: paths.Git,
 		Objects: a.ws.MirrorObjects(source(x.Source)), Spending: x.Spending}
 	return r.Run(ctx, job, x.Worker)

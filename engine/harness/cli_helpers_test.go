@@ -139,7 +139,7 @@ func (f *fakeCLI) mustVerify(b harness.Binding, provider string) {
 }
 
 func (f *fakeCLI) job(node graph.Node, b harness.Binding, provider string) harness.Job {
-	return harness.Job{RunID: "run-1", Instance: "7", Execution: "12", Node: node, Binding: b, Provider: provider, Dir: f.work, Runtime: f.run}
+	return harness.Job{Key: "run-1", Instance: "7", Execution: "12", Node: node, Binding: b, Provider: provider, Dir: f.work, Runtime: f.run}
 }
 
 // codexTurn is a Codex stream: a thread, then each agent message, then

@@ -21,7 +21,7 @@ func (r *Runner) Confine(h *sandbox.Host) *Runner {
 // confine prepares the sandbox of one execution: nil when the runner has
 // none (its Confine and Close still work).
 func (r *Runner) confine(job Job, home string, verifier bool) (*sandbox.Execution, error) {
-	return r.sandbox.Start(sandbox.Spec{Run: job.RunID, Workspace: job.Dir, GitDir: job.GitDir, Objects: job.Objects, Home: home,
+	return r.sandbox.Start(sandbox.Spec{Run: job.Key, Workspace: job.Dir, GitDir: job.GitDir, Objects: job.Objects, Home: home,
 		Scratch: job.Runtime, Verifier: verifier})
 }
 

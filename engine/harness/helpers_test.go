@@ -141,7 +141,7 @@ func (f *fake) runner(env ...string) *harness.Runner {
 }
 
 func (f *fake) job(node graph.Node, b harness.Binding) harness.Job {
-	return harness.Job{RunID: "run-1", Instance: "ni-1", Node: node, Binding: b, Dir: filepath.Join(f.dir, "work")}
+	return harness.Job{Key: "run-1", Instance: "ni-1", Node: node, Binding: b, Dir: filepath.Join(f.dir, "work")}
 }
 
 // recorder collects an execution's sink lines.

@@ -177,7 +177,7 @@ func (c *realCLI) exec(model string) (string, *recorder) {
 	default:
 		provider = "openai"
 	}
-	job := harness.Job{RunID: realRunID, Instance: "1", Execution: "1", Node: textStep(c.t),
+	job := harness.Job{Key: realRunID, Instance: "1", Execution: "1", Node: textStep(c.t),
 		Binding: harness.Binding{Model: model, Env: env}, Provider: provider, Dir: c.work, Runtime: c.run}
 	ctx, cancel := context.WithTimeout(context.Background(), realCLIBound)
 	defer cancel()

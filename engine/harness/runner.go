@@ -60,9 +60,11 @@ func NewRunner(d Driver, deadline time.Duration) *Runner {
 
 // Job is one bound agent node as the supervisor dispatches it.
 type Job struct {
-	// RunID and Instance key node_instance sessions; Instance is the node
-	// instance id, stable across loop revisits.
-	RunID    string
+	// Key names the run on this server (its workspace key, unique across
+	// tenants): it keys the run's node_instance sessions (with Instance,
+	// the node instance id, stable across loop revisits), its agent
+	// budget and its sandbox writer identity.
+	Key      string
 	Instance string
 	// Node is the graph node (*graph.Step or *graph.Verifier with
 	// instructions).
@@ -120,7 +122,7 @@ func (r *Runner) CloseRun(runID string) {
 // declared env values, in each of their redact.Spellings, replaced by
 // [REDACTED].
 func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.Outcome {
-	log := slog.With("run", job.RunID, "node", ex.Node, "execution", ex.Ref)
+	log := slog.With("run", job.Key, "node", ex.Node, "execution", ex.Ref)
 	c, instructions, err := ContractFor(job.Node)
 	if err != nil {
 		log.ErrorContext(ctx, "agent node refused by the harness runner", "err", err)
@@ -145,7 +147,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 	var entry *sessionEntry
 	conv := conversation{r: r, job: job, ex: ex, c: c, log: log}
 	if job.Binding.SessionScope == ScopeNodeInstance {
-		if entry, err = r.sessions.checkout(ctx, sessionKey{job.RunID, job.Instance}); err != nil {
+		if entry, err = r.sessions.checkout(ctx, sessionKey{job.Key, job.Instance}); err != nil {
 			log.WarnContext(ctx, "node instance session unavailable", "err", err)
 			return r.failure(ctx, ctx, err)
 		}

@@ -30,7 +30,7 @@ func (d *gateDriver) Turn(ctx context.Context, t harness.Turn, _ worker.Sinks) (
 func TestNodeInstanceTurnsSerialized(t *testing.T) {
 	d := &gateDriver{entered: make(chan string), release: make(chan struct{})}
 	r := harness.NewRunner(d, 0)
-	job := harness.Job{RunID: "run-1", Instance: "ni-1", Node: textStep(t), Binding: harness.Binding{Model: "m", SessionScope: harness.ScopeNodeInstance}, Dir: t.TempDir()}
+	job := harness.Job{Key: "run-1", Instance: "ni-1", Node: textStep(t), Binding: harness.Binding{Model: "m", SessionScope: harness.ScopeNodeInstance}, Dir: t.TempDir()}
 	results := make(chan string, 2)
 	start := func() { results <- outcome(run(r, context.Background(), job, `{"text":"draft"}`, &recorder{})) }
 	go start()
@@ -56,7 +56,7 @@ func TestNodeInstanceTurnsSerialized(t *testing.T) {
 func TestCloseRunAndCancelledCheckout(t *testing.T) {
 	d := &gateDriver{entered: make(chan string), release: make(chan struct{})}
 	r := harness.NewRunner(d, 0)
-	job := harness.Job{RunID: "run-1", Instance: "ni-1", Node: textStep(t), Binding: harness.Binding{Model: "m", SessionScope: harness.ScopeNodeInstance}, Dir: t.TempDir()}
+	job := harness.Job{Key: "run-1", Instance: "ni-1", Node: textStep(t), Binding: harness.Binding{Model: "m", SessionScope: harness.ScopeNodeInstance}, Dir: t.TempDir()}
 	results := make(chan string, 1)
 	go func() { results <- outcome(run(r, context.Background(), job, `{"text":"draft"}`, &recorder{})) }()
 	recv(t, d.entered)

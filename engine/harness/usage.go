@@ -87,12 +87,12 @@ func (b *budget) charge(ctx context.Context, job Job, usd float64) (float64, boo
 		// A turn that ended with its context still cost what it reported.
 		total, err := job.Spending.AddSpent(context.WithoutCancel(ctx), usd)
 		if err == nil {
-			total = b.remember(job.RunID, total, 0)
+			total = b.remember(job.Key, total, 0)
 			return total, total > b.maxUSD
 		}
-		slog.WarnContext(ctx, "agent budget: the run's spending was not recorded; this server counts it", "run", job.RunID, "err", err)
+		slog.WarnContext(ctx, "agent budget: the run's spending was not recorded; this server counts it", "run", job.Key, "err", err)
 	}
-	total := b.remember(job.RunID, 0, usd)
+	total := b.remember(job.Key, 0, usd)
 	return total, total > b.maxUSD
 }
 
@@ -104,12 +104,12 @@ func (b *budget) over(ctx context.Context, job Job) (float64, bool) {
 	if job.Spending != nil {
 		spent, err := job.Spending.Spent(ctx)
 		if err == nil {
-			spent = b.remember(job.RunID, spent, 0)
+			spent = b.remember(job.Key, spent, 0)
 			return spent, spent > b.maxUSD
 		}
-		slog.WarnContext(ctx, "agent budget: the run's spending was not read; this server's count applies", "run", job.RunID, "err", err)
+		slog.WarnContext(ctx, "agent budget: the run's spending was not read; this server's count applies", "run", job.Key, "err", err)
 	}
-	spent := b.remember(job.RunID, 0, 0)
+	spent := b.remember(job.Key, 0, 0)
 	return spent, spent > b.maxUSD
 }
 
