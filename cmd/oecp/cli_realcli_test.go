@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func realVerdict(v, message string) modelapi.Step {
 }
 
 // softwareChangeScript routes each software-change agent's model calls to
-// its own script on api: the implementer writes NOTES.md with its shell
+// its own script through route: the implementer writes NOTES.md with its shell
 // tool, the acceptance reviewer rejects it once, the repairer appends a
 // line, and both reviewers accept. The repairer comes first: a call
 // naming it and another agent (a resumed conversation) is its own.
@@ -48,6 +49,31 @@ type realStandIn struct {
 	route      func(match string, steps ...modelapi.Step)
 	requests   func() []modelapi.Request
 	unscripted func() int
+}
+
+// realCLI is a real CLI and a started stand-in of its provider's model
+// API.
+type realCLI struct {
+	harness string
+	cli     func(t *testing.T) string
+	api     func(t *testing.T) realStandIn
+}
+
+// realCLIs are real Codex (its Responses WebSocket served) and real Claude
+// Code.
+func realCLIs() []realCLI {
+	return []realCLI{
+		{"codex", func(t *testing.T) string { return modelapi.CLI(t, "codex", modelapi.CodexNew) }, func(t *testing.T) realStandIn {
+			o := modelapi.NewOpenAI(modelapi.WSServe)
+			t.Cleanup(o.Close)
+			return realStandIn{o.BaseURL(), o.Route, o.Requests, o.Unscripted}
+		}},
+		{"claude", func(t *testing.T) string { return modelapi.CLI(t, "claude-code", modelapi.ClaudeVersion) }, func(t *testing.T) realStandIn {
+			a := modelapi.NewAnthropic()
+			t.Cleanup(a.Close)
+			return realStandIn{a.URL, a.Route, a.Requests, a.Unscripted}
+		}},
+	}
 }
 
 // startRealHost is a server whose harness entry for harness runs the real
@@ -89,22 +115,7 @@ func startRealHost(t *testing.T, harness, cli, base string) *templateHost {
 // branch holds both edits. Every model call took a step of its agent's
 // script: none was answered outside it.
 func TestCLIRealAgentsSoftwareChangeRepairsThenOpensPullRequest(t *testing.T) {
-	for _, tc := range []struct {
-		harness string
-		cli     func(t *testing.T) string
-		api     func(t *testing.T) realStandIn
-	}{
-		{"codex", func(t *testing.T) string { return modelapi.CLI(t, "codex", modelapi.CodexNew) }, func(t *testing.T) realStandIn {
-			o := modelapi.NewOpenAI(modelapi.WSServe)
-			t.Cleanup(o.Close)
-			return realStandIn{o.BaseURL(), o.Route, o.Requests, o.Unscripted}
-		}},
-		{"claude", func(t *testing.T) string { return modelapi.CLI(t, "claude-code", modelapi.ClaudeVersion) }, func(t *testing.T) realStandIn {
-			a := modelapi.NewAnthropic()
-			t.Cleanup(a.Close)
-			return realStandIn{a.URL, a.Route, a.Requests, a.Unscripted}
-		}},
-	} {
+	for _, tc := range realCLIs() {
 		t.Run(tc.harness, func(t *testing.T) {
 			cli := tc.cli(t)
 			api := tc.api(t)
@@ -163,5 +174,68 @@ func assertRolesReached(t *testing.T, reqs []modelapi.Request) {
 	}
 	if !feedback {
 		t.Errorf("the repairer's prompt lacks the acceptance reviewer's feedback %q", realFeedback)
+	}
+}
+
+// TestCLIRealAgentsIssueShipFromCheckout: in a git checkout, run submit
+// --template software-change --issue 7 --ship --watch with each real CLI
+// against its stand-in: the issue is read through the user's (fake) gh
+// and reaches the implementer as the task, the agents play the same
+// rounds (one rejection, one repair), the pull request closes the issue
+// and is merged through the fake forge, and the run's branch, with both
+// edits, is fetched into the checkout.
+func TestCLIRealAgentsIssueShipFromCheckout(t *testing.T) {
+	for _, tc := range realCLIs() {
+		t.Run(tc.harness, func(t *testing.T) {
+			cli := tc.cli(t)
+			api := tc.api(t)
+			softwareChangeScript(api.route)
+			h := startRealHost(t, tc.harness, cli, api.base)
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(h.remote.Dir, filepath.Join(dir, "acme", "app.git")); err != nil {
+				t.Fatal(err)
+			}
+			checkout := filepath.Join(dir, "checkout")
+			h.remote.Git(dir, "clone", "--quiet", filepath.Join(dir, "acme", "app.git"), checkout)
+			answer, _ := json.Marshal(map[string]any{"number": 7, "title": "Add NOTES.md", "body": "It says first, then second.",
+				"url": "https://github.com/acme/app/issues/7"})
+			gh := fakeForgeCLI(t, "gh", string(answer), "", 0)
+			r := oecpPath(t, checkout, gh, false, h.srv, "run", "submit", "--template", "software-change", "--issue", "7", "--ship",
+				"--harness", tc.harness, "--id", "ship", "--watch", "--timestamps=false")
+			branch := strings.TrimPrefix(h.runBranch(t), "refs/heads/")
+			expect(t, r, 0, []string{
+				"repair ended (execution ship/repair/1): succeeded",
+				"acceptance ended (execution ship/acceptance/2): succeeded",
+				"run ship succeeded",
+				"pull request: #1 into main (merged)",
+				"fetched: branch " + branch + " into " + checkout,
+			}, nil)
+			if t.Failed() {
+				t.Fatalf("logs:\n%s", oecp(t, h.srv, "run", "logs", "ship").stdout)
+			}
+			want := []string{"issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app"}
+			if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
+				t.Fatalf("gh calls %q, want one %q", calls, want)
+			}
+			if _, body := h.pullRequest(t); !strings.HasSuffix(body, "\n\nCloses #7") {
+				t.Fatalf("pull request body:\n%s", body)
+			}
+			if notes := h.remote.Git(checkout, "show", "refs/heads/"+branch+":NOTES.md"); notes != "first\nsecond" {
+				t.Fatalf("the checkout's %s has NOTES.md %q, want both edits", branch, notes)
+			}
+			reqs := api.requests()
+			assertRolesReached(t, reqs)
+			if !slices.ContainsFunc(reqs, func(q modelapi.Request) bool {
+				return strings.Contains(string(q.Body), roleImplementer) && strings.Contains(string(q.Body), "It says first, then second.")
+			}) {
+				t.Error("the implementer's prompt lacks the issue's body")
+			}
+			if n := api.unscripted(); n != 0 {
+				t.Errorf("%d model calls found no step of their agent's script", n)
+			}
+		})
 	}
 }
