@@ -44,7 +44,7 @@ func (a *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &req)
 	st := Step{Text: "ok"}
 	if len(req.Tools) > 0 {
-		st = a.step()
+		st = a.step(body)
 	}
 	if st.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")

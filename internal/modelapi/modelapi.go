@@ -2,11 +2,15 @@
 // CLIs call: the OpenAI Responses API (Codex) and the Anthropic Messages
 // API (Claude Code), both streaming server-sent events over plain HTTP on
 // loopback. Each server answers its model calls from a script of Steps, one
-// step per call, and records every request it received, so a test can run
-// the real CLI against it and assert on what reached the provider.
+// step per call in call order, and records every request it received, so a
+// test can run the real CLI against it and assert on what reached the
+// provider. Agents that run at the same time call in no fixed order: Route
+// gives the calls whose request names an agent (a phrase of its prompt)
+// their own script.
 package modelapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -66,9 +70,22 @@ type server struct {
 	mu       sync.Mutex
 	steps    []Step
 	next     int
+	routes   []*route
 	requests []Request
 	calls    int
+	// unscripted counts the calls no script had a step for.
+	unscripted int
 }
+
+// route is a script of the calls whose request contains match.
+type route struct {
+	match string
+	steps []Step
+	next  int
+}
+
+// noRoute is the route of a call that matched none.
+const noRoute = -1
 
 // record notes a request and returns its body.
 func (s *server) record(r *http.Request, auth string) []byte {
@@ -83,18 +100,54 @@ func (s *server) record(r *http.Request, auth string) []byte {
 	return body
 }
 
-// step takes the next scripted step; past the script's end it answers a
-// plain "ok" text.
-func (s *server) step() Step {
+// Route gives the model calls whose request body contains match a script
+// of their own, answered in their order whatever the other calls do; past
+// its end such a call is answered a plain "ok" text. A call is taken by
+// the first route (in the order they were added) whose match it contains;
+// a call that matches none takes the next step of the ordered script.
+// match is compared with the body as it was sent, JSON escapes included:
+// a phrase of plain words and spaces matches the text it names.
+func (s *server) Route(match string, steps ...Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.routes = append(s.routes, &route{match: match, steps: steps})
+}
+
+// step takes the step that answers a call whose request body is body.
+func (s *server) step(body []byte) Step {
+	st, _ := s.stepOn(body, noRoute)
+	return st
+}
+
+// stepOn is step for a call on a connection whose earlier call took route
+// last (noRoute: none), which a call matching no route stays on: a
+// connection is one agent's. It returns the step and the route taken.
+func (s *server) stepOn(body []byte, last int) (Step, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	if s.next >= len(s.steps) {
-		return Step{Text: "ok"}
+	taken := last
+	for i, r := range s.routes {
+		if bytes.Contains(body, []byte(r.match)) {
+			taken = i
+			break
+		}
 	}
-	st := s.steps[s.next]
+	if taken != noRoute {
+		r := s.routes[taken]
+		if r.next >= len(r.steps) {
+			s.unscripted++
+			return Step{Text: "ok"}, taken
+		}
+		r.next++
+		return r.steps[r.next-1], taken
+	}
+	if s.next >= len(s.steps) {
+		s.unscripted++
+		return Step{Text: "ok"}, noRoute
+	}
 	s.next++
-	return st
+	return s.steps[s.next-1], noRoute
 }
 
 // peekStatus takes the next step when it is an HTTP error and returns its
@@ -122,6 +175,14 @@ func (s *server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls
+}
+
+// Unscripted is how many model calls no script had a step for (each was
+// answered a plain "ok" text).
+func (s *server) Unscripted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unscripted
 }
 
 // Push appends steps to the script.

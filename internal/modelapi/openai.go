@@ -68,7 +68,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	st := o.step()
+	st := o.step(body)
 	if st.Status != 0 {
 		writeOpenAIError(w, st.Status)
 		return
@@ -85,7 +85,9 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // websocket serves Codex's Responses WebSocket: every text message is a
-// model call, answered with the next step's events as text messages.
+// model call, answered with the next step's events as text messages. A
+// message that names no route (one that continues a response) stays on
+// the route the connection took last.
 func (o *OpenAI) websocket(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
@@ -94,6 +96,7 @@ func (o *OpenAI) websocket(w http.ResponseWriter, r *http.Request) {
 	defer c.CloseNow()
 	c.SetReadLimit(maxWSMessageBytes)
 	ctx := context.Background()
+	taken := noRoute
 	for {
 		_, msg, err := c.Read(ctx)
 		if err != nil {
@@ -110,7 +113,8 @@ func (o *OpenAI) websocket(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		st := o.step()
+		var st Step
+		st, taken = o.stepOn(msg, taken)
 		if st.Status != 0 {
 			b, _ := json.Marshal(map[string]any{"type": "error", "status": st.Status, "error": openAIError(st.Status)["error"]})
 			_ = c.Write(ctx, websocket.MessageText, b)
