@@ -15,6 +15,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
@@ -205,7 +206,7 @@ func oneStep(key, instr string) json.RawMessage {
 // and the close reason.
 func drain(t testing.TB, sub *server.Subscription) (events []map[string]any, closed string) {
 	t.Helper()
-	ctx := bounded(t)
+	ctx := testkit.Bounded(t)
 	for {
 		n, err := sub.Stream.Next(ctx)
 		if err != nil {

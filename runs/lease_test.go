@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
@@ -76,7 +77,7 @@ func TestFinishedRunReleasesItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFinished(t, b, ctx, "done")
-	if ref := recv(t, l.released); ref.RunID != "done" {
+	if ref := testkit.Recv(t, l.released); ref.RunID != "done" {
 		t.Fatalf("released %v", ref)
 	}
 	held, err := st.RenewLeases(context.Background(), "replica")

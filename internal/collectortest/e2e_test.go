@@ -22,16 +22,13 @@ import (
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/collectortest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/metrics"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/transport/websocket"
 	"github.com/oecp/oecp/workspace"
 )
-
-// hangGuard bounds the waits of these tests; reaching it means a hang,
-// it times nothing.
-const hangGuard = 2 * time.Minute
 
 // callerTraceparent is the span of the client that submits the runs.
 const callerTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -92,7 +89,7 @@ func (h *host) close() {
 // upgrade request names callerTraceparent, and follows it to its end.
 func (h *host) submit(id string) string {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
 	defer cancel()
 	conn, err := client.Dial(ctx, h.url, client.DialOptions{AllowPlaintext: true, Traceparent: callerTraceparent})
 	if err != nil {

@@ -1,0 +1,61 @@
+// Package testkit is what the tests of many packages share: a TestMain
+// that fails a package's tests when any of them leaves a goroutine
+// running, and bounded waits. It is imported by tests only.
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// HangGuard bounds the tests' waits outside a synctest bubble. It is no
+// timing assertion: nothing waited for should take more than a fraction
+// of it, and reaching it means the test is stuck, which fails it instead
+// of hanging it.
+const HangGuard = 2 * time.Minute
+
+// Main runs the package's tests (m may wrap a *testing.M, to prepare
+// something around the run) and fails them when any of them leaves a
+// goroutine running. A package's TestMain is
+//
+//	func TestMain(m *testing.M) { testkit.Main(m) }
+func Main(m goleak.TestingM, opts ...goleak.Option) { goleak.VerifyTestMain(m, opts...) }
+
+// Recv receives from ch, failing the test when nothing comes within
+// HangGuard.
+func Recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(HangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", HangGuard)
+	}
+	var zero T
+	return zero
+}
+
+// Awaited waits for a value on ch; when none comes within HangGuard it
+// reports the test stuck and returns false. Unlike Recv it may be called
+// off the test's goroutine.
+func Awaited[T any](t testing.TB, ch <-chan T) bool {
+	t.Helper()
+	select {
+	case <-ch:
+		return true
+	case <-time.After(HangGuard):
+		t.Errorf("nothing received within %v: the test is stuck", HangGuard)
+		return false
+	}
+}
+
+// Bounded is a context that ends HangGuard from now, for a wait that
+// returns an error when its context ends.
+func Bounded(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
