@@ -12,6 +12,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/internal/runclaims"
+	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -467,7 +468,7 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission, spend Spending
 		if !ok || (bind.Kind != KindAgent && !delivery) || b.cfg.Agents == nil {
 			return nil, false
 		}
-		node := executables(sub.Graph)[d.Occurrence.Node]
+		node := nativegraph.Executables(sub.Graph)[d.Occurrence.Node]
 		_, verifier := node.(*graph.Verifier)
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
 			red := newRecordRedactor(sub)
