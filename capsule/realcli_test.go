@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
 	"github.com/oecp/oecp/metrics"
@@ -84,7 +85,7 @@ func TestRealAgentRunDelivers(t *testing.T) {
 			runDir := t.TempDir()
 			o := capsule.Options{Harness: h, Repos: repos, RunDir: runDir, Sandbox: realSandbox(t, h, runDir, base)}
 			host := &agentHost{t: t, e: start(t, o), remote: remote}
-			host.submit("real", twoNodes(t), "null", tc.plan(tc.env), head)
+			host.submit("real", agenttest.TwoNodes(t), "null", tc.plan(tc.env), head)
 			if got := host.finish("real"); got != `{"status":"succeeded","output":null}` {
 				t.Fatalf("terminal %s after %d model calls\n%s", got, calls(), host.logs("real"))
 			}
