@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -65,25 +65,6 @@ func oneAgentGraph(b *testing.B) []byte {
 	return mustJSON(b, M{"profile": "openengine.graph.full/v1", "initialInput": M{"kind": "null"},
 		"policy": M{"policy": "policy.default@1", "default": "deny"}, "root": M{"kind": "seq", "name": "main", "state": M{"kind": "null"},
 			"promotedStatePaths": []any{}, "children": []any{write, done}}})
-}
-
-// treeBytes is the sum of the sizes of the files under dir.
-func treeBytes(b *testing.B, dir string) int64 {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return n
 }
 
 // BenchmarkWorkspaceFromMirror compares, in one run, a full clone of a
@@ -160,7 +141,7 @@ func BenchmarkWorkspaceFromMirror(b *testing.B) {
 		b.Fatalf("mirrors %v", mirrors)
 	}
 	key := workspace.Key(e.b.Runs().TenantKey(identity.Local().Tenant), "again-0")
-	own, objects := treeBytes(b, filepath.Join(runDir, filepath.FromSlash(key), "git")), treeBytes(b, filepath.Join(mirrors[0], "objects"))
+	own, objects := testkit.TreeBytes(b, filepath.Join(runDir, filepath.FromSlash(key), "git")), testkit.TreeBytes(b, filepath.Join(mirrors[0], "objects"))
 	b.ReportMetric(float64(clone.Milliseconds())/float64(n), "clone-ms/op")
 	b.ReportMetric(float64(second.Milliseconds())/float64(n), "run-ms/op")
 	b.ReportMetric(float64(first.Milliseconds()), "first-run-ms")

@@ -5,6 +5,10 @@ package testkit
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,4 +62,36 @@ func Bounded(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// WriteFile writes n bytes of data (real blocks, not a hole) to path,
+// making its directory.
+func WriteFile(t testing.TB, path string, n int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Repeat("x", n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TreeBytes is the sum of the sizes of the files under dir.
+func TreeBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
