@@ -3,8 +3,6 @@ package runs_test
 import (
 	"context"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -35,19 +33,6 @@ func runSupervisor(sup *engine.Supervisor) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// procState is the state letter of pid in /proc ("" when it is gone).
-func procState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2 : i+3]
-	}
-	return "?"
-}
-
 // TestRestartRerunsOrphan: an execution a killed server left active did
 // not fail, its server did: the next engine on the same store kills what
 // is left of the process group the execution's worker started, records
@@ -68,13 +53,13 @@ func TestRestartRerunsOrphan(t *testing.T) {
 	if s, _ := b.Status(ctx, "o"); s.Status.Phase != runs.PhaseRunning || len(*s.Status.ActiveExecutions) != 1 {
 		t.Fatalf("after the kill: %+v", s.Status)
 	}
-	if s := procState(orphan.Process.Pid); s == "Z" || s == "" {
+	if s := testkit.ProcState(orphan.Process.Pid); s == "Z" || s == "" {
 		t.Fatalf("the orphan's process must still run (state %q)", s)
 	}
 	defer runEngine(b.Ledger("second"))()
 	rerun := testkit.Recv(t, agents.spawned)
 	t.Cleanup(func() { _ = rerun.Process.Kill(); _ = rerun.Wait() })
-	if s := procState(orphan.Process.Pid); s != "Z" && s != "" {
+	if s := testkit.ProcState(orphan.Process.Pid); s != "Z" && s != "" {
 		t.Fatalf("the orphan's process group was not killed before its rerun (state %s)", s)
 	}
 	s, err := b.Status(ctx, "o")

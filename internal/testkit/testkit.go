@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +95,18 @@ func TreeBytes(t testing.TB, dir string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// ProcState is the state letter of pid in /proc/PID/stat ("" when it is
+// gone, "?" when the line does not parse).
+func ProcState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return "?"
 }
