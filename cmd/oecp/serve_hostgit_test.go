@@ -83,14 +83,7 @@ func newHostGitSetup(t *testing.T, uid int) *hostGitSetup {
 		}
 	}
 	for _, d := range []string{reposDir, s.repos, s.victim, s.harness} {
-		if err := filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, uid, uid)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		chownTree(t, d, uid)
 	}
 	if err := os.Chmod(s.victim, 0o700); err != nil {
 		t.Fatal(err)
