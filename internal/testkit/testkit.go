@@ -5,11 +5,13 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,4 +111,23 @@ func ProcState(pid int) string {
 		return s[i+2 : i+3]
 	}
 	return "?"
+}
+
+// FillDisk writes path until its file system is full.
+func FillDisk(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return
+			}
+			t.Fatal(err)
+		}
+	}
 }
