@@ -64,21 +64,12 @@ func startConfinedAgentHost(t *testing.T, harnessName string, cli string, env ..
 func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o capsule.Options, confine func(h *harness.Config, runDir string) *sandbox.Host) *agentHost {
 	t.Helper()
 	remote := gittest.NewRemote(t)
-	gh, err := filepath.Abs("../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	hb, _ := json.Marshal(map[string]any{harnessName: entry})
 	h, err := harness.Parse("harness.json", hb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}})
-	repos, err := workspace.ParseRepos("repos.json", rb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Harness, o.Repos, o.RunDir = h, repos, t.TempDir()
+	o.Harness, o.Repos, o.RunDir = h, agenttest.Repos(t, remote.Dir), t.TempDir()
 	if confine != nil {
 		o.Sandbox = confine(h, o.RunDir)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/oecp/oecp/workspace"
 )
 
 // root is the repository's root directory.
@@ -95,4 +97,33 @@ func TwoNodes(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// FakeGH is the path of the examples' fake forge CLI,
+// examples/agents/bin/gh.
+func FakeGH(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(root(t), "examples", "agents", "bin", "gh")
+}
+
+// ReposFile is the content of a repos.json (--repos) that serves the
+// repository acme/app from remoteDir, with FakeGH over remoteDir as its
+// forge.
+func ReposFile(t testing.TB, remoteDir string) map[string]any {
+	t.Helper()
+	return map[string]any{"acme/app": map[string]any{"url": remoteDir, "forge": map[string]any{"argv": []string{FakeGH(t), "--remote", remoteDir}}}}
+}
+
+// Repos is ReposFile parsed.
+func Repos(t testing.TB, remoteDir string) *workspace.Repos {
+	t.Helper()
+	b, err := json.Marshal(ReposFile(t, remoteDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, err := workspace.ParseRepos("repos.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repos
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/transport/websocket"
-	"github.com/oecp/oecp/workspace"
 )
 
 // callerTraceparent is the span of the client that submits the runs.
@@ -46,21 +45,12 @@ type host struct {
 func startHost(t *testing.T, cli string) *host {
 	t.Helper()
 	remote := gittest.NewRemote(t)
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	hb, _ := json.Marshal(map[string]any{"codex": map[string]any{"argv": []string{cli}, "env": []string{"OPENAI_API_KEY"}}})
 	hc, err := harness.Parse("harness.json", hb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}})
-	repos, err := workspace.ParseRepos("repos.json", rb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := capsule.New(capsule.Options{Harness: hc, Repos: repos, RunDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)})
+	c, err := capsule.New(capsule.Options{Harness: hc, Repos: agenttest.Repos(t, remote.Dir), RunDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
