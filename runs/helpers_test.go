@@ -253,3 +253,18 @@ func errCode(err error) string {
 	}
 	return pe.DataCode
 }
+
+// forcedLogs forces the run and returns its log records, to the end of
+// its logs.
+func forcedLogs(t *testing.T, ctx context.Context, b *runs.Backend, id string) []map[string]any {
+	t.Helper()
+	if _, err := b.Force(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.Logs(ctx, id, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := drain(t, sub)
+	return lines
+}

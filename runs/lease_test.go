@@ -111,14 +111,7 @@ func TestLostRunLogsNothingMore(t *testing.T) {
 	}
 	stale.Log(ref, "", "error", "execution ended: failed (crash)")
 	owner.Log(ref, "", "info", "the owner's line")
-	if _, err := b.Force(ctx, "r"); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := b.Logs(ctx, "r", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, _ := drain(t, sub)
+	lines := forcedLogs(t, ctx, b, "r")
 	var got []string
 	for _, l := range lines {
 		got = append(got, l["record"].(map[string]any)["message"].(string))

@@ -71,14 +71,7 @@ func TestLogLinesOutliveTheStoreBeingDown(t *testing.T) {
 		t.Fatalf("status while the store is down: %v", err)
 	}
 	st.down.Store(false)
-	if _, err := b.Force(ctx, "r"); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := b.Logs(ctx, "r", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, _ := drain(t, sub)
+	lines := forcedLogs(t, ctx, b, "r")
 	if len(lines) != 1000 {
 		t.Fatalf("%d lines written, want the 1000 kept", len(lines))
 	}
@@ -146,14 +139,7 @@ func TestLogLinesHeldWhenAReadFailsUnavailable(t *testing.T) {
 	b.Ledger("test").Log(ref, "", "info", "held line")
 	testkit.Recv(t, st.failed)
 	st.down.Store(false)
-	if _, err := b.Force(ctx, "r"); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := b.Logs(ctx, "r", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, _ := drain(t, sub)
+	lines := forcedLogs(t, ctx, b, "r")
 	if len(lines) != 1 || lines[0]["record"].(map[string]any)["message"] != "held line" {
 		t.Fatalf("logs %v, want the held line", lines)
 	}
