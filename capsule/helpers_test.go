@@ -376,3 +376,22 @@ func (g *gate) release(t testing.TB) {
 		t.Fatal(err)
 	}
 }
+
+// awaitRunEnd watches native run id until its watch stream ends.
+func awaitRunEnd(t testing.TB, e *env, id string) {
+	t.Helper()
+	w, err := e.b.Runs().Watch(local(), id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stream.Close()
+	for {
+		n, err := w.Stream.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Closed != "" {
+			return
+		}
+	}
+}

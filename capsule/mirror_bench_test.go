@@ -1,7 +1,6 @@
 package capsule_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -101,21 +100,8 @@ func BenchmarkWorkspaceFromMirror(b *testing.B) {
 			d, _ := json.Marshal(err)
 			b.Fatalf("submit %s: %v %s", id, err, d)
 		}
-		w, err := e.b.Runs().Watch(local(), id, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for {
-			n, err := w.Stream.Next(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n.Closed != "" {
-				break
-			}
-		}
+		awaitRunEnd(b, e, id)
 		elapsed := time.Since(start)
-		w.Stream.Close()
 		st, err := e.b.Runs().Status(local(), id)
 		if err != nil || string(st.Status.TerminalResult) != `{"status":"succeeded","output":null}` {
 			b.Fatalf("run %s: %v %s", id, err, st.Status.TerminalResult)
