@@ -247,11 +247,7 @@ func requireSandbox(t *testing.T) {
 // git there, the verifier cannot write it.
 func TestAgentSandboxHostileAgent(t *testing.T) {
 	requireSandbox(t)
-	users := []int{0}
-	if os.Geteuid() == 0 {
-		users = append(users, nobodyUID)
-	}
-	for _, uid := range users {
+	for _, uid := range serverUIDs() {
 		t.Run(fmt.Sprintf("uid-%d", uid), func(t *testing.T) {
 			if uid != 0 {
 				// The unprivileged server needs its own sandbox: user
@@ -592,4 +588,13 @@ func chownTree(t *testing.T, dir string, uid int) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serverUIDs are the users the sandbox tests run a server as: root, and
+// nobody as well when the tests run as root.
+func serverUIDs() []int {
+	if os.Geteuid() == 0 {
+		return []int{0, nobodyUID}
+	}
+	return []int{0}
 }

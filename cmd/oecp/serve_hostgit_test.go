@@ -160,11 +160,7 @@ func tree(dir string) string {
 // and never carry another repository's objects.
 func TestHostGitNeverStepsOnAgentState(t *testing.T) {
 	requireSandbox(t)
-	users := []int{0}
-	if os.Geteuid() == 0 {
-		users = append(users, nobodyUID)
-	}
-	for _, uid := range users {
+	for _, uid := range serverUIDs() {
 		t.Run(fmt.Sprintf("uid-%d", uid), func(t *testing.T) {
 			if uid != 0 {
 				if err := canReadWrite("/dev/net/tun"); err != nil && os.Getenv("OECP_REQUIRE_SANDBOX") != "1" {
