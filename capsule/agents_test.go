@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
@@ -63,21 +64,12 @@ func startConfinedAgentHost(t *testing.T, harnessName string, cli string, env ..
 func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o capsule.Options, confine func(h *harness.Config, runDir string) *sandbox.Host) *agentHost {
 	t.Helper()
 	remote := gittest.NewRemote(t)
-	gh, err := filepath.Abs("../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	hb, _ := json.Marshal(map[string]any{harnessName: entry})
 	h, err := harness.Parse("harness.json", hb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}})
-	repos, err := workspace.ParseRepos("repos.json", rb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Harness, o.Repos, o.RunDir = h, repos, t.TempDir()
+	o.Harness, o.Repos, o.RunDir = h, agenttest.Repos(t, remote.Dir), t.TempDir()
 	if confine != nil {
 		o.Sandbox = confine(h, o.RunDir)
 	}
@@ -193,59 +185,13 @@ func TestAgentsExampleReviewLoop(t *testing.T) {
 	}
 }
 
-// twoNodes is a graph of an agent step `write` (null to the example
-// writer's {summary}) and the example's PR delivery.
-func twoNodes(t *testing.T) []byte {
-	data, err := os.ReadFile("../examples/agents/review-loop.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var example any
-	_ = json.Unmarshal(data, &example)
-	// at walks the example graph by object keys and array indices.
-	at := func(path ...any) any {
-		v := example
-		for _, p := range path {
-			if i, ok := p.(int); ok {
-				v = v.([]any)[i]
-			} else {
-				v = v.(map[string]any)[p.(string)]
-			}
-		}
-		return v
-	}
-	write := map[string]any{"kind": "step", "name": "write", "worker": "agent.write@1", "instructions": "Improve NOTES.md.",
-		"input": map[string]any{"kind": "null"}, "output": at("root", "children", 0, "body", "children", 0, "output"),
-		"inputBindings": []any{}, "writeBindings": []any{}, "timeoutMs": 600000, "attempts": 1}
-	deliver := at("root", "children", 1, "branches", 0, "node", "children", 0)
-	done := map[string]any{"kind": "succeed", "name": "done", "output": map[string]any{"kind": "null"}, "bindings": []any{}}
-	b, _ := json.Marshal(map[string]any{"profile": "openengine.graph.full/v1", "initialInput": map[string]any{"kind": "null"},
-		"policy": at("policy"), "root": map[string]any{"kind": "seq", "name": "main", "state": map[string]any{"kind": "null"},
-			"promotedStatePaths": []any{}, "children": []any{write, deliver, done}}})
-	return b
-}
-
-const twoNodesPlan = `{"harness":"codex","provider":"openai","size":"small","nodes":{"write":{"kind":"agent","model":"gpt-5.6","env":["OPENAI_API_KEY"]},"deliver":{"kind":"git_delivery"}}}`
-
 // replayCLI installs engine/harness's replaying fake as codex: turn 0 runs
 // action, then prints events.
 func replayCLI(t *testing.T, action string, events ...string) (cli, dir string) {
 	t.Helper()
 	dir = t.TempDir()
-	script, err := os.ReadFile("../engine/harness/testdata/fake-cli.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range []string{"calls", "actions", "events", "bin"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for name, content := range map[string]string{"count": "0\n", "bin/codex": string(script), "actions/0": action + "\n", "events/0": strings.Join(events, "\n") + "\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	agenttest.FakeCLIDir(t, dir, map[string]string{"bin/codex": agenttest.FakeCLIScript(t), "actions/0": action + "\n",
+		"events/0": strings.Join(events, "\n") + "\n"})
 	return filepath.Join(dir, "bin", "codex"), dir
 }
 
@@ -265,7 +211,7 @@ func TestAgentRunAttachLogsDelivery(t *testing.T) {
 		`{"type":"item.completed","item":{"type":"agent_message","text":"{\"summary\":\"edited\"}"}}`,
 		`{"type":"turn.completed"}`)
 	h := startConfinedAgentHost(t, "codex", cli, "OPENAI_API_KEY")
-	h.submit("two", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
+	h.submit("two", agenttest.TwoNodes(t), "null", agenttest.TwoNodesPlan, h.remote.Head())
 
 	// Once the agent's first line is in the logs, it runs: attach.
 	logs, err := h.runs().Logs(local(), "two", nil, nil)
@@ -318,7 +264,7 @@ func TestUnknownRevisionFailsBeforeAnyAgent(t *testing.T) {
 	cli, dir := replayCLI(t, "", `{"type":"turn.completed"}`)
 	h := startAgentHost(t, "codex", cli, "OPENAI_API_KEY")
 	missing := strings.Repeat("ab", 20)
-	h.submit("bad", twoNodes(t), "null", twoNodesPlan, missing)
+	h.submit("bad", agenttest.TwoNodes(t), "null", agenttest.TwoNodesPlan, missing)
 	if got := h.finish("bad"); got != `{"status":"failed","reason":"revision_not_found"}` {
 		t.Fatalf("terminal %s", got)
 	}
@@ -329,8 +275,8 @@ func TestUnknownRevisionFailsBeforeAnyAgent(t *testing.T) {
 		t.Fatalf("%s agent processes ran", n)
 	}
 	// A repository the host does not serve is refused at submit.
-	_, err := h.runs().Submit(local(), "other", json.RawMessage(`{"title":"t","graph":`+string(twoNodes(t))+`,"initialInput":null,"runtime":`+
-		twoNodesPlan+`,"source":{"repository":"acme/other","branch":"main","revision":"`+missing+`"},"submissionKey":"o"}`))
+	_, err := h.runs().Submit(local(), "other", json.RawMessage(`{"title":"t","graph":`+string(agenttest.TwoNodes(t))+`,"initialInput":null,"runtime":`+
+		agenttest.TwoNodesPlan+`,"source":{"repository":"acme/other","branch":"main","revision":"`+missing+`"},"submissionKey":"o"}`))
 	pe, ok := err.(*protocol.Error)
 	if details, _ := protocol.Marshal(pe.Details); !ok || string(details) != `{"reason":"repository is not served: acme/other"}` {
 		t.Fatalf("unserved repository: %v", err)

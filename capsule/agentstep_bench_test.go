@@ -110,20 +110,7 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 		if _, err := e.b.Runs().Submit(local(), id, json.RawMessage(sub)); err != nil {
 			b.Fatal(err)
 		}
-		w, err := e.b.Runs().Watch(local(), id, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for {
-			n, err := w.Stream.Next(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n.Closed != "" {
-				break
-			}
-		}
-		w.Stream.Close()
+		awaitRunEnd(b, e, id)
 		took := time.Since(began)
 		stat, err := e.b.Runs().Status(local(), id)
 		if err != nil || !strings.Contains(string(stat.Status.TerminalResult), `"succeeded"`) {

@@ -14,6 +14,7 @@ import (
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/harness/sandbox"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/modelapi"
 )
 
@@ -194,7 +195,7 @@ func TestRealAgentRunExport(t *testing.T) {
 			h := newAgentHost(t, ra.harness, map[string]any{"argv": argv, "env": ra.env, "baseUrl": api.base}, capsule.Options{}, confine)
 			// The writer declares the key alone: a declared value is
 			// redacted from the evidence wherever it appears.
-			h.submit("rx", twoNodes(t), "null", ra.plan([]string{ra.key}), h.remote.Head())
+			h.submit("rx", agenttest.TwoNodes(t), "null", ra.plan([]string{ra.key}), h.remote.Head())
 			if got := h.finish("rx"); got != `{"status":"succeeded","output":null}` {
 				t.Fatalf("terminal %s after %d model calls\n%s", got, api.calls(), h.logs("rx"))
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
@@ -48,15 +49,6 @@ func fakeCLI(t *testing.T, name string, turns ...fakeTurn) (cli, dir string, por
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile("../engine/harness/testdata/fake-cli.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range []string{"calls", "actions", "events", "bin"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	port = startRecorder(t, dir, true, func(_ int, file string) string { return filepath.Join("calls", file) })
 	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	wrapper := "#!/bin/bash\norig=" + quote(dir) + " port=" + strconv.Itoa(port) + " name=" + quote(name) + `
@@ -75,16 +67,12 @@ rm -rf "$s"
 [ "$ack" = ok ] || exit 99
 exit "$status"
 `
-	files := map[string]string{"count": "0\n", "fake-cli.sh": string(script), "bin/" + name: wrapper}
+	files := map[string]string{"fake-cli.sh": agenttest.FakeCLIScript(t), "bin/" + name: wrapper}
 	for i, tu := range turns {
 		files[fmt.Sprintf("actions/%d", i)] = `eval "last=\${$#}"; printf '%s' "$last" > "$d/calls/$n.prompt"; ` + tu.action + "\n"
 		files[fmt.Sprintf("events/%d", i)] = tu.events
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	agenttest.FakeCLIDir(t, dir, files)
 	return filepath.Join(dir, "bin", name), dir, port
 }
 
@@ -215,7 +203,7 @@ func testExportCodexRun(t *testing.T, st store.Store) {
 		fakeTurn{`printf 'improved\n' > NOTES.md; printf 'key %s \377\n' "$CODEX_API_KEY" >&2`, turn0},
 		fakeTurn{`printf 'second\n' >&2`, turn1})
 	h := startFakeAgentHost(t, "codex", cli, port, capsule.Options{Store: st}, "OPENAI_API_KEY")
-	h.submit("cx", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
+	h.submit("cx", agenttest.TwoNodes(t), "null", agenttest.TwoNodesPlan, h.remote.Head())
 	if got := h.finish("cx"); got != `{"status":"succeeded","output":null}` {
 		t.Fatalf("terminal %s\n%s", got, h.logs("cx"))
 	}
@@ -289,7 +277,7 @@ func TestExportClaudeRun(t *testing.T) {
 	cli, dir, port := fakeCLI(t, "claude", fakeTurn{`printf 'improved\n' > NOTES.md; printf 'stderr line\n' >&2`, turn0})
 	h := startFakeAgentHost(t, "claude", cli, port, capsule.Options{}, "ANTHROPIC_API_KEY")
 	plan := `{"harness":"claude","provider":"anthropic","size":"small","nodes":{"write":{"kind":"agent","model":"claude-sonnet-5","env":["ANTHROPIC_API_KEY"]},"deliver":{"kind":"git_delivery"}}}`
-	h.submit("cl", twoNodes(t), "null", plan, h.remote.Head())
+	h.submit("cl", agenttest.TwoNodes(t), "null", plan, h.remote.Head())
 	if got := h.finish("cl"); got != `{"status":"succeeded","output":null}` {
 		t.Fatalf("terminal %s\n%s", got, h.logs("cl"))
 	}
@@ -327,7 +315,7 @@ func TestExportLiveRunOtherTenantAndRetention(t *testing.T) {
 		`{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"{\"summary\":\"edited\"}"}}`, `{"type":"turn.completed"}`)
 	cli, dir, port := fakeCLI(t, "codex", fakeTurn{`printf 'improved\n' > NOTES.md; printf 'started\n' >&2; while [ ! -f "$d/go" ]; do sleep 0.01; done`, events})
 	h := startFakeAgentHost(t, "codex", cli, port, capsule.Options{}, "OPENAI_API_KEY")
-	h.submit("live", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
+	h.submit("live", agenttest.TwoNodes(t), "null", agenttest.TwoNodesPlan, h.remote.Head())
 
 	// The agent is running once its stderr line is in the logs.
 	logs, err := h.runs().Logs(local(), "live", nil, nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -77,7 +78,7 @@ func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
 	// While the first step runs, something else fills the disk.
 	awaitFile(t, filepath.Join(gate, "started"))
 	filler := filepath.Join(runDir, "filler")
-	fill(t, filler)
+	testkit.FillDisk(t, filler)
 	inodes := filepath.Join(runDir, "inodes")
 	fillInodes(t, inodes)
 	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o644); err != nil {
@@ -101,25 +102,6 @@ func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
 	}
 	if got := ah.finish("full"); got != `{"status":"succeeded","output":null}` {
 		t.Fatalf("terminal %s\n%s", got, ah.logs("full"))
-	}
-}
-
-// fill writes path until its file system is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	block := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(block); err != nil {
-			if errors.Is(err, syscall.ENOSPC) {
-				return
-			}
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -12,16 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // hangGuard bounds every wait of these tests. It is not a timing
 // assertion: nothing here should take more than a fraction of it, and
@@ -375,5 +374,24 @@ cat
 func (g *gate) release(t testing.TB) {
 	if err := os.WriteFile(filepath.Join(g.dir, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// awaitRunEnd watches native run id until its watch stream ends.
+func awaitRunEnd(t testing.TB, e *env, id string) {
+	t.Helper()
+	w, err := e.b.Runs().Watch(local(), id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stream.Close()
+	for {
+		n, err := w.Stream.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Closed != "" {
+			return
+		}
 	}
 }

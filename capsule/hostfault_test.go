@@ -12,6 +12,7 @@ import (
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/agenttest"
 )
 
 // busyUID is the one agent UID of TestHostFaultKeepsTheStepsAttempt's
@@ -43,7 +44,7 @@ func TestHostFaultKeepsTheStepsAttempt(t *testing.T) {
 			UIDs: sandbox.UIDRange{From: busyUID, To: busyUID}, LeaseDir: filepath.Join(t.TempDir(), "leases")})
 	}
 	h := newAgentHost(t, "codex", map[string]any{"argv": []string{cli}, "env": []string{"OPENAI_API_KEY"}}, capsule.Options{}, confine)
-	h.submit("busy", twoNodes(t), "null", twoNodesPlan, h.remote.Head())
+	h.submit("busy", agenttest.TwoNodes(t), "null", agenttest.TwoNodesPlan, h.remote.Head())
 
 	logs, err := h.runs().Logs(local(), "busy", nil, nil)
 	if err != nil {

@@ -1,10 +1,8 @@
 package capsule_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -67,25 +66,6 @@ func oneAgentGraph(b *testing.B) []byte {
 			"promotedStatePaths": []any{}, "children": []any{write, done}}})
 }
 
-// treeBytes is the sum of the sizes of the files under dir.
-func treeBytes(b *testing.B, dir string) int64 {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return n
-}
-
 // BenchmarkWorkspaceFromMirror compares, in one run, a full clone of a
 // repository with a large history and a small tree (git clone over
 // file://, the transport a remote uses) with a native run of it, from
@@ -120,21 +100,8 @@ func BenchmarkWorkspaceFromMirror(b *testing.B) {
 			d, _ := json.Marshal(err)
 			b.Fatalf("submit %s: %v %s", id, err, d)
 		}
-		w, err := e.b.Runs().Watch(local(), id, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for {
-			n, err := w.Stream.Next(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n.Closed != "" {
-				break
-			}
-		}
+		awaitRunEnd(b, e, id)
 		elapsed := time.Since(start)
-		w.Stream.Close()
 		st, err := e.b.Runs().Status(local(), id)
 		if err != nil || string(st.Status.TerminalResult) != `{"status":"succeeded","output":null}` {
 			b.Fatalf("run %s: %v %s", id, err, st.Status.TerminalResult)
@@ -160,7 +127,7 @@ func BenchmarkWorkspaceFromMirror(b *testing.B) {
 		b.Fatalf("mirrors %v", mirrors)
 	}
 	key := workspace.Key(e.b.Runs().TenantKey(identity.Local().Tenant), "again-0")
-	own, objects := treeBytes(b, filepath.Join(runDir, filepath.FromSlash(key), "git")), treeBytes(b, filepath.Join(mirrors[0], "objects"))
+	own, objects := testkit.TreeBytes(b, filepath.Join(runDir, filepath.FromSlash(key), "git")), testkit.TreeBytes(b, filepath.Join(mirrors[0], "objects"))
 	b.ReportMetric(float64(clone.Milliseconds())/float64(n), "clone-ms/op")
 	b.ReportMetric(float64(second.Milliseconds())/float64(n), "run-ms/op")
 	b.ReportMetric(float64(first.Milliseconds()), "first-run-ms")

@@ -17,10 +17,10 @@ import (
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/runclaims"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
-	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/workspace"
 )
@@ -58,8 +58,9 @@ func (b *Backend) RunSubscribe(ctx context.Context, method string, p protocol.Ru
 type ledgers struct {
 	cluster engine.Ledger
 	native  engine.Ledger
-	// claims are both ledgers' claims (one owner, one set of leases).
-	claims *store.Claims
+	// Keeper renews and releases both ledgers' claims (one owner, one set
+	// of leases).
+	*runclaims.Keeper
 }
 
 func (l ledgers) of(ref engine.RunRef) engine.Ledger {

@@ -13,10 +13,10 @@ import (
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
 	"github.com/oecp/oecp/metrics"
-	"github.com/oecp/oecp/workspace"
 )
 
 // plantedSettings are workspace CLI settings that would send the
@@ -75,16 +75,11 @@ func TestRealAgentRunDelivers(t *testing.T) {
 			}
 			m := metrics.New()
 			h.SetAccounting(m, 0)
-			gh, _ := filepath.Abs("../examples/agents/bin/gh")
-			rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}})
-			repos, err := workspace.ParseRepos("repos.json", rb)
-			if err != nil {
-				t.Fatal(err)
-			}
+			repos := agenttest.Repos(t, remote.Dir)
 			runDir := t.TempDir()
 			o := capsule.Options{Harness: h, Repos: repos, RunDir: runDir, Sandbox: realSandbox(t, h, runDir, base)}
 			host := &agentHost{t: t, e: start(t, o), remote: remote}
-			host.submit("real", twoNodes(t), "null", tc.plan(tc.env), head)
+			host.submit("real", agenttest.TwoNodes(t), "null", tc.plan(tc.env), head)
 			if got := host.finish("real"); got != `{"status":"succeeded","output":null}` {
 				t.Fatalf("terminal %s after %d model calls\n%s", got, calls(), host.logs("real"))
 			}

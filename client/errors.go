@@ -119,6 +119,13 @@ func (e *ClosedError) Error() string {
 	return s
 }
 
+// Done reports whether err is a subscription's end because its stream is
+// complete (closed with reason "done"): no failure.
+func Done(err error) bool {
+	var ce *ClosedError
+	return errors.As(err, &ce) && ce.Reason == "done"
+}
+
 // MethodNotFound reports whether err is the server's -32601 answer: it
 // does not serve the method (a server older than the method).
 func MethodNotFound(err error) bool {

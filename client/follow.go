@@ -266,7 +266,7 @@ func ignoreCancel(ctx context.Context) error {
 func (w *Watcher) resume(ctx context.Context, cause error) bool {
 	var ce *ClosedError
 	switch {
-	case errors.As(cause, &ce) && ce.Reason == "done":
+	case Done(cause):
 		w.end(nil)
 		return false
 	case errors.As(cause, &ce):

@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/ndjson"
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) {
 		_ = ndjson.Serve(context.Background(), d, os.Stdin, os.Stdout, os.Stderr, identity.Local(), server.Options{ShutdownGrace: 50 * time.Millisecond})
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	testkit.Main(m)
 }
 
 // lastWSURL is the URL of the most recent test WebSocket server.

@@ -125,7 +125,7 @@ func (s *runStream[E, P]) run(ctx context.Context, sub *Subscription[E], out cha
 		cause := sub.Err()
 		var ce *ClosedError
 		switch {
-		case errors.As(cause, &ce) && ce.Reason == "done":
+		case Done(cause):
 			return nil
 		case ctx.Err() != nil:
 			return ignoreCancel(ctx)
@@ -142,7 +142,9 @@ func (s *runStream[E, P]) run(ctx context.Context, sub *Subscription[E], out cha
 			return cause
 		}
 		var err error
-		if sub, err = s.redial(ctx, cause); err != nil {
+		if sub, err = s.redial(ctx, cause); err != nil || sub == nil {
+			// No subscription and no error: the follower was cancelled
+			// while it waited to redial.
 			return err
 		}
 	}

@@ -85,21 +85,10 @@ type RunListResult struct {
 
 // RunHarnessesResult is run/harnesses' answer: the server's harness
 // entries.
-type RunHarnessesResult struct {
-	Harnesses []RunHarness `json:"harnesses"`
-}
+type RunHarnessesResult = protocol.RunHarnessesResult
 
-// RunHarness is one harness entry a server offers: its name (codex,
-// claude), its kind (the harness's CLI or command), the models a binding
-// may name and the one to use when none is given, and whether it is the
-// server's only entry (Default).
-type RunHarness struct {
-	Name         string   `json:"name"`
-	Kind         string   `json:"kind"`
-	Models       []string `json:"models"`
-	DefaultModel string   `json:"defaultModel"`
-	Default      bool     `json:"default"`
-}
+// RunHarness is one harness entry a server offers.
+type RunHarness = protocol.RunHarness
 
 // RunWatchParams are run/watch's params: FromCursor replays strictly
 // after it ("" from the run's first record).

@@ -12,33 +12,18 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/ndjson"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hangGuard bounds the tests' waits outside a synctest bubble (inside one,
-// a wait nothing can end is reported as a deadlock). It is no timing
-// assertion: reaching it means the test is stuck, which fails it instead
-// of hanging it.
-const hangGuard = 2 * time.Minute
-
-// bounded is a context that ends hangGuard from now, for a wait that
-// returns an error when its context ends (Stream.Next).
-func bounded(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	t.Cleanup(cancel)
-	return ctx
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // goldenDir holds the reference goldens (testdata/oecp-v1).
 var goldenDir = filepath.Join("..", "testdata", "oecp-v1", "goldens")
@@ -96,8 +81,8 @@ func dialWith(t *testing.T, b server.Backend, id identity.ConnectionIdentity, op
 		go func() { _, _ = io.Copy(io.Discard, outR) }()
 		select {
 		case <-w.done:
-		case <-time.After(hangGuard):
-			t.Errorf("the connection did not end within %v of its input's end", hangGuard)
+		case <-time.After(testkit.HangGuard):
+			t.Errorf("the connection did not end within %v of its input's end", testkit.HangGuard)
 		}
 	})
 	return w
@@ -197,7 +182,7 @@ func expectCode(t *testing.T, err error, code string) {
 func nextN(t *testing.T, s server.Stream, n int) []server.Notification {
 	t.Helper()
 	out := make([]server.Notification, 0, n)
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
 	defer cancel()
 	for range n {
 		x, err := s.Next(ctx)

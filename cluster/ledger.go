@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/runclaims"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -51,8 +52,10 @@ import (
 // Ledger is the Backend seen as the engine's ledger, for one supervising
 // process (owner). It is safe for concurrent use.
 type Ledger struct {
-	b      *Backend
-	claims *store.Claims // the runs claimed, by lease name, and their epochs
+	b *Backend
+	// Keeper claims, fences, renews and releases the runs' leases (it
+	// makes the Ledger an engine.LeaseKeeper).
+	*runclaims.Keeper
 
 	logs logCache
 	// listed is what Changes last listed.
@@ -60,8 +63,9 @@ type Ledger struct {
 }
 
 var (
-	_ engine.Ledger   = (*Ledger)(nil)
-	_ engine.Recovery = (*Ledger)(nil)
+	_ engine.Ledger      = (*Ledger)(nil)
+	_ engine.Recovery    = (*Ledger)(nil)
+	_ engine.LeaseKeeper = (*Ledger)(nil)
 )
 
 // Ledger returns the engine.Ledger view of b for the supervising process
@@ -75,25 +79,7 @@ func (b *Backend) Ledger(owner string) *Ledger {
 // it may share with the ledger of another backend on the same store (one
 // renewal then judges both).
 func (b *Backend) LedgerOf(claims *store.Claims) *Ledger {
-	return &Ledger{b: b, claims: claims}
-}
-
-// Claim takes the run's supervision lease when the store keeps leases
-// (store.Leaser); writes for the run are then fenced by its epoch.
-func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
-	err := l.claims.Claim(ctx, store.RunLease(ref.Tenant, ref.RunID))
-	if errors.Is(err, store.ErrLeaseHeld) {
-		return fmt.Errorf("%w: %w", engine.ErrClaimedElsewhere, err)
-	}
-	return err
-}
-
-// fence checks, inside tx, that this process still holds the run's lease.
-func (l *Ledger) fence(tx store.ReadTx, ref engine.RunRef) error {
-	if err := l.claims.Check(tx, store.RunLease(ref.Tenant, ref.RunID)); err != nil {
-		return fmt.Errorf("%w: %v", engine.ErrStale, err)
-	}
-	return nil
+	return &Ledger{b: b, Keeper: runclaims.New(claims)}
 }
 
 // runningKey is the store record listing every running run (tenant key →
@@ -205,7 +191,7 @@ func (l *Ledger) ledgerUpdate(ctx context.Context, ref engine.RunRef, fn func(tx
 		if st.Phase != protocol.PhaseRunning || st.RunID != ref.RunID {
 			return engine.ErrStale
 		}
-		if err := l.fence(tx, ref); err != nil {
+		if err := l.Check(tx, ref); err != nil {
 			return err
 		}
 		return fn(tx, st)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -37,7 +38,7 @@ func TestLiveLogsReachTheOtherReplica(t *testing.T) {
 		t.Fatalf("running %v %v", runs, err)
 	}
 	l.Log(runs[0], "run-1/a/1", "info", "hello")
-	n, err := sub.Stream.Next(bounded(t))
+	n, err := sub.Stream.Next(testkit.Bounded(t))
 	if err != nil || string(n.Rest) != `,"record":{"level":"info","target":"run-1/a/1","message":"hello"}` {
 		t.Fatalf("%s %v", n.Rest, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 )
@@ -103,7 +104,7 @@ func TestWatcherUnderConcurrentWritesSeesNoGapOrReorder(t *testing.T) {
 	}
 	seqs := make([][]string, len(subs))
 	var rg sync.WaitGroup
-	ctx := bounded(t)
+	ctx := testkit.Bounded(t)
 	for i, s := range subs {
 		rg.Go(func() {
 			for j := 1; j <= writers*each+1; j++ {

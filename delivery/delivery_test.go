@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/delivery"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // rig is a run's prepared workspace over a bare remote, delivered through
 // the example fake gh.

@@ -42,7 +42,7 @@ func parseRequest(input json.RawMessage) (request, error) {
 	}
 	var r request
 	if in.Title != nil {
-		r.title = firstLine(*in.Title)
+		r.title = TitleOf(*in.Title, maxTitleRunes)
 	}
 	if in.Closes != nil && *in.Closes != "" {
 		if len(*in.Closes) > maxClosesBytes || !closesRE.MatchString(*in.Closes) {
@@ -53,9 +53,10 @@ func parseRequest(input json.RawMessage) (request, error) {
 	return r, nil
 }
 
-// firstLine is text's first line with text, without Markdown's heading
-// marks, its control characters made spaces, shortened to maxTitleRunes.
-func firstLine(text string) string {
+// TitleOf is a title taken from text: its first line with text, without
+// Markdown's heading marks, its control characters made spaces, shortened
+// to at most n runes; "" when no line has text.
+func TitleOf(text string, n int) string {
 	for line := range strings.SplitSeq(text, "\n") {
 		line = strings.Map(func(r rune) rune {
 			if unicode.IsControl(r) {
@@ -64,7 +65,7 @@ func firstLine(text string) string {
 			return r
 		}, line)
 		if line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#")); line != "" {
-			return shorten(line, maxTitleRunes)
+			return shorten(line, n)
 		}
 	}
 	return ""

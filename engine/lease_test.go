@@ -3,15 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // superseded is one run this supervisor claimed but has lost to another
@@ -41,19 +39,6 @@ func (l *superseded) Crash(context.Context, RunRef, []uint64) error {
 	return fmt.Errorf("%w: lease lost (now owner \"new-owner\")", ErrStale)
 }
 
-// procState is the state letter of pid ("" when it is gone).
-func procState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2 : i+3]
-	}
-	return "?"
-}
-
 // TestStaleOwnerNeverKillsTheNewOwnersExecution: a supervisor that lost a
 // run without knowing it takes the new owner's running execution for an
 // orphan; its crash write is refused by the fence, and the process group
@@ -76,7 +61,7 @@ func TestStaleOwnerNeverKillsTheNewOwnersExecution(t *testing.T) {
 	if l.crashes != 1 {
 		t.Fatalf("%d crash writes, want the one the fence refused", l.crashes)
 	}
-	if st := procState(cmd.Process.Pid); st == "" || st == "Z" {
+	if st := testkit.ProcState(cmd.Process.Pid); st == "" || st == "Z" {
 		t.Fatalf("the new owner's process was killed by a supervisor that had lost the run (state %q)", st)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // settling is a one-run ledger whose dispatches commit and whose
@@ -52,9 +53,9 @@ func TestResultAtShutdownIsSettledNotInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
-	recv(t, w.started)
+	testkit.Recv(t, w.started)
 	cancel()
-	recv(t, done)
+	testkit.Recv(t, done)
 	if len(l.settled) != 1 || l.settled[0].Outcome.Status != "verified" {
 		t.Fatalf("settled %+v", l.settled)
 	}

@@ -237,3 +237,26 @@ type AttachEvent struct {
 	Type string  `json:"type"`
 	Text *string `json:"text,omitempty"`
 }
+
+// RunHarnessesResult is run/harnesses' answer: the harness entries a
+// server offers.
+type RunHarnessesResult struct {
+	Harnesses []RunHarness `json:"harnesses"`
+}
+
+// RunHarness is one harness entry a server offers, which a runtime plan
+// may name.
+type RunHarness struct {
+	// Name is the harness (codex, claude).
+	Name string `json:"name"`
+	// Kind is its driver: the harness's own CLI or command.
+	Kind string `json:"kind"`
+	// Models is the catalogue of models a binding on it may name.
+	Models []string `json:"models"`
+	// DefaultModel is the catalogue model a client uses when it is
+	// given none.
+	DefaultModel string `json:"defaultModel"`
+	// Default is set on the server's only entry: a client that is given
+	// no harness uses it.
+	Default bool `json:"default"`
+}

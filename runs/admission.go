@@ -79,7 +79,7 @@ func admit(ctx context.Context, s *Submission, host Harnesses, ws Workspaces, ve
 	if err := g.InitialInput.Validate(json.RawMessage(s.InitialInput)); err != nil {
 		return rejectf("initialInput does not match the graph's initialInput type: %v", err)
 	}
-	execs := executables(g)
+	execs := nativegraph.Executables(g)
 	for _, name := range sortedKeys(execs) {
 		if a, _ := leaf(execs[name]); a != 1 {
 			return rejectf("executable %q must declare attempts 1 (native runs never retry)", name)
@@ -110,18 +110,6 @@ func admit(ctx context.Context, s *Submission, host Harnesses, ws Workspaces, ve
 		return &rejection{diagnostics: res.Diagnostics}
 	}
 	return nil
-}
-
-// executables returns the graph's steps and verifiers by name.
-func executables(g *graph.GraphSpec) map[string]graph.Node {
-	out := map[string]graph.Node{}
-	graph.Walk(g, func(n graph.Node, _ graph.Path, _ int) bool {
-		if k := n.NodeKind(); k == graph.KindStep || k == graph.KindVerifier {
-			out[n.NodeName()] = n
-		}
-		return true
-	})
-	return out
 }
 
 // leaf returns an executable's attempts and instructions.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
@@ -46,7 +47,7 @@ func TestQueuedRunStartsWhenASlotFreesWithoutAFullPass(t *testing.T) {
 	if _, err := b.Submit(ctx, "first", oneStep("first", "block")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, agents.started)
+	testkit.Recv(t, agents.started)
 	lists := l.lists.Load()
 	if _, err := b.Submit(ctx, "second", oneStep("second", "echo")); err != nil {
 		t.Fatal(err)

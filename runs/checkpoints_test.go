@@ -11,6 +11,7 @@ import (
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 )
@@ -74,14 +75,14 @@ func TestTakeoverRestoresTheLatestCheckpoint(t *testing.T) {
 	if _, err := first.Submit(ctx, "r", submission("r", graphOf(step("a", "echo"), step("b", "block")), "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, firstAgents.started) // b runs: a has settled with its checkpoint
-	stop()                       // b is lost with its server
+	testkit.Recv(t, firstAgents.started) // b runs: a has settled with its checkpoint
+	stop()                               // b is lost with its server
 	secondWS := newCheckpointWorkspaces(nil)
 	second, secondAgents, _ := host(t, st, secondWS, "second", nil)
-	if got := recv(t, secondWS.restored); got != "after r/a/1" {
+	if got := testkit.Recv(t, secondWS.restored); got != "after r/a/1" {
 		t.Fatalf("restored %q, want the checkpoint after r/a/1", got)
 	}
-	if ref := recv(t, secondAgents.started); ref != "r/b/2" {
+	if ref := testkit.Recv(t, secondAgents.started); ref != "r/b/2" {
 		t.Fatalf("rerun %s", ref)
 	}
 	close(secondAgents.release)
@@ -119,7 +120,7 @@ func TestUnrestorableWorkspaceEndsRuntimeLost(t *testing.T) {
 	if _, err := first.Submit(ctx, "r", submission("r", graphOf(step("a", "echo"), step("b", "block")), "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, firstAgents.started)
+	testkit.Recv(t, firstAgents.started)
 	stop()
 	ws := newCheckpointWorkspaces(&runs.RestoreError{Why: "its checkpoint is damaged", Err: errors.New("bundle: truncated")})
 	second, secondAgents, _ := host(t, st, ws, "second", nil)

@@ -3,6 +3,8 @@ package runs
 import (
 	"context"
 	"slices"
+
+	"github.com/oecp/oecp/protocol"
 )
 
 // defaultModels is the model of each harness that a client building a
@@ -28,37 +30,18 @@ type HarnessEntry struct {
 	Kind string
 }
 
-// HarnessesResult is run/harnesses' answer.
-type HarnessesResult struct {
-	Harnesses []OfferedHarness `json:"harnesses"`
-}
-
-// OfferedHarness is one harness a runtime plan may name on this host.
-type OfferedHarness struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"`
-	// Models is the catalogue of models a binding on it may name.
-	Models []string `json:"models"`
-	// DefaultModel is the catalogue model a client uses when it is
-	// given none.
-	DefaultModel string `json:"defaultModel"`
-	// Default is set on the host's only entry: a client that is given no
-	// harness uses it.
-	Default bool `json:"default"`
-}
-
 // Harnesses answers the host's harness entries with the model catalogue
 // of each; a host without a harness file offers none. The answer is the
 // same for every tenant.
-func (b *Backend) Harnesses(context.Context) (*HarnessesResult, error) {
-	res := &HarnessesResult{Harnesses: []OfferedHarness{}}
+func (b *Backend) Harnesses(context.Context) (*protocol.RunHarnessesResult, error) {
+	res := &protocol.RunHarnessesResult{Harnesses: []protocol.RunHarness{}}
 	l, ok := b.cfg.Agents.(HarnessLister)
 	if !ok {
 		return res, nil
 	}
 	entries := l.HarnessEntries()
 	for _, e := range entries {
-		res.Harnesses = append(res.Harnesses, OfferedHarness{Name: e.Name, Kind: e.Kind, Models: slices.Clone(models[e.Name]),
+		res.Harnesses = append(res.Harnesses, protocol.RunHarness{Name: e.Name, Kind: e.Kind, Models: slices.Clone(models[e.Name]),
 			DefaultModel: defaultModels[e.Name], Default: len(entries) == 1})
 	}
 	return res, nil

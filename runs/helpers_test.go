@@ -15,6 +15,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
@@ -205,7 +206,7 @@ func oneStep(key, instr string) json.RawMessage {
 // and the close reason.
 func drain(t testing.TB, sub *server.Subscription) (events []map[string]any, closed string) {
 	t.Helper()
-	ctx := bounded(t)
+	ctx := testkit.Bounded(t)
 	for {
 		n, err := sub.Stream.Next(ctx)
 		if err != nil {
@@ -251,4 +252,19 @@ func errCode(err error) string {
 		return fmt.Sprintf("not a protocol error: %v", err)
 	}
 	return pe.DataCode
+}
+
+// forcedLogs forces the run and returns its log records, to the end of
+// its logs.
+func forcedLogs(t *testing.T, ctx context.Context, b *runs.Backend, id string) []map[string]any {
+	t.Helper()
+	if _, err := b.Force(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.Logs(ctx, id, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := drain(t, sub)
+	return lines
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
@@ -76,7 +77,7 @@ func TestFinishedRunReleasesItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFinished(t, b, ctx, "done")
-	if ref := recv(t, l.released); ref.RunID != "done" {
+	if ref := testkit.Recv(t, l.released); ref.RunID != "done" {
 		t.Fatalf("released %v", ref)
 	}
 	held, err := st.RenewLeases(context.Background(), "replica")
@@ -110,14 +111,7 @@ func TestLostRunLogsNothingMore(t *testing.T) {
 	}
 	stale.Log(ref, "", "error", "execution ended: failed (crash)")
 	owner.Log(ref, "", "info", "the owner's line")
-	if _, err := b.Force(ctx, "r"); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := b.Logs(ctx, "r", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, _ := drain(t, sub)
+	lines := forcedLogs(t, ctx, b, "r")
 	var got []string
 	for _, l := range lines {
 		got = append(got, l["record"].(map[string]any)["message"].(string))

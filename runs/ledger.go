@@ -11,6 +11,8 @@ import (
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/runclaims"
+	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -29,8 +31,10 @@ import (
 // in its state, without a record. The reducer runs in native mode, so the
 // engine never holds a native run.
 type Ledger struct {
-	b      *Backend
-	claims *store.Claims
+	b *Backend
+	// Keeper claims, fences, renews and releases the runs' leases (it
+	// makes the Ledger an engine.LeaseKeeper); Claim is the Ledger's own.
+	*runclaims.Keeper
 
 	mu       sync.Mutex
 	versions map[engine.RunRef]uint64 // as the last Running read them
@@ -42,9 +46,10 @@ type Ledger struct {
 }
 
 var (
-	_ engine.Ledger    = (*Ledger)(nil)
-	_ engine.Versioner = (*Ledger)(nil)
-	_ engine.Recovery  = (*Ledger)(nil)
+	_ engine.Ledger      = (*Ledger)(nil)
+	_ engine.Versioner   = (*Ledger)(nil)
+	_ engine.Recovery    = (*Ledger)(nil)
+	_ engine.LeaseKeeper = (*Ledger)(nil)
 
 	_ engine.SettleFinisher = (*Ledger)(nil)
 	_ engine.ChangeFeed     = (*Ledger)(nil)
@@ -61,7 +66,7 @@ func (b *Backend) Ledger(owner string) *Ledger {
 // it may share with the ledger of another backend on the same store (one
 // renewal then judges both).
 func (b *Backend) LedgerOf(claims *store.Claims) *Ledger {
-	return &Ledger{b: b, claims: claims, feed: b.changes.subscribe()}
+	return &Ledger{b: b, Keeper: runclaims.New(claims), feed: b.changes.subscribe()}
 }
 
 // Changed is closed after the next commit.
@@ -104,30 +109,20 @@ func (l *Ledger) Version(ref engine.RunRef) uint64 {
 // store acquires leases inside its transactions, so that the claims of
 // many runs share one commit.
 func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
-	name := store.RunLease(ref.Tenant, ref.RunID)
-	if !l.claims.InTx() {
-		return claimedElsewhere(l.claims.Claim(ctx, name))
+	if !l.Claims().InTx() {
+		return l.Keeper.Claim(ctx, ref)
 	}
+	name := runclaims.Lease(ref)
 	var epoch uint64
 	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
 		var err error
-		epoch, err = l.claims.ClaimTx(storeTx(tx), name)
+		epoch, err = l.Claims().ClaimTx(storeTx(tx), name)
 		return err
 	})
 	if err == nil {
-		l.claims.Claimed(name, epoch)
+		l.Claims().Claimed(name, epoch)
 	}
-	return claimedElsewhere(err)
-}
-
-// claimedElsewhere reports a lease another live process holds as the
-// engine's sentinel, which the supervisor passes over without a word: the
-// run is that process's until its lease is released or expires.
-func claimedElsewhere(err error) error {
-	if errors.Is(err, store.ErrLeaseHeld) {
-		return fmt.Errorf("%w: %w", engine.ErrClaimedElsewhere, err)
-	}
-	return err
+	return runclaims.ClaimedElsewhere(err)
 }
 
 // write runs fn on an unfinished run this process still supervises.
@@ -136,8 +131,8 @@ func (l *Ledger) write(ctx context.Context, ref engine.RunRef, fn func(tx store.
 		if st.Phase == PhaseFinished {
 			return engine.ErrStale
 		}
-		if err := l.claims.Check(storeTx(tx), store.RunLease(ref.Tenant, ref.RunID)); err != nil {
-			return fmt.Errorf("%w: %v", engine.ErrStale, err)
+		if err := l.Check(storeTx(tx), ref); err != nil {
+			return err
 		}
 		return fn(tx, st)
 	})
@@ -165,7 +160,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: sub.Graph, Seed: json.RawMessage(sub.InitialInput),
 			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub, runSpending{l, ref})}
-		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0, l.claims.Epoch(store.RunLease(ref.Tenant, ref.RunID)))
+		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0, l.Claims().Epoch(runclaims.Lease(ref)))
 		if lost {
 			return engine.ErrStale // being ended runtime_lost (workspaceReady)
 		}
@@ -431,7 +426,7 @@ func (l *Ledger) finished(ref engine.RunRef) {
 // holds the run under the same epoch, so a process that lost the run
 // (to another replica) writes nothing more for it.
 func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
-	l.b.logFenced(ref.Tenant, ref.RunID, l.claims.Fence(store.RunLease(ref.Tenant, ref.RunID)), execution, level, message)
+	l.b.logFenced(ref.Tenant, ref.RunID, l.Claims().Fence(runclaims.Lease(ref)), execution, level, message)
 }
 
 // Output publishes one chunk of an execution's live output.
@@ -473,7 +468,7 @@ func (b *Backend) agentWorker(ref engine.RunRef, sub *Submission, spend Spending
 		if !ok || (bind.Kind != KindAgent && !delivery) || b.cfg.Agents == nil {
 			return nil, false
 		}
-		node := executables(sub.Graph)[d.Occurrence.Node]
+		node := nativegraph.Executables(sub.Graph)[d.Occurrence.Node]
 		_, verifier := node.(*graph.Verifier)
 		return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome {
 			red := newRecordRedactor(sub)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/engine"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
@@ -62,22 +63,15 @@ func TestLogLinesOutliveTheStoreBeingDown(t *testing.T) {
 	}
 	// A group commit that fails is tried once more, alone; after that its
 	// lines are back in the buffer.
-	recv(t, st.failed)
-	recv(t, st.failed)
+	testkit.Recv(t, st.failed)
+	testkit.Recv(t, st.failed)
 	_, err := b.Status(ctx, "r")
 	var pe *protocol.Error
 	if !errors.As(err, &pe) || pe.DataCode != protocol.StoreUnavailable {
 		t.Fatalf("status while the store is down: %v", err)
 	}
 	st.down.Store(false)
-	if _, err := b.Force(ctx, "r"); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := b.Logs(ctx, "r", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, _ := drain(t, sub)
+	lines := forcedLogs(t, ctx, b, "r")
 	if len(lines) != 1000 {
 		t.Fatalf("%d lines written, want the 1000 kept", len(lines))
 	}
@@ -143,16 +137,9 @@ func TestLogLinesHeldWhenAReadFailsUnavailable(t *testing.T) {
 	ref := engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
 	st.down.Store(true)
 	b.Ledger("test").Log(ref, "", "info", "held line")
-	recv(t, st.failed)
+	testkit.Recv(t, st.failed)
 	st.down.Store(false)
-	if _, err := b.Force(ctx, "r"); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := b.Logs(ctx, "r", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, _ := drain(t, sub)
+	lines := forcedLogs(t, ctx, b, "r")
 	if len(lines) != 1 || lines[0]["record"].(map[string]any)["message"] != "held line" {
 		t.Fatalf("logs %v, want the held line", lines)
 	}

@@ -1,40 +1,11 @@
 package runs_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"go.uber.org/goleak"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // TestMain fails the package's tests when any of them leaves a goroutine
 // running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hangGuard bounds every wait of a test. It is no timing assertion:
-// nothing waited for should take more than a fraction of it, and reaching
-// it means the test is stuck, which fails it instead of hanging it.
-const hangGuard = 2 * time.Minute
-
-// recv receives from ch, failing the test when nothing comes within
-// hangGuard.
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangGuard):
-		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
-	}
-	var zero T
-	return zero
-}
-
-// bounded is a context that ends hangGuard from now, for a wait that
-// returns an error when its context ends (Stream.Next).
-func bounded(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	t.Cleanup(cancel)
-	return ctx
-}
+func TestMain(m *testing.M) { testkit.Main(m) }

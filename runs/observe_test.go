@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
@@ -79,12 +80,12 @@ func seqOf(c string) int {
 // after the terminal; lines are escaped and filtered by execution.
 func TestLogsReplayThenFollow(t *testing.T) {
 	r, ctx := startRun(t, "l", "block", "log:2")
-	ref := recv(t, r.agents.started)
+	ref := testkit.Recv(t, r.agents.started)
 	sub, err := r.b.Logs(ctx, "l", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := sub.Stream.Next(bounded(t)) // replayed (or just written) "blocked"
+	first, err := sub.Stream.Next(testkit.Bounded(t)) // replayed (or just written) "blocked"
 	if err != nil || first.Closed != "" {
 		t.Fatalf("first: %+v %v", first, err)
 	}
@@ -179,7 +180,7 @@ func startRun(t *testing.T, id string, instrs ...string) (*rig, context.Context)
 // returns once it has started, with its execution ref.
 func blockedRun(t *testing.T, id string) (*rig, context.Context, string) {
 	r, ctx := startRun(t, id, "block")
-	return r, ctx, recv(t, r.agents.started)
+	return r, ctx, testkit.Recv(t, r.agents.started)
 }
 
 // sharedMemory is the memory store presented as one that other replicas
@@ -201,13 +202,13 @@ func TestWatchOnAnotherReplicaFollows(t *testing.T) {
 	if _, err := a.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, a.agents.started)
+	testkit.Recv(t, a.agents.started)
 	sub, err := b.Watch(ctx, "x", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ { // run started, node started: all there is while it blocks
-		if n, err := sub.Stream.Next(bounded(t)); err != nil || n.Closed != "" {
+		if n, err := sub.Stream.Next(testkit.Bounded(t)); err != nil || n.Closed != "" {
 			t.Fatalf("replayed record %d: %+v %v", i, n, err)
 		}
 	}
@@ -262,7 +263,7 @@ func TestWatchHandsOverWhatIsReadyAsOneBatch(t *testing.T) {
 	// A live run: what is ready comes at once, and the batch does not
 	// wait for the step that is still running.
 	live, ctx := startRun(t, "l", "block")
-	recv(t, live.agents.started)
+	testkit.Recv(t, live.agents.started)
 	sub, err = live.b.Watch(ctx, "l", nil)
 	if err != nil {
 		t.Fatal(err)

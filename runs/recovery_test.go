@@ -3,13 +3,12 @@ package runs_test
 import (
 	"context"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 )
@@ -34,19 +33,6 @@ func runSupervisor(sup *engine.Supervisor) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// procState is the state letter of pid in /proc ("" when it is gone).
-func procState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2 : i+3]
-	}
-	return "?"
-}
-
 // TestRestartRerunsOrphan: an execution a killed server left active did
 // not fail, its server did: the next engine on the same store kills what
 // is left of the process group the execution's worker started, records
@@ -61,19 +47,19 @@ func TestRestartRerunsOrphan(t *testing.T) {
 	if _, err := b.Submit(ctx, "o", submission("o", graphOf(step("a", "spawn"), step("b", "echo")), "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	orphan := recv(t, agents.spawned)
+	orphan := testkit.Recv(t, agents.spawned)
 	t.Cleanup(func() { _ = orphan.Process.Kill(); _ = orphan.Wait() })
 	stop() // the worker returns; its process and its execution stay
 	if s, _ := b.Status(ctx, "o"); s.Status.Phase != runs.PhaseRunning || len(*s.Status.ActiveExecutions) != 1 {
 		t.Fatalf("after the kill: %+v", s.Status)
 	}
-	if s := procState(orphan.Process.Pid); s == "Z" || s == "" {
+	if s := testkit.ProcState(orphan.Process.Pid); s == "Z" || s == "" {
 		t.Fatalf("the orphan's process must still run (state %q)", s)
 	}
 	defer runEngine(b.Ledger("second"))()
-	rerun := recv(t, agents.spawned)
+	rerun := testkit.Recv(t, agents.spawned)
 	t.Cleanup(func() { _ = rerun.Process.Kill(); _ = rerun.Wait() })
-	if s := procState(orphan.Process.Pid); s != "Z" && s != "" {
+	if s := testkit.ProcState(orphan.Process.Pid); s != "Z" && s != "" {
 		t.Fatalf("the orphan's process group was not killed before its rerun (state %s)", s)
 	}
 	s, err := b.Status(ctx, "o")
@@ -128,14 +114,14 @@ func TestGracefulStopInterrupts(t *testing.T) {
 	if _, err := b.Submit(ctx, "g", submission("g", graphOf(step("a", "block")), "a")); err != nil {
 		t.Fatal(err)
 	}
-	first := recv(t, agents.started)
+	first := testkit.Recv(t, agents.started)
 	stop()
 	s, _ := b.Status(ctx, "g")
 	if s.Status.Phase != runs.PhaseRunning || len(*s.Status.ActiveExecutions) != 0 {
 		t.Fatalf("after the stop: %+v", s.Status)
 	}
 	defer runEngine(b.Ledger("second"))()
-	again := recv(t, agents.started)
+	again := testkit.Recv(t, agents.started)
 	if first != "g/a/1" || again != "g/a/2" {
 		t.Fatalf("executions %s then %s, want g/a/1 then g/a/2", first, again)
 	}

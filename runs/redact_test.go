@@ -12,6 +12,7 @@ import (
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 )
@@ -92,7 +93,7 @@ func TestDeclaredValueEncodingsAreRedactedFromLogsLiveOutputAndExport(t *testing
 	if _, err := b.Submit(alice, "leak", json.RawMessage(sub)); err != nil {
 		t.Fatal(err)
 	}
-	ref := recv(t, agent.started)
+	ref := testkit.Recv(t, agent.started)
 	attach, err := b.Attach(alice, "leak", ref)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
@@ -40,7 +41,7 @@ func TestForceThroughAnotherReplica(t *testing.T) {
 	if _, err := a.Submit(ctx, "f", oneStep("f", "block")); err != nil {
 		t.Fatal(err)
 	}
-	ref := recv(t, agentsA.started)
+	ref := testkit.Recv(t, agentsA.started)
 	// The second replica starts once the first supervises the run: its
 	// supervisor finds the run's lease held.
 	b, _, stopB := replica("replica-b")

@@ -21,6 +21,7 @@ import (
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
@@ -288,7 +289,7 @@ func runFrames(t *testing.T, c *session, r *rig) {
 	if _, e := c.call("run/submit", sub("blocked", "block")); e != nil {
 		t.Fatal(e)
 	}
-	ref := recv(t, r.agents.started)
+	ref := testkit.Recv(t, r.agents.started)
 	a, e := c.call("run/attach", fmt.Sprintf(`{"runId":"blocked","execution":%q}`, ref))
 	if e != nil {
 		t.Fatal(e)

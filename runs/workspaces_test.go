@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
@@ -77,7 +78,7 @@ func TestRunWaitsForItsWorkspace(t *testing.T) {
 	if _, err := r.b.Submit(ctx, "w", oneStep("k", "echo")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, ws.prepared)
+	testkit.Recv(t, ws.prepared)
 	if st, err := r.b.Status(ctx, "w"); err != nil || st.Status.Phase != runs.PhaseAdmitted {
 		t.Fatalf("while preparing: %+v %v", st, err)
 	}
@@ -174,11 +175,11 @@ func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
 	if _, err := r.b.Submit(ctx, "f", oneStep("k", "echo")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, ws.prepared)
+	testkit.Recv(t, ws.prepared)
 	if _, err := r.b.Force(ctx, "f"); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, r.agents.closed); got != "f" {
+	if got := testkit.Recv(t, r.agents.closed); got != "f" {
 		t.Fatalf("closed %q", got)
 	}
 	close(ws.release)
@@ -213,7 +214,7 @@ func TestLostWorkspaceEndsTheRunRuntimeLost(t *testing.T) {
 	if _, err := a.b.Submit(ctx, "lost", oneStep("lost", "block")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, a.agents.started) // the run's execution started on the first host
+	testkit.Recv(t, a.agents.started) // the run's execution started on the first host
 
 	second := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4)}, holds: false}
 	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Workspaces: second, Log: slog.New(slog.DiscardHandler)})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 )
 
@@ -33,7 +34,7 @@ func TestCancelReleasesIDSoSameIDRetryIsAdmitted(t *testing.T) {
 	b := newScript()
 	w := wiretest.NewPipe(t, b, wiretest.Options{})
 	send(t, w, getReq(1, "gate:a"))
-	await(t, b.Started("gate:a"))
+	testkit.Recv(t, b.Started("gate:a"))
 	send(t, w, cancelReq(1), getReq(1, ""))
 	expect(t, w, getResp(1)) // not DUPLICATE_REQUEST_ID
 	ids, slots, cancelled := w.Conn.InFlight()
@@ -41,7 +42,7 @@ func TestCancelReleasesIDSoSameIDRetryIsAdmitted(t *testing.T) {
 		t.Fatalf("after cancel+retry: ids=%d slots=%d cancelled=%d, want 0/0/1", ids, slots, cancelled)
 	}
 	b.Open("gate:a")
-	await(t, b.Cancelled("gate:a")) // the handler's context was cancelled
+	testkit.Recv(t, b.Cancelled("gate:a")) // the handler's context was cancelled
 	waitIdle(t, w, 0, 0, 0)
 	// The late result of the cancelled request is dropped: nothing but the
 	// probe answers arrives, and nothing for id 1 is left at close.
@@ -82,9 +83,9 @@ func TestCancelThenSameIDRetryKeepsNewCancelHandle(t *testing.T) {
 	b := newScript()
 	w := wiretest.NewPipe(t, b, wiretest.Options{})
 	send(t, w, getReq("x", "gate:old"))
-	await(t, b.Started("gate:old"))
+	testkit.Recv(t, b.Started("gate:old"))
 	send(t, w, cancelReq("x"), getReq("x", "gate:new"))
-	await(t, b.Started("gate:new"))
+	testkit.Recv(t, b.Started("gate:new"))
 	// The old handler finishes now and runs its cleanup while the new X is
 	// in flight under the same id.
 	b.Open("gate:old")
@@ -96,7 +97,7 @@ func TestCancelThenSameIDRetryKeepsNewCancelHandle(t *testing.T) {
 		t.Fatalf("after cancelling new x: ids=%d slots=%d cancelled=%d, want 0/0/1", ids, slots, cancelled)
 	}
 	b.Open("gate:new")
-	await(t, b.Cancelled("gate:new"))
+	testkit.Recv(t, b.Cancelled("gate:new"))
 	waitIdle(t, w, 0, 0, 0)
 	// A third X completes normally; neither cancelled X ever answers.
 	send(t, w, getReq("x", ""))
@@ -115,9 +116,9 @@ func TestCompletionThenSameIDRetryKeepsNewCancelHandle(t *testing.T) {
 	send(t, w, getReq("x", ""))
 	expect(t, w, getResp("x"))
 	send(t, w, getReq("x", "block:new"))
-	await(t, b.Started("block:new"))
+	testkit.Recv(t, b.Started("block:new"))
 	send(t, w, cancelReq("x"))
-	await(t, b.Cancelled("block:new"))
+	testkit.Recv(t, b.Cancelled("block:new"))
 	waitIdle(t, w, 0, 0, 0)
 	rest, _ := w.CloseSend()
 	if len(rest) != 0 {
@@ -131,12 +132,12 @@ func TestCompletionThenSameIDRetryKeepsNewCancelHandle(t *testing.T) {
 func TestCancelledRequestIsIndependentlyCancellableAfterReuse(t *testing.T) {
 	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
 		send(t, w, getReq(1, "block:a"))
-		await(t, b.Started("block:a"))
+		testkit.Recv(t, b.Started("block:a"))
 		send(t, w, cancelReq(1), getReq(1, "block:b"))
-		await(t, b.Cancelled("block:a"))
-		await(t, b.Started("block:b"))
+		testkit.Recv(t, b.Cancelled("block:a"))
+		testkit.Recv(t, b.Started("block:b"))
 		send(t, w, cancelReq(1))
-		await(t, b.Cancelled("block:b"))
+		testkit.Recv(t, b.Cancelled("block:b"))
 		send(t, w, getReq(1, ""))
 		expect(t, w, getResp(1))
 	})
@@ -147,9 +148,9 @@ func TestCancelledRequestIsIndependentlyCancellableAfterReuse(t *testing.T) {
 func TestCancelRequestWithExtraTopLevelMemberStillCancels(t *testing.T) {
 	eachBinding(t, func(t *testing.T, b *scriptBackend, w wiretest.Wire) {
 		send(t, w, getReq(1, "block:a"))
-		await(t, b.Started("block:a"))
+		testkit.Recv(t, b.Started("block:a"))
 		send(t, w, `{"jsonrpc":"2.0","id":7,"method":"$/cancelRequest","params":{"id":1},"extra":true}`)
-		await(t, b.Cancelled("block:a"))
+		testkit.Recv(t, b.Cancelled("block:a"))
 		roundTrip(t, w, "sync") // neither id 1 nor id 7 answered before it
 	})
 }
@@ -160,8 +161,8 @@ func TestDuplicateCancelKeysCancelNothing(t *testing.T) {
 	b := newScript()
 	w := wiretest.NewPipe(t, b, wiretest.Options{})
 	send(t, w, getReq(1, "gate:a"), getReq(2, "gate:b"))
-	await(t, b.Started("gate:a"))
-	await(t, b.Started("gate:b"))
+	testkit.Recv(t, b.Started("gate:a"))
+	testkit.Recv(t, b.Started("gate:b"))
 	send(t, w, `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1,"id":2}}`)
 	expect(t, w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`)
 	b.Open("gate:a")
@@ -203,7 +204,7 @@ func TestPipelinedCancelReuseBurst(t *testing.T) {
 		if err := w.Send(getReq("final", "")); err != nil {
 			t.Fatal(err)
 		}
-		got := await(t, done)
+		got := testkit.Recv(t, done)
 		if len(got) != 1 || got[0] != getResp("final") {
 			t.Fatalf("got %d frames before the final answer; first: %.200q", len(got), got)
 		}
@@ -222,7 +223,7 @@ func TestCancelsFlowWhileThePeerDoesNotRead(t *testing.T) {
 	// writer.
 	send(t, w, `{`)
 	send(t, w, getReq(1, "block:a"))
-	await(t, b.Started("block:a"))
+	testkit.Recv(t, b.Started("block:a"))
 	send(t, w, cancelReq(1))
-	await(t, b.Cancelled("block:a"))
+	testkit.Recv(t, b.Cancelled("block:a"))
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/server"
 )
@@ -39,7 +40,7 @@ func TestServerBusyAtTheTaskLimit(t *testing.T) {
 			send(t, w, getReq(i, fmt.Sprintf("gate:%d", i)))
 		}
 		for i := 0; i < 256; i++ {
-			await(t, b.Started(fmt.Sprintf("gate:%d", i)))
+			testkit.Recv(t, b.Started(fmt.Sprintf("gate:%d", i)))
 		}
 		send(t, w, getReq(256, ""))
 		expect(t, w, busyResp(256))
@@ -198,7 +199,7 @@ func TestPeerThatStopsReadingIsCutOff(t *testing.T) {
 			break
 		}
 	}
-	await(t, w.Done())
+	testkit.Recv(t, w.Done())
 }
 
 // TestLoneSurrogateIDsAreParseErrorsOnEveryBinding: while a request with

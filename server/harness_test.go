@@ -7,17 +7,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testkit.Main(m)
 }
 
 // scriptBackend is an empty cluster whose get is scripted by its atCursor
@@ -164,7 +162,7 @@ func eachBinding(t *testing.T, test func(t *testing.T, b *scriptBackend, w wiret
 func whileGetHeld(t *testing.T, b *scriptBackend, w wiretest.Wire, id any, during func()) {
 	t.Helper()
 	send(t, w, getReq(id, "gate:a"))
-	await(t, b.Started("gate:a"))
+	testkit.Recv(t, b.Started("gate:a"))
 	during()
 	b.Open("gate:a")
 	expect(t, w, getResp(id))
@@ -202,22 +200,4 @@ func roundTrip(t *testing.T, w wiretest.Wire, id string) {
 	t.Helper()
 	send(t, w, getReq(id, ""))
 	expect(t, w, getResp(id))
-}
-
-// hangGuard bounds the tests' waits. It is no timing assertion: reaching
-// it means the test is stuck, which fails it instead of hanging it.
-const hangGuard = 2 * time.Minute
-
-// await receives from ch, failing the test when nothing comes within
-// hangGuard.
-func await[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangGuard):
-		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
-	}
-	var zero T
-	return zero
 }

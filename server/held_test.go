@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/server"
 )
 
@@ -136,7 +137,7 @@ func TestAnswersToFramesThatArrivedTogetherLeaveInOneWrite(t *testing.T) {
 	serveHeld(t, h)
 	for round := 0; round < 3; round++ {
 		h.batches <- []string{getReq("a", ""), `{`, getReq("b", "")}
-		got := await(t, h.writes)
+		got := testkit.Recv(t, h.writes)
 		want := []string{getResp("a"), `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`, getResp("b")}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("round %d: one write carried\n%q\nwant\n%q", round, got, want)
@@ -152,11 +153,11 @@ func TestHeldAnswersThePeerDoesNotTakeAreOwedToADrainer(t *testing.T) {
 	h.takeNone = true
 	serveHeld(t, h)
 	h.batches <- []string{getReq(1, ""), getReq(2, "")}
-	if got := await(t, h.writes); strings.Join(got, "\n") != getResp(1)+"\n"+getResp(2) {
+	if got := testkit.Recv(t, h.writes); strings.Join(got, "\n") != getResp(1)+"\n"+getResp(2) {
 		t.Fatalf("the drainer's flush carried %q", got)
 	}
 	h.batches <- []string{getReq(3, "")}
-	if got := await(t, h.writes); len(got) != 1 || got[0] != getResp(3) {
+	if got := testkit.Recv(t, h.writes); len(got) != 1 || got[0] != getResp(3) {
 		t.Fatalf("next write carried %q", got)
 	}
 }
@@ -177,7 +178,7 @@ func TestAFailedHeldWriteEndsTheConnection(t *testing.T) {
 		c.Serve(context.Background())
 	}()
 	h.batches <- []string{getReq(1, "")}
-	await(t, c.Done())
+	testkit.Recv(t, c.Done())
 	close(h.batches)
-	await(t, done)
+	testkit.Recv(t, done)
 }

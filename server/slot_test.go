@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 )
 
@@ -38,7 +39,7 @@ func TestAtMost256OutstandingNeverMeetsServerBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	await(t, read)
+	testkit.Recv(t, read)
 	if busy > 0 {
 		t.Fatalf("SERVER_BUSY %d times with at most 256 requests outstanding", busy)
 	}

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/tracing/tracingtest"
@@ -24,10 +25,10 @@ func serveFrames(t *testing.T, opts server.Options, inline bool, frames ...strin
 	go func() { c.Serve(context.Background()); close(done) }()
 	for _, f := range frames {
 		tr.in <- []byte(f)
-		await(t, tr.out)
+		testkit.Recv(t, tr.out)
 	}
 	close(tr.in)
-	await(t, done)
+	testkit.Recv(t, done)
 }
 
 // Each request is a server span named by its method, with rpc.system

@@ -42,6 +42,9 @@ func NewClaims(st Store, owner string) *Claims {
 // Owner is the owner id the claims are made under.
 func (c *Claims) Owner() string { return c.owner }
 
+// Store is the store the claims are made on.
+func (c *Claims) Store() Store { return c.st }
+
 // Claim acquires the named lease (taking it over from an owner that is
 // gone) and remembers its epoch.
 func (c *Claims) Claim(ctx context.Context, name string) error {

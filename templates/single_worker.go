@@ -14,7 +14,13 @@ const nodeWorker = "worker"
 //	    worker error (each code)  → fail worker_<cause>
 //	    otherwise                 → succeed done {summary}
 func singleWorker() *graph.GraphSpec {
-	state := record(fieldTask, fieldSummary)
+	return agentFirst(record(fieldTask, fieldSummary), nodeWorker, workerInstructions, "outcome", done(fieldSummary))
+}
+
+// agentFirst is a template's graph over state: the agent node on the
+// task, then a choice that fails on the node's error codes and otherwise
+// goes on with then.
+func agentFirst(state graph.PayloadType, node, instructions, choice string, then graph.Node) *graph.GraphSpec {
 	return &graph.GraphSpec{
 		Profile:      graph.ProfileFull,
 		InitialInput: state,
@@ -22,11 +28,11 @@ func singleWorker() *graph.GraphSpec {
 		Root: &graph.Seq{
 			Name: "main", State: state, PromotedStatePaths: paths(),
 			Children: []graph.Node{
-				agentStep(nodeWorker, workerInstructions, fieldTask),
+				agentStep(node, instructions, fieldTask),
 				&graph.Choice{
-					Name: "outcome", State: state, PromotedStatePaths: paths(),
-					Branches:  errorRoutes(nodeWorker),
-					Otherwise: done(fieldSummary),
+					Name: choice, State: state, PromotedStatePaths: paths(),
+					Branches:  errorRoutes(node),
+					Otherwise: then,
 				},
 			},
 		},

@@ -135,22 +135,7 @@ func softwareChange(d Delivery) *graph.GraphSpec {
 			},
 		},
 	}
-	return &graph.GraphSpec{
-		Profile:      graph.ProfileFull,
-		InitialInput: state,
-		Policy:       policy,
-		Root: &graph.Seq{
-			Name: "main", State: state, PromotedStatePaths: paths(),
-			Children: []graph.Node{
-				agentStep(nodeImplement, implementInstructions, fieldTask),
-				&graph.Choice{
-					Name: "implemented", State: state, PromotedStatePaths: paths(),
-					Branches:  errorRoutes(nodeImplement),
-					Otherwise: change,
-				},
-			},
-		},
-	}
+	return agentFirst(state, nodeImplement, implementInstructions, "implemented", change)
 }
 
 // accepted is what follows two accepted verdicts: success without a

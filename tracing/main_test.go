@@ -3,9 +3,9 @@ package tracing_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // TestMain fails the package's tests when any of them leaves a goroutine
 // running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"go.uber.org/goleak"
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 )
 
@@ -50,7 +50,7 @@ func (w withCleanup) Run() int {
 
 // TestMain runs the tests and fails them when any left a goroutine
 // running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withCleanup{m}) }
+func TestMain(m *testing.M) { testkit.Main(withCleanup{m}) }
 
 // needBrowser skips the test when Chromium is missing, unless
 // OECP_REQUIRE_BROWSER=1, where that fails it.

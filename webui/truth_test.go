@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 )
 
@@ -180,15 +181,11 @@ func TestNativeRunShowsItsDelivery(t *testing.T) {
 	if err := os.WriteFile(agent, script, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gh, err := filepath.Abs("../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("OPENAI_API_KEY", "dummy-key")
 	remote := gittest.NewRemote(t)
 	for name, v := range map[string]any{
 		"harness.json": map[string]any{"codex": map[string]any{"argv": []string{agent}, "env": []string{"OPENAI_API_KEY"}}},
-		"repos.json":   map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}},
+		"repos.json":   agenttest.ReposFile(t, remote.Dir),
 	} {
 		b, _ := json.Marshal(v)
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {

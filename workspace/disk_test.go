@@ -1,13 +1,13 @@
 package workspace_test
 
 import (
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -15,25 +15,6 @@ import (
 // git directory may hold: it borrows the history, so it holds little
 // more than its index and refs.
 const maxGitDirShare = 0.05
-
-// bytesUnder is the sum of the sizes of the files under dir.
-func bytesUnder(t testing.TB, dir string) int64 {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 // On a repository whose history is large and whose tree is small, each
 // run's own git directory holds under 5% of the mirror's object bytes.
@@ -46,8 +27,8 @@ func TestRunGitDirHoldsLittleOfTheHistory(t *testing.T) {
 	h := &host{t: t, root: root, m: m, remote: gittest.NewRemote(t)}
 	for _, run := range []string{"run-1", "run-2"} {
 		p := h.prepare(run, head)
-		mirror := bytesUnder(t, filepath.Join(h.mirror(), "objects"))
-		own := bytesUnder(t, p.Git)
+		mirror := testkit.TreeBytes(t, filepath.Join(h.mirror(), "objects"))
+		own := testkit.TreeBytes(t, p.Git)
 		if mirror < 16*128<<10 {
 			t.Fatalf("the mirror's objects hold %d bytes: not the whole history", mirror)
 		}

@@ -11,32 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hangGuard bounds the tests' channel waits. It is no timing assertion:
-// reaching it means the test is stuck, which fails it instead of hanging
-// it.
-const hangGuard = 2 * time.Minute
-
-// recv receives from ch, failing the test when nothing comes within
-// hangGuard.
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangGuard):
-		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
-	}
-	var zero T
-	return zero
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func repos(t *testing.T, entries map[string]workspace.Repo) *workspace.Repos {
 	t.Helper()
@@ -190,7 +170,7 @@ func TestGateExcludesWriters(t *testing.T) {
 		entered <- release
 	}()
 	releaseWriter()
-	releaseReader := recv(t, entered)
+	releaseReader := testkit.Recv(t, entered)
 	second, err := g.Acquire(ctx, false)
 	if err != nil {
 		t.Fatal(err)

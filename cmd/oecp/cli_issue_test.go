@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -58,16 +57,7 @@ func oecpPath(t *testing.T, dir, pathDir string, only bool, srv *testServer, arg
 		path = pathDir
 	}
 	cmd.Env = append(cliEnv(srv), "PATH="+path)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
+	return runResult(t, cmd)
 }
 
 // The issue of the end-to-end tests: its body has quotes, a shell
@@ -154,15 +144,7 @@ func TestCLISubmitIssueShipMergesClosingAnotherRepository(t *testing.T) {
 // run's branch is fetched into the checkout afterwards.
 func TestCLISubmitGitLabIssueFromCheckout(t *testing.T) {
 	h := startTemplateHost(t, "codex")
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(h.remote.Dir, filepath.Join(dir, "acme", "app.git")); err != nil {
-		t.Fatal(err)
-	}
-	checkout := filepath.Join(dir, "checkout")
-	h.remote.Git(dir, "clone", "--quiet", filepath.Join(dir, "acme", "app.git"), checkout)
+	_, checkout := servedCheckout(t, h.remote)
 	answer, _ := json.Marshal(map[string]any{"iid": 5, "id": 912, "title": issueTitle, "description": issueBody,
 		"web_url": "https://gitlab.example/acme/app/-/issues/5"})
 	glab := fakeForgeCLI(t, "glab", "Notice: a newer glab is available\n"+string(answer), "", 0)

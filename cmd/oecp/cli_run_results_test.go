@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oecp/oecp/internal/gittest"
 )
 
 // TestCLIRunResultWherePeopleLook: a software-change run with --pr ends
@@ -92,15 +94,7 @@ func TestCLISubmitWatchFetchesTheDeliveredBranch(t *testing.T) {
 	h := startTemplateHost(t, "codex")
 	// origin's path ends in acme/app.git, which the CLI reads as the
 	// repository the server serves.
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(h.remote.Dir, filepath.Join(dir, "acme", "app.git")); err != nil {
-		t.Fatal(err)
-	}
-	checkout := filepath.Join(dir, "checkout")
-	h.remote.Git(dir, "clone", "--quiet", filepath.Join(dir, "acme", "app.git"), checkout)
+	_, checkout := servedCheckout(t, h.remote)
 	if err := os.WriteFile(filepath.Join(checkout, "NOTES.txt"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -121,4 +115,21 @@ func TestCLISubmitWatchFetchesTheDeliveredBranch(t *testing.T) {
 	if st := h.remote.Git(checkout, "status", "--porcelain"); st != "?? NOTES.txt" {
 		t.Fatalf("the work tree changed: %q", st)
 	}
+}
+
+// servedCheckout is a clone, dir/checkout, of the served repository
+// remote by a path ending in acme/app.git (dir/acme/app.git, a link to
+// it), which the CLI reads as the repository the server serves.
+func servedCheckout(t *testing.T, remote *gittest.Remote) (dir, checkout string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(remote.Dir, filepath.Join(dir, "acme", "app.git")); err != nil {
+		t.Fatal(err)
+	}
+	checkout = filepath.Join(dir, "checkout")
+	remote.Git(dir, "clone", "--quiet", filepath.Join(dir, "acme", "app.git"), checkout)
+	return dir, checkout
 }

@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"unicode"
+
+	"github.com/spf13/cobra"
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/delivery"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/templates"
-	"github.com/spf13/cobra"
 )
 
 // taskFlags are run submit's flags that build a submission without
@@ -314,13 +312,7 @@ func readTask(flag string) (string, error) {
 	if !isFile {
 		return flag, nil
 	}
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(os.Stdin)
-	} else {
-		b, err = os.ReadFile(name)
-	}
+	b, err := readFileOrStdin(name)
 	if err != nil {
 		return "", errors.New("read --task: " + err.Error())
 	}
@@ -334,16 +326,8 @@ const maxTitleRunes = 80
 // text, without Markdown's heading marks, control characters made spaces,
 // shortened; fallback when the task has no such line.
 func taskTitle(task, fallback string) string {
-	for line := range strings.SplitSeq(task, "\n") {
-		line = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return ' '
-			}
-			return r
-		}, line)
-		if line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#")); line != "" {
-			return shorten(line, maxTitleRunes)
-		}
+	if title := delivery.TitleOf(task, maxTitleRunes); title != "" {
+		return title
 	}
 	return fallback
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 )
 
@@ -49,10 +50,6 @@ func startAgentHostArgv(t *testing.T, harness, agentScript string, argv func(dir
 	if err := os.WriteFile(agent, script, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := harnessDefaults[harness].env
 	t.Setenv(key, "dummy-key")
 	remote := gittest.NewRemote(t)
@@ -62,7 +59,7 @@ func startAgentHostArgv(t *testing.T, harness, agentScript string, argv func(dir
 	}
 	files := map[string]any{
 		"harness.json": map[string]any{harness: map[string]any{"argv": entry, "env": []string{key}}},
-		"repos.json":   map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}},
+		"repos.json":   agenttest.ReposFile(t, remote.Dir),
 	}
 	for name, v := range files {
 		b, _ := json.Marshal(v)

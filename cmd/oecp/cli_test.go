@@ -138,6 +138,13 @@ func oecpIn(t *testing.T, dir string, srv *testServer, args ...string) result {
 	cmd := exec.Command(oecpBin, args...)
 	cmd.Dir = dir
 	cmd.Env = cliEnv(srv)
+	return runResult(t, cmd)
+}
+
+// runResult runs cmd and returns its exit code and output; a command
+// that could not run fails the test.
+func runResult(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

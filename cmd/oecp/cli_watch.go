@@ -7,10 +7,11 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/protocol"
-	"github.com/spf13/cobra"
 )
 
 func watchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -220,9 +221,7 @@ func pump[E any](s *session, sub *client.Subscription[E], again string, show fun
 func (c *cli) streamEnded(err error, again string) error {
 	var ce *client.ClosedError
 	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce) && ce.Reason == "done":
+	case err == nil, client.Done(err):
 		return nil
 	case errors.As(err, &ce):
 		return c.failf(exitError, "the server closed the stream (%s): this client fell behind; run `%s` again", ce.Reason, again)

@@ -10,15 +10,17 @@ import (
 	"strings"
 )
 
+// readFileOrStdin reads the named file, or stdin when name is "-".
+func readFileOrStdin(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(name)
+}
+
 // readGraph reads a graph file as raw JSON ("-" is stdin).
 func readGraph(path string) (json.RawMessage, error) {
-	var b []byte
-	var err error
-	if path == "-" {
-		b, err = io.ReadAll(os.Stdin)
-	} else {
-		b, err = os.ReadFile(path)
-	}
+	b, err := readFileOrStdin(path)
 	if err != nil {
 		return nil, fmt.Errorf("read graph: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,8 +54,7 @@ func runReceipt(ctx context.Context, conn *client.Conn, st *client.RunStatusResu
 		select {
 		case ev, open := <-sub.Events():
 			if !open {
-				var ce *client.ClosedError
-				if err := sub.Err(); err != nil && (!errors.As(err, &ce) || ce.Reason != "done") {
+				if err := sub.Err(); err != nil && !client.Done(err) {
 					return last, err
 				}
 				return last, nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -56,8 +55,7 @@ func replayStatuses(ctx context.Context, conn *client.Conn, runID string, seen f
 		select {
 		case ev, open := <-sub.Events():
 			if !open {
-				var ce *client.ClosedError
-				if err := sub.Err(); err != nil && (!errors.As(err, &ce) || ce.Reason != "done") {
+				if err := sub.Err(); err != nil && !client.Done(err) {
 					return err
 				}
 				return nil

@@ -18,9 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
-	"golang.org/x/sys/unix"
 )
 
 // nobodyUID is the unprivileged user the server runs as in the tests of
@@ -119,14 +120,7 @@ func newHostileSetup(t *testing.T, uid int) *hostileSetup {
 			t.Fatal(err)
 		}
 	}
-	if err := filepath.Walk(s.home, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, uid)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	chownTree(t, s.home, uid)
 	if err := os.Chmod(s.home, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -253,11 +247,7 @@ func requireSandbox(t *testing.T) {
 // git there, the verifier cannot write it.
 func TestAgentSandboxHostileAgent(t *testing.T) {
 	requireSandbox(t)
-	users := []int{0}
-	if os.Geteuid() == 0 {
-		users = append(users, nobodyUID)
-	}
-	for _, uid := range users {
+	for _, uid := range serverUIDs() {
 		t.Run(fmt.Sprintf("uid-%d", uid), func(t *testing.T) {
 			if uid != 0 {
 				// The unprivileged server needs its own sandbox: user
@@ -584,4 +574,27 @@ func agentsOf(secrets []string) []int {
 		}
 	}
 	return out
+}
+
+// chownTree gives every file under dir, links themselves included, to
+// uid.
+func chownTree(t *testing.T, dir string, uid int) {
+	t.Helper()
+	if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serverUIDs are the users the sandbox tests run a server as: root, and
+// nobody as well when the tests run as root.
+func serverUIDs() []int {
+	if os.Geteuid() == 0 {
+		return []int{0, nobodyUID}
+	}
+	return []int{0}
 }

@@ -83,14 +83,7 @@ func newHostGitSetup(t *testing.T, uid int) *hostGitSetup {
 		}
 	}
 	for _, d := range []string{reposDir, s.repos, s.victim, s.harness} {
-		if err := filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, uid, uid)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		chownTree(t, d, uid)
 	}
 	if err := os.Chmod(s.victim, 0o700); err != nil {
 		t.Fatal(err)
@@ -167,11 +160,7 @@ func tree(dir string) string {
 // and never carry another repository's objects.
 func TestHostGitNeverStepsOnAgentState(t *testing.T) {
 	requireSandbox(t)
-	users := []int{0}
-	if os.Geteuid() == 0 {
-		users = append(users, nobodyUID)
-	}
-	for _, uid := range users {
+	for _, uid := range serverUIDs() {
 		t.Run(fmt.Sprintf("uid-%d", uid), func(t *testing.T) {
 			if uid != 0 {
 				if err := canReadWrite("/dev/net/tun"); err != nil && os.Getenv("OECP_REQUIRE_SANDBOX") != "1" {

@@ -9,35 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hangGuard bounds the tests' channel waits. It is no timing assertion:
-// reaching it means the test is stuck, which fails it instead of hanging
-// it.
-const hangGuard = 2 * time.Minute
-
-// recv receives from ch, failing the test when nothing comes within
-// hangGuard.
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangGuard):
-		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
-	}
-	var zero T
-	return zero
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // fakeScript is a command harness for tests: turn N (from 0) saves its
 // stdin as calls/N.json, writes "turn N" on stderr, prints answers/N and

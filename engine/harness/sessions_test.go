@@ -6,6 +6,7 @@ import (
 
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // gateDriver answers every turn with session "s-1" and a valid answer once
@@ -34,19 +35,19 @@ func TestNodeInstanceTurnsSerialized(t *testing.T) {
 	results := make(chan string, 2)
 	start := func() { results <- outcome(run(r, context.Background(), job, `{"text":"draft"}`, &recorder{})) }
 	go start()
-	if s := recv(t, d.entered); s != "" {
+	if s := testkit.Recv(t, d.entered); s != "" {
 		t.Fatalf("first execution resumed %q", s)
 	}
 	go start()
 	d.release <- struct{}{}
-	if s := recv(t, results); s != wantVerified {
+	if s := testkit.Recv(t, results); s != wantVerified {
 		t.Fatalf("first: %s", s)
 	}
-	if s := recv(t, d.entered); s != "s-1" {
+	if s := testkit.Recv(t, d.entered); s != "s-1" {
 		t.Fatalf("second execution got session %q", s)
 	}
 	d.release <- struct{}{}
-	if s := recv(t, results); s != wantVerified {
+	if s := testkit.Recv(t, results); s != wantVerified {
 		t.Fatalf("second: %s", s)
 	}
 }
@@ -59,7 +60,7 @@ func TestCloseRunAndCancelledCheckout(t *testing.T) {
 	job := harness.Job{Key: "run-1", Instance: "ni-1", Node: textStep(t), Binding: harness.Binding{Model: "m", SessionScope: harness.ScopeNodeInstance}, Dir: t.TempDir()}
 	results := make(chan string, 1)
 	go func() { results <- outcome(run(r, context.Background(), job, `{"text":"draft"}`, &recorder{})) }()
-	recv(t, d.entered)
+	testkit.Recv(t, d.entered)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if s := outcome(run(r, ctx, job, `{"text":"draft"}`, &recorder{})); s != `{"status":"error","code":"refusal","reason":"declared_failure"}` {
@@ -67,13 +68,13 @@ func TestCloseRunAndCancelledCheckout(t *testing.T) {
 	}
 	r.CloseRun("run-1")
 	d.release <- struct{}{}
-	if s := recv(t, results); s != wantVerified {
+	if s := testkit.Recv(t, results); s != wantVerified {
 		t.Fatalf("in-flight execution: %s", s)
 	}
 	go func() { results <- outcome(run(r, context.Background(), job, `{"text":"draft"}`, &recorder{})) }()
-	if s := recv(t, d.entered); s != "" {
+	if s := testkit.Recv(t, d.entered); s != "" {
 		t.Fatalf("a closed run's session was resumed: %q", s)
 	}
 	d.release <- struct{}{}
-	recv(t, results)
+	testkit.Recv(t, results)
 }

@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/oecp/oecp/verifier"
 )
 
-// Built-in worker references.
+// Built-in worker references: those the verifier's BuiltinRegistry
+// describes, implemented here.
 const (
-	BuiltinEcho    = "builtin.echo@1"
-	BuiltinFail    = "builtin.fail@1"
-	BuiltinSleep   = "builtin.sleep@1"
-	BuiltinApprove = "builtin.approve@1"
-	BuiltinReject  = "builtin.reject@1"
+	BuiltinEcho    = verifier.BuiltinEcho
+	BuiltinFail    = verifier.BuiltinFail
+	BuiltinSleep   = verifier.BuiltinSleep
+	BuiltinApprove = verifier.BuiltinApprove
+	BuiltinReject  = verifier.BuiltinReject
 )
 
 // Builtins returns the built-in workers by reference.

@@ -13,32 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hangGuard bounds the tests' channel waits. It is no timing assertion:
-// reaching it means the test is stuck, which fails it instead of hanging
-// it.
-const hangGuard = 2 * time.Minute
-
-// recv receives from ch, failing the test when nothing comes within
-// hangGuard.
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangGuard):
-		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
-	}
-	var zero T
-	return zero
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 type sink struct {
 	mu   sync.Mutex
@@ -172,9 +152,9 @@ func TestCommandWorkerTimeoutKillsProcessGroup(t *testing.T) {
 	}}
 	done := make(chan worker.Outcome)
 	go func() { done <- c.Run(ctx, worker.Execution{Input: json.RawMessage(`null`), Sinks: sinks}) }()
-	recv(t, started)
+	testkit.Recv(t, started)
 	cancel()
-	o := recv(t, done)
+	o := testkit.Recv(t, done)
 	if o.Code != worker.CodeTimeout {
 		t.Fatalf("got %+v", o)
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,18 +19,15 @@ import (
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/collectortest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/metrics"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/tracing"
 	"github.com/oecp/oecp/transport/websocket"
-	"github.com/oecp/oecp/workspace"
 )
-
-// hangGuard bounds the waits of these tests; reaching it means a hang,
-// it times nothing.
-const hangGuard = 2 * time.Minute
 
 // callerTraceparent is the span of the client that submits the runs.
 const callerTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -49,21 +45,12 @@ type host struct {
 func startHost(t *testing.T, cli string) *host {
 	t.Helper()
 	remote := gittest.NewRemote(t)
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	hb, _ := json.Marshal(map[string]any{"codex": map[string]any{"argv": []string{cli}, "env": []string{"OPENAI_API_KEY"}}})
 	hc, err := harness.Parse("harness.json", hb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir, "forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}})
-	repos, err := workspace.ParseRepos("repos.json", rb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := capsule.New(capsule.Options{Harness: hc, Repos: repos, RunDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)})
+	c, err := capsule.New(capsule.Options{Harness: hc, Repos: agenttest.Repos(t, remote.Dir), RunDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +79,7 @@ func (h *host) close() {
 // upgrade request names callerTraceparent, and follows it to its end.
 func (h *host) submit(id string) string {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
 	defer cancel()
 	conn, err := client.Dial(ctx, h.url, client.DialOptions{AllowPlaintext: true, Traceparent: callerTraceparent})
 	if err != nil {
@@ -128,45 +115,12 @@ func (h *host) submit(id string) string {
 // acme/app at revision.
 func twoNodesSubmit(t *testing.T, id, revision string) map[string]any {
 	var graph any
-	_ = json.Unmarshal(twoNodes(t), &graph)
+	_ = json.Unmarshal(agenttest.TwoNodes(t), &graph)
 	var plan any
-	_ = json.Unmarshal([]byte(twoNodesPlan), &plan)
+	_ = json.Unmarshal([]byte(agenttest.TwoNodesPlan), &plan)
 	return map[string]any{"runId": id, "submission": map[string]any{"title": "traced " + id, "graph": graph, "initialInput": nil, "runtime": plan,
 		"source": map[string]any{"repository": "acme/app", "branch": "main", "revision": revision}, "submissionKey": id}}
 }
-
-// twoNodes is an agent step `write` and the example's pull-request
-// delivery `deliver`.
-func twoNodes(t *testing.T) []byte {
-	data, err := os.ReadFile("../../examples/agents/review-loop.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var example any
-	_ = json.Unmarshal(data, &example)
-	at := func(path ...any) any {
-		v := example
-		for _, p := range path {
-			if i, ok := p.(int); ok {
-				v = v.([]any)[i]
-			} else {
-				v = v.(map[string]any)[p.(string)]
-			}
-		}
-		return v
-	}
-	write := map[string]any{"kind": "step", "name": "write", "worker": "agent.write@1", "instructions": "Improve NOTES.md.",
-		"input": map[string]any{"kind": "null"}, "output": at("root", "children", 0, "body", "children", 0, "output"),
-		"inputBindings": []any{}, "writeBindings": []any{}, "timeoutMs": 600000, "attempts": 1}
-	deliver := at("root", "children", 1, "branches", 0, "node", "children", 0)
-	done := map[string]any{"kind": "succeed", "name": "done", "output": map[string]any{"kind": "null"}, "bindings": []any{}}
-	b, _ := json.Marshal(map[string]any{"profile": "openengine.graph.full/v1", "initialInput": map[string]any{"kind": "null"},
-		"policy": at("policy"), "root": map[string]any{"kind": "seq", "name": "main", "state": map[string]any{"kind": "null"},
-			"promotedStatePaths": []any{}, "children": []any{write, deliver, done}}})
-	return b
-}
-
-const twoNodesPlan = `{"harness":"codex","provider":"openai","size":"small","nodes":{"write":{"kind":"agent","model":"gpt-5.6","env":["OPENAI_API_KEY"]},"deliver":{"kind":"git_delivery"}}}`
 
 // editNotes is the fake agent's edit.
 const editNotes = "printf 'improved\\n' > NOTES.md\n"
@@ -184,15 +138,6 @@ func agentCLI(t *testing.T) string {
 func replayingCLI(t *testing.T, actions ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	script, err := os.ReadFile("../../engine/harness/testdata/fake-cli.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range []string{"calls", "actions", "events", "bin"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	events := strings.Join([]string{
 		`{"type":"thread.started","thread_id":"th-traced"}`,
 		`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"cat private-argument.txt","status":"in_progress"}}`,
@@ -203,15 +148,11 @@ func replayingCLI(t *testing.T, actions ...string) string {
 	// `oecp serve` checks the CLI with --version when it starts: answered
 	// here, so that it takes no turn.
 	version := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'codex-cli 0.0.0 (fake)'; exit 0; fi\nexec \"$(dirname \"$0\")/fake-cli.sh\" \"$@\"\n"
-	files := map[string]string{"count": "0\n", "bin/fake-cli.sh": string(script), "bin/codex": version}
+	files := map[string]string{"bin/fake-cli.sh": agenttest.FakeCLIScript(t), "bin/codex": version}
 	for i, a := range actions {
 		files[fmt.Sprintf("actions/%d", i)], files[fmt.Sprintf("events/%d", i)] = a, events
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	agenttest.FakeCLIDir(t, dir, files)
 	return filepath.Join(dir, "bin", "codex")
 }
 

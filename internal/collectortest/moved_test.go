@@ -16,6 +16,7 @@ import (
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/internal/collectortest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/tracing"
@@ -138,7 +139,7 @@ func agentStarted(t *testing.T, started string) {
 			t.Fatalf("the gated agent reported %q", l)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
-	case <-time.After(hangGuard):
+	case <-time.After(testkit.HangGuard):
 		t.Fatal("the agent's first turn never started")
 	}
 }
@@ -146,7 +147,7 @@ func agentStarted(t *testing.T, started string) {
 // waitForSpans waits until the collector holds spans that ok accepts.
 func waitForSpans(t *testing.T, col *collectortest.Collector, what string, ok func([]collectortest.Span) bool) {
 	t.Helper()
-	guard := time.After(hangGuard)
+	guard := time.After(testkit.HangGuard)
 	for !ok(col.Spans()) {
 		select {
 		case <-guard:
@@ -174,7 +175,7 @@ func TestRunMovedBetweenReplicasIsOneTrace(t *testing.T) {
 	action, started := gate(t)
 	remote := gittest.NewRemote(t)
 	rs := newReplicaSet(t, dsn, replayingCLI(t, action, editNotes), remote)
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
 	defer cancel()
 
 	a := rs.start(t, "a", col.GRPC, tracing.ProtocolGRPC)

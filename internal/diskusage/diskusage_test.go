@@ -4,22 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/internal/diskusage"
+	"github.com/oecp/oecp/internal/testkit"
 )
-
-// writeFile writes n bytes of data (real blocks, not a hole) to path.
-func writeFile(t *testing.T, path string, n int) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(strings.Repeat("x", n)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestDiskUsageCountsRealBlocksWithoutFollowingLinks: a measurement counts
 // the blocks files really take, a file of two links once, a hole nothing,
@@ -27,7 +16,7 @@ func writeFile(t *testing.T, path string, n int) {
 func TestDiskUsageCountsRealBlocksWithoutFollowingLinks(t *testing.T) {
 	const mib = 1 << 20
 	ws, outside := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(ws, "a", "b", "data"), mib)
+	testkit.WriteFile(t, filepath.Join(ws, "a", "b", "data"), mib)
 	if err := os.Link(filepath.Join(ws, "a", "b", "data"), filepath.Join(ws, "again")); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +28,7 @@ func TestDiskUsageCountsRealBlocksWithoutFollowingLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	sparse.Close()
-	writeFile(t, filepath.Join(outside, "big"), 8*mib)
+	testkit.WriteFile(t, filepath.Join(outside, "big"), 8*mib)
 	for name, target := range map[string]string{"file-link": filepath.Join(outside, "big"), "dir-link": outside} {
 		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
 			t.Fatal(err)
@@ -65,7 +54,7 @@ func TestDiskUsageCountsRealBlocksWithoutFollowingLinks(t *testing.T) {
 func TestDiskUsageBoundsItsWalk(t *testing.T) {
 	ws := t.TempDir()
 	for _, name := range []string{"a", "b", "c", "d"} {
-		writeFile(t, filepath.Join(ws, name), 1)
+		testkit.WriteFile(t, filepath.Join(ws, name), 1)
 	}
 	if _, err := diskusage.MeasureAtMost([]string{ws}, 1<<40, nil, 3); !errors.Is(err, diskusage.ErrTooManyEntries) {
 		t.Errorf("4 entries with a bound of 3: %v", err)

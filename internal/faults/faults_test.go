@@ -14,6 +14,7 @@ import (
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -135,27 +136,6 @@ func serveOnTmpfs(t *testing.T, data string, args ...string) (*server, string) {
 	return s, filepath.Join("/proc", strconv.Itoa(s.cmd.Process.Pid), "root", data)
 }
 
-// fillUp writes a file into dir until its file system is full and returns
-// the file's path.
-func fillUp(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if errors.Is(err, syscall.ENOSPC) {
-				return path
-			}
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestDiskFullKeepsTheOutcome: the disk fills up while a step runs.
 // Writes answer STORE_UNAVAILABLE (not INTERNAL_ERROR) meanwhile; the
 // step's settlement fails but is kept, and once space is freed the
@@ -169,7 +149,8 @@ func TestDiskFullKeepsTheOutcome(t *testing.T) {
 	srv, fs := serveOnTmpfs(t, filepath.Join(dir, "data"), "--workers", stepWorker(t, dir, script))
 	c := dial(t, srv)
 	run := startRun(t, c, 1)
-	filler := fillUp(t, fs)
+	filler := filepath.Join(fs, "filler")
+	testkit.FillDisk(t, filler)
 
 	ctx := guarded(t)
 	g, err := c.Get(ctx, client.GetParams{})

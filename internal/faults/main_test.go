@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
@@ -21,12 +19,7 @@ import (
 
 var bin string
 
-// withBinary runs the tests with bin built.
-type withBinary struct{ *testing.M }
-
-func (w withBinary) Run() int { return wiretest.RunWithBinary(w.M, &bin) }
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withBinary{m}) }
+func TestMain(m *testing.M) { wiretest.MainWithBinary(m, &bin) }
 
 // hangGuard bounds every wait. It is no timing assertion: nothing here
 // should take more than a fraction of it, and reaching it means the test

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -25,29 +25,19 @@ import (
 
 var binPath string
 
-// withBinary runs the tests with binPath built.
-type withBinary struct{ *testing.M }
-
-func (w withBinary) Run() int { return wiretest.RunWithBinary(w.M, &binPath) }
-
 // TestMain builds the binary, runs the tests and fails them when any left
 // a goroutine running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withBinary{m}) }
-
-// hangGuard bounds the tests' channel waits. It is no timing assertion:
-// reaching it means the test is stuck, which fails it instead of hanging
-// it.
-const hangGuard = 2 * time.Minute
+func TestMain(m *testing.M) { wiretest.MainWithBinary(m, &binPath) }
 
 // recvOK receives from ch, and whether ch was open, failing the test when
-// nothing comes within hangGuard.
+// nothing comes within testkit.HangGuard.
 func recvOK[T any](t testing.TB, ch <-chan T) (T, bool) {
 	t.Helper()
 	select {
 	case v, ok := <-ch:
 		return v, ok
-	case <-time.After(hangGuard):
-		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
+	case <-time.After(testkit.HangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", testkit.HangGuard)
 	}
 	var zero T
 	return zero, false

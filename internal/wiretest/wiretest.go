@@ -28,6 +28,7 @@ import (
 	ws "github.com/coder/websocket"
 
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/ndjson"
 	"github.com/oecp/oecp/transport/websocket"
@@ -337,6 +338,19 @@ func RunWithBinary(m *testing.M, bin *string) int {
 	}
 	return m.Run()
 }
+
+// MainWithBinary is the TestMain of a package that tests the built
+// binary: RunWithBinary, failing the tests when any of them leaves a
+// goroutine running.
+func MainWithBinary(m *testing.M, bin *string) { testkit.Main(withBinary{m, bin}) }
+
+// withBinary runs the tests with *bin built.
+type withBinary struct {
+	*testing.M
+	bin *string
+}
+
+func (w withBinary) Run() int { return RunWithBinary(w.M, w.bin) }
 
 // StartProc runs `bin serve --stdio args...`.
 func StartProc(t testing.TB, bin string, args ...string) *ProcWire {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -36,7 +37,7 @@ func TestBroadcastReachesOthersInOrder(t *testing.T) {
 			if g != w {
 				t.Fatalf("message %d: %d bytes, want %d", i, len(g), len(w))
 			}
-		case <-time.After(hangGuard):
+		case <-time.After(testkit.HangGuard):
 			t.Fatalf("message %d never came", i)
 		}
 	}
@@ -48,7 +49,7 @@ func TestBroadcastReachesOthersInOrder(t *testing.T) {
 		if m != "to a" {
 			t.Fatalf("the other direction: %q", m)
 		}
-	case <-time.After(hangGuard):
+	case <-time.After(testkit.HangGuard):
 		t.Fatal("the other direction: nothing came")
 	}
 	select {
@@ -75,7 +76,7 @@ func TestReleasedLeaseIsTakenOverAtOnce(t *testing.T) {
 	}
 	woken := b.Changed()
 	must(t, a.ReleaseLease(ctx, "run:x", "owner-a", epoch))
-	if !awaited(t, woken) {
+	if !testkit.Awaited(t, woken) {
 		return
 	}
 	if _, err := b.AcquireLease(ctx, "run:x", "owner-b"); err != nil {

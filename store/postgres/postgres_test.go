@@ -5,33 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/store/storetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hangGuard bounds the tests' waits. It is no timing assertion: reaching
-// it means the test is stuck, which fails it instead of hanging it.
-const hangGuard = 2 * time.Minute
-
-// awaited waits for a value on ch; when none comes within hangGuard it
-// reports the test stuck and returns false. It may be called off the
-// test's goroutine.
-func awaited[T any](t testing.TB, ch <-chan T) bool {
-	t.Helper()
-	select {
-	case <-ch:
-		return true
-	case <-time.After(hangGuard):
-		t.Errorf("nothing received within %v: the test is stuck", hangGuard)
-		return false
-	}
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 var ctx = context.Background()
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -69,7 +70,7 @@ func TestCommitWakesOtherReplica(t *testing.T) {
 	a, b := openOn(t, dsn, postgres.Options{}), openOn(t, dsn, postgres.Options{})
 	ch := b.Changed()
 	must(t, a.Update(ctx, func(tx store.Tx) error { _, err := tx.NextCounter("c"); return err }))
-	awaited(t, ch)
+	testkit.Awaited(t, ch)
 }
 
 // TestCursorOrderIsCommitOrder: writers on three stores (replicas) append
@@ -165,7 +166,7 @@ func followAll(t *testing.T, s store.Store, n uint64) []uint64 {
 			t.Error(err)
 			return out
 		}
-		if cursor < n && !awaited(t, ch) {
+		if cursor < n && !testkit.Awaited(t, ch) {
 			return out
 		}
 	}
@@ -194,7 +195,7 @@ func followRun(t *testing.T, s store.Store, run string) {
 				return
 			}
 		}
-		if len(evs) == 0 && !awaited(t, ch) {
+		if len(evs) == 0 && !testkit.Awaited(t, ch) {
 			return
 		}
 	}
@@ -256,7 +257,7 @@ func TestDroppedConnectionsRetried(t *testing.T) {
 	must(t, victim.Update(ctx, func(tx store.Tx) error { return tx.CreateRun("t", store.Run{ID: "r"}) }))
 	ch := victim.Changed()
 	pgtest.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
-	if !awaited(t, ch) { // the listener reconnected and woke its watchers
+	if !testkit.Awaited(t, ch) { // the listener reconnected and woke its watchers
 		return
 	}
 	must(t, victim.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("t", "r", body); return err }))
@@ -269,7 +270,7 @@ func TestDroppedConnectionsRetried(t *testing.T) {
 	}))
 	ch = victim.Changed()
 	must(t, other.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("t", "r", body); return err }))
-	awaited(t, ch)
+	testkit.Awaited(t, ch)
 }
 
 // TestDeadOwnersLeasesFreeAtOnce: a lease owner whose sessions all end

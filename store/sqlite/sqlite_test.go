@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/sqlite"
 	"github.com/oecp/oecp/store/storetest"
@@ -23,7 +22,7 @@ func TestMain(m *testing.M) {
 	if child := os.Getenv(childEnv); child != "" {
 		os.Exit(runChild(child))
 	}
-	goleak.VerifyTestMain(m)
+	testkit.Main(m)
 }
 
 var ctx = context.Background()

@@ -9,15 +9,14 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/ndjson"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 const (
 	getReq   = `{"jsonrpc":"2.0","id":1,"method":"get","params":{}}`

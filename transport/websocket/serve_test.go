@@ -8,6 +8,7 @@ import (
 
 	ws "github.com/coder/websocket"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/websocket"
 )
@@ -29,7 +30,7 @@ func TestTheHTTPHandlerReturnsOnceUpgraded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, returned)
+	testkit.Recv(t, returned)
 	waited := make(chan struct{})
 	go func() { h.Wait(); close(waited) }()
 	if err := c.Write(ctx, ws.MessageText, []byte(getReq)); err != nil {
@@ -45,5 +46,5 @@ func TestTheHTTPHandlerReturnsOnceUpgraded(t *testing.T) {
 	default:
 	}
 	_ = c.Close(ws.StatusNormalClosure, "")
-	recv(t, waited)
+	testkit.Recv(t, waited)
 }

@@ -12,6 +12,7 @@ import (
 
 	ws "github.com/coder/websocket"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
@@ -81,7 +82,7 @@ func TestStalledPeersAreCutOff(t *testing.T) {
 		_ = c.CloseNow() // a write to a peer that is gone may never fail
 	}
 	for range n {
-		recv(t, done)
+		testkit.Recv(t, done)
 	}
 }
 

@@ -9,35 +9,16 @@ import (
 	"time"
 
 	ws "github.com/coder/websocket"
-	"go.uber.org/goleak"
 
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/websocket"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// hangGuard bounds the tests' channel waits. It is no timing assertion:
-// reaching it means the test is stuck, which fails it instead of hanging
-// it.
-const hangGuard = 2 * time.Minute
-
-// recv receives from ch, failing the test when nothing comes within
-// hangGuard.
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangGuard):
-		t.Fatalf("nothing received within %v: the test is stuck", hangGuard)
-	}
-	var zero T
-	return zero
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 const getReq = `{"jsonrpc":"2.0","id":1,"method":"get","params":{}}`
 const getResp = `{"jsonrpc":"2.0","id":1,"result":{"spec":null,"status":{"phase":"empty","observedGeneration":null,"currentRunId":null,"atCursor":null},"atCursor":null}}`
@@ -147,7 +128,7 @@ func TestExpiryAtBoundaryCloses4401WithoutBackendCalls(t *testing.T) {
 	if got, _ := w.Recv(); got != getResp {
 		t.Fatalf("got %s", got)
 	}
-	recv(t, b.calls)
+	testkit.Recv(t, b.calls)
 	clock <- now.Add(time.Hour) // exactly expiresAt
 	_ = w.Send(getReq)
 	expectClose(t, w, 4401, "connection identity expired")

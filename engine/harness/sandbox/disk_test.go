@@ -5,30 +5,19 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 )
-
-// writeFile writes n bytes of data (real blocks, not a hole) to path.
-func writeFile(t *testing.T, path string, n int) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(strings.Repeat("x", n)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestDiskWatchEndsATreeThatGrowsPastItsLimit: the watch measures at
 // once and then at every interval; a tree under the limit is left alone,
 // one that grows past it is reported once, with its bytes.
 func TestDiskWatchEndsATreeThatGrowsPastItsLimit(t *testing.T) {
 	ws := t.TempDir()
-	writeFile(t, filepath.Join(ws, "small"), 10)
+	testkit.WriteFile(t, filepath.Join(ws, "small"), 10)
 	synctest.Test(t, func(t *testing.T) {
 		stop, done := make(chan struct{}), make(chan struct{})
 		over := make(chan int64, 2)
@@ -42,7 +31,7 @@ func TestDiskWatchEndsATreeThatGrowsPastItsLimit(t *testing.T) {
 		if len(over) != 0 {
 			t.Fatalf("a tree under its limit was reported")
 		}
-		writeFile(t, filepath.Join(ws, "big"), 2<<20)
+		testkit.WriteFile(t, filepath.Join(ws, "big"), 2<<20)
 		synctest.Wait()
 		if len(over) != 0 {
 			t.Fatalf("reported before the next measurement")

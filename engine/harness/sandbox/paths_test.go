@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // A program whose installation cannot be shown is shown from the
@@ -23,7 +24,7 @@ func TestExposedPathsFallBackToWhatMayBeShown(t *testing.T) {
 	homeProg := filepath.Join(home, "agent.sh")
 	dataProg := filepath.Join(data, "agent.sh")
 	for _, p := range []string{binProg, homeProg, dataProg} {
-		writeFile(t, p, 1)
+		testkit.WriteFile(t, p, 1)
 	}
 	dirs, _, explicit := hiddenPaths([]string{home, data})
 	got := exposedPaths(dirs, explicit, []string{binProg, homeProg, dataProg, filepath.Join(home, "bin", "missing")})
@@ -109,7 +110,7 @@ func TestNewRefusesAHarnessProgramItCannotShow(t *testing.T) {
 	home := t.TempDir()
 	data := filepath.Join(home, "data")
 	for prog, in := range map[string]string{filepath.Join(home, "agent.sh"): home, filepath.Join(data, "agent.sh"): data} {
-		writeFile(t, prog, 1)
+		testkit.WriteFile(t, prog, 1)
 		_, err := New(Config{Hide: []string{home, data}, Programs: []string{prog}, Commands: []string{prog}})
 		if errors.Is(err, ErrUnavailable) {
 			t.Skipf("needs the agent sandbox: %v", err)

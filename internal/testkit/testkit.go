@@ -1,0 +1,133 @@
+// Package testkit is what the tests of many packages share: a TestMain
+// that fails a package's tests when any of them leaves a goroutine
+// running, and bounded waits. It is imported by tests only.
+package testkit
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// HangGuard bounds the tests' waits outside a synctest bubble. It is no
+// timing assertion: nothing waited for should take more than a fraction
+// of it, and reaching it means the test is stuck, which fails it instead
+// of hanging it.
+const HangGuard = 2 * time.Minute
+
+// Main runs the package's tests (m may wrap a *testing.M, to prepare
+// something around the run) and fails them when any of them leaves a
+// goroutine running. A package's TestMain is
+//
+//	func TestMain(m *testing.M) { testkit.Main(m) }
+func Main(m goleak.TestingM, opts ...goleak.Option) { goleak.VerifyTestMain(m, opts...) }
+
+// Recv receives from ch, failing the test when nothing comes within
+// HangGuard.
+func Recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(HangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", HangGuard)
+	}
+	var zero T
+	return zero
+}
+
+// Awaited waits for a value on ch; when none comes within HangGuard it
+// reports the test stuck and returns false. Unlike Recv it may be called
+// off the test's goroutine.
+func Awaited[T any](t testing.TB, ch <-chan T) bool {
+	t.Helper()
+	select {
+	case <-ch:
+		return true
+	case <-time.After(HangGuard):
+		t.Errorf("nothing received within %v: the test is stuck", HangGuard)
+		return false
+	}
+}
+
+// Bounded is a context that ends HangGuard from now, for a wait that
+// returns an error when its context ends.
+func Bounded(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WriteFile writes n bytes of data (real blocks, not a hole) to path,
+// making its directory.
+func WriteFile(t testing.TB, path string, n int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Repeat("x", n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TreeBytes is the sum of the sizes of the files under dir.
+func TreeBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// ProcState is the state letter of pid in /proc/PID/stat ("" when it is
+// gone, "?" when the line does not parse).
+func ProcState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return "?"
+}
+
+// FillDisk writes path until its file system is full.
+func FillDisk(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return
+			}
+			t.Fatal(err)
+		}
+	}
+}
