@@ -101,12 +101,19 @@ func startServer(t *testing.T, extra ...string) *testServer {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 		if t.Failed() {
-			// What the server logged at WARN and above says why.
+			// What the server logged at WARN and above, and how it ended,
+			// say why.
+			var last []string
 			for line := range logs {
 				if strings.Contains(line, "WARN") || strings.Contains(line, "ERROR") {
 					t.Logf("server: %s", line)
 				}
+				last = append(last, line)
 			}
+			if len(last) > 5 {
+				last = last[len(last)-5:]
+			}
+			t.Logf("server's last lines:\n%s", strings.Join(last, "\n"))
 		}
 	})
 	select {
