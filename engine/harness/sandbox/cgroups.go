@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -41,15 +43,23 @@ type cgroups struct {
 	maxMemory int64
 	pids      string // the server's pids group ("" without a bound)
 	memory    string // the server's memory group ("" without a bound)
-	seq       atomic.Uint64
+	// nonce tells this server's groups from those of an earlier process
+	// of the same pid (pids are reused) that left its groups behind.
+	nonce string
+	seq   atomic.Uint64
 }
+
+// groupPrefix begins the name of every execution group.
+const groupPrefix = "oecp-agent-"
 
 func newCgroups(maxProcs, maxMemory int64) (*cgroups, error) {
 	own, err := ownGroups()
 	if err != nil {
 		return nil, err
 	}
-	c := &cgroups{maxProcs: maxProcs, maxMemory: maxMemory}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	c := &cgroups{maxProcs: maxProcs, maxMemory: maxMemory, nonce: hex.EncodeToString(b[:])}
 	if maxProcs > 0 {
 		if c.pids, err = controllerDir(own, "pids"); err != nil {
 			return nil, err
@@ -59,6 +69,9 @@ func newCgroups(maxProcs, maxMemory int64) (*cgroups, error) {
 		if c.memory, err = controllerDir(own, "memory"); err != nil {
 			return nil, err
 		}
+	}
+	for _, dir := range []string{c.pids, c.memory} {
+		removeDeadServersGroups(dir)
 	}
 	g, err := c.create()
 	if err != nil {
@@ -115,7 +128,7 @@ type group struct {
 }
 
 func (c *cgroups) create() (*group, error) {
-	name := fmt.Sprintf("oecp-agent-%d-%d", os.Getpid(), c.seq.Add(1))
+	name := fmt.Sprintf("%s%d-%s-%d", groupPrefix, os.Getpid(), c.nonce, c.seq.Add(1))
 	g := &group{}
 	if c.pids != "" {
 		g.pids = filepath.Join(c.pids, name)
@@ -135,6 +148,32 @@ func (c *cgroups) create() (*group, error) {
 		_ = os.WriteFile(filepath.Join(g.mem, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(c.maxMemory, 10)), 0)
 	}
 	return g, nil
+}
+
+// removeDeadServersGroups removes the execution groups beneath dir that a
+// server no longer running left behind (killed, or its removal gave up):
+// a group named for a pid with no process. A group still holding
+// processes is not removed (rmdir refuses it), and a live server's groups
+// are never touched.
+func removeDeadServersGroups(dir string) {
+	if dir == "" {
+		return
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), groupPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name()))
+	}
 }
 
 func mkgroup(dir, file string, limit int64) error {

@@ -1,0 +1,56 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestCgroupsOfDeadServersGoAndNeverCollide: a group an earlier process of
+// this very pid left behind (pids are reused) does not stop this server
+// from making its groups, and the groups a dead server left are removed
+// when a server starts; a live server's groups stay.
+func TestCgroupsOfDeadServersGoAndNeverCollide(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups are made by a root server")
+	}
+	own, err := ownGroups()
+	if err != nil {
+		t.Skipf("no cgroups: %v", err)
+	}
+	pids, err := controllerDir(own, "pids")
+	if err != nil {
+		t.Skipf("no pids controller: %v", err)
+	}
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	leftByDead := filepath.Join(pids, groupPrefix+strconv.Itoa(dead.Process.Pid)+"-1")
+	// What an earlier process of this pid would have named its first group.
+	leftBySamePid := filepath.Join(pids, groupPrefix+strconv.Itoa(os.Getpid())+"-1")
+	for _, d := range []string{leftByDead, leftBySamePid} {
+		if err := os.Mkdir(d, 0o755); err != nil && !os.IsExist(err) {
+			t.Skipf("cannot make a group: %v", err)
+		}
+	}
+	t.Cleanup(func() { _ = os.Remove(leftBySamePid); _ = os.Remove(leftByDead) })
+
+	c, err := newCgroups(64, 0)
+	if err != nil {
+		t.Fatalf("a group left by an earlier process of this pid stopped the server: %v", err)
+	}
+	g, err := c.create()
+	if err != nil {
+		t.Fatalf("creating an execution's group: %v", err)
+	}
+	defer g.remove()
+	if _, err := os.Stat(leftByDead); !os.IsNotExist(err) {
+		t.Errorf("the group of a dead server is still there (%v)", err)
+	}
+	if _, err := os.Stat(leftBySamePid); err != nil {
+		t.Errorf("the group named for this live pid was removed: %v", err)
+	}
+}
