@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,14 +17,14 @@ import (
 )
 
 // gatedAgent is the command driver's agent of TestFullDiskKeepsTheStepsAttempt:
-// the first step says it started and waits for the test's go file; every
-// step changes a file and answers at once.
+// the first step says it started on the FIFO $GATE/started and waits for a
+// line on the FIFO $GATE/go; every step changes a file and answers at once.
 const gatedAgent = `#!/bin/sh
 cat >/dev/null
 echo "$$" > step.txt
-if [ ! -f "$GATE/go" ]; then
-	touch "$GATE/started"
-	while [ ! -f "$GATE/go" ]; do sleep 0.01; done
+if mkdir "$GATE/once" 2>/dev/null; then
+	echo started > "$GATE/started"
+	read -r _ < "$GATE/go"
 fi
 echo '{"session":"s","text":"null"}'
 `
@@ -48,6 +47,11 @@ func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Unmount(runDir, syscall.MNT_DETACH) })
 
 	dir, gate := t.TempDir(), t.TempDir()
+	for _, fifo := range []string{"started", "go"} {
+		if err := syscall.Mkfifo(filepath.Join(gate, fifo), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Setenv("GATE", gate)
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte(gatedAgent), 0o755); err != nil {
@@ -76,12 +80,19 @@ func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
 	ah := &agentHost{t: t, e: e}
 
 	// While the first step runs, something else fills the disk.
-	awaitFile(t, filepath.Join(gate, "started"))
+	started := make(chan error, 1)
+	go func() {
+		_, err := os.ReadFile(filepath.Join(gate, "started")) // until the agent wrote and closed it
+		started <- err
+	}()
+	if err := testkit.Recv(t, started); err != nil {
+		t.Fatal(err)
+	}
 	filler := filepath.Join(runDir, "filler")
 	testkit.FillDisk(t, filler)
 	inodes := filepath.Join(runDir, "inodes")
 	fillInodes(t, inodes)
-	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(gate, "go"), []byte("go\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	logs, err := e.b.Runs().Logs(local(), "full", nil, nil)
@@ -121,14 +132,5 @@ func fillInodes(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 		f.Close()
-	}
-}
-
-// awaitFile waits, bounded, until path exists.
-func awaitFile(t *testing.T, path string) {
-	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", `i=0; while [ ! -e "$1" ] && [ $i -lt 12000 ]; do sleep 0.01; i=$((i+1)); done; [ -e "$1" ]`, "sh", path)
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s never appeared", path)
 	}
 }
