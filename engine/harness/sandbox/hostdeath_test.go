@@ -11,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // dyingHostEnv names the stage at which the re-executed test binary, acting
@@ -50,9 +54,20 @@ func TestHostKilledDuringSetupLeavesNoAgent(t *testing.T) {
 				t.Fatal(err)
 			}
 			init := pausedAt(t, out)
+			outer, _, _, ok := stat(init)
+			if !ok {
+				t.Fatalf("the sandbox's init %d is gone while its server is paused", init)
+			}
+			outerFd, initFd := pidfd(t, outer), pidfd(t, init)
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			waitGone(t, init, func() { survivor.SweepOrphans() })
+			// The outer bwrap dies with its server; once it is gone, the
+			// init has no bwrap parent, and a live server's sweeps (two
+			// sightings) end it if it did not end by itself.
+			waitExit(t, outerFd, "the sandbox's outer bwrap")
+			survivor.SweepOrphans()
+			survivor.SweepOrphans()
+			waitExit(t, initFd, "the sandbox's init")
 			if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 				t.Fatalf("the agent's program ran after its server died at %q", stage)
 			}
@@ -77,27 +92,32 @@ func pausedAt(t *testing.T, out interface{ Read([]byte) (int, error) }) int {
 	return 0
 }
 
-// waitGone waits, bounded, until pid has ended, calling sweep meanwhile as
-// a live server would; an orphan is reaped by the host's init, or stays a
-// zombie where init does not reap.
-func waitGone(t *testing.T, pid int, sweep func()) {
+// pidfd opens a pidfd of pid, closed at the test's end.
+func pidfd(t *testing.T, pid int) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		sweep()
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd of %d: %v", pid, err)
 	}
-	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	stack, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stack", pid))
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	t.Fatalf("the sandbox (init %d) outlived its server:\n%s\n%s", pid, status, stack)
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// waitExit waits, at most testkit.HangGuard, until the process of the
+// pidfd fd has exited (a pidfd becomes readable then).
+func waitExit(t *testing.T, fd int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(testkit.HangGuard)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(deadline)/time.Millisecond))
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 1 {
+			return
+		}
+		t.Fatalf("%s outlived its server (%d, %v)", what, n, err)
+	}
 }
 
 // dyingHost is the re-executed server: it confines an agent that marks
