@@ -2,9 +2,9 @@ package sandbox
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -24,11 +24,16 @@ func TestCgroupsOfDeadServersGoAndNeverCollide(t *testing.T) {
 	if err != nil {
 		t.Skipf("no pids controller: %v", err)
 	}
-	dead := exec.Command("/bin/true")
-	if err := dead.Run(); err != nil {
+	// A pid above the kernel's pid_max never names a live process.
+	max, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
 		t.Fatal(err)
 	}
-	leftByDead := filepath.Join(pids, groupPrefix+strconv.Itoa(dead.Process.Pid)+"-1")
+	deadPid, err := strconv.Atoi(strings.TrimSpace(string(max)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftByDead := filepath.Join(pids, groupPrefix+strconv.Itoa(deadPid+1)+"-1")
 	// What an earlier process of this pid would have named its first group.
 	leftBySamePid := filepath.Join(pids, groupPrefix+strconv.Itoa(os.Getpid())+"-1")
 	for _, d := range []string{leftByDead, leftBySamePid} {
