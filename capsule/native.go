@@ -260,6 +260,7 @@ func (a *agents) CloseRun(tenant, runID string) {
 	for _, r := range runners {
 		closeRunner(r, workspace.Key(tenant, runID))
 	}
+	// The runners share the capsule's sandbox; its run state is ended once.
 	a.sandbox.CloseRun(workspace.Key(tenant, runID))
 	a.ws.Finish(workspace.Key(tenant, runID))
 }

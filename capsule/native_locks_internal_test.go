@@ -11,8 +11,8 @@ import (
 )
 
 // A finished run's close holds no lock of the agents across a runner's
-// close (which ends the run's sandbox, scanning /proc): while one is
-// stuck there, another execution still finds its runner.
+// close or the sandbox's (which scans /proc): while one is stuck there,
+// another execution still finds its runner.
 func TestAgentsCloseRunHoldsNoLockAcrossARunner(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	ws := workspace.NewManager(t.TempDir(), nil, time.Hour, log)

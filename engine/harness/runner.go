@@ -99,11 +99,12 @@ func (r *Runner) Worker(job Job) worker.Worker {
 }
 
 // CloseRun forgets a finished run's sessions and spending; a session
-// still in use is marked lost.
-func (r *Runner) CloseRun(runID string) {
-	r.sessions.closeRun(runID)
-	r.budget.forget(runID)
-	r.sandbox.CloseRun(runID)
+// still in use is marked lost. The run's sandbox identity and networks are
+// not the runner's: the sandbox's owner, which may share it among several
+// runners, ends them (sandbox.Host.CloseRun).
+func (r *Runner) CloseRun(key string) {
+	r.sessions.closeRun(key)
+	r.budget.forget(key)
 }
 
 // Run executes one job with ex.Input and returns its outcome:
