@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/oecp/oecp/protocol"
@@ -252,17 +250,6 @@ func newRunID(now time.Time) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-var uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-
 // RunIDTime is the time a NewRunID id was minted, read from its first 48
 // bits; ok is false for an id that is not a UUIDv7.
-func RunIDTime(id string) (t time.Time, ok bool) {
-	if !uuidV7.MatchString(id) {
-		return time.Time{}, false
-	}
-	ms, err := strconv.ParseUint(id[0:8]+id[9:13], 16, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.UnixMilli(int64(ms)), true
-}
+func RunIDTime(id string) (t time.Time, ok bool) { return protocol.RunIDTime(id) }

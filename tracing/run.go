@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/oecp/oecp/protocol"
 )
 
 // RootSpanName names a run's root span.
@@ -143,34 +145,10 @@ func RunSeen(tenant, runID string) {
 // seenStart is the time a run's UUIDv7 id carries when it is before now,
 // else now.
 func seenStart(runID string, now time.Time) time.Time {
-	if t, ok := uuidV7Time(runID); ok && t.Before(now) {
+	if t, ok := protocol.RunIDTime(runID); ok && t.Before(now) {
 		return t
 	}
 	return now
-}
-
-// uuidV7Time is the creation time (milliseconds since the epoch, the
-// first 48 bits) of a UUIDv7 in its canonical text form.
-func uuidV7Time(id string) (time.Time, bool) {
-	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' || id[14] != '7' {
-		return time.Time{}, false
-	}
-	var ms int64
-	for _, c := range id[:8] + id[9:13] {
-		var d int64
-		switch {
-		case c >= '0' && c <= '9':
-			d = int64(c - '0')
-		case c >= 'a' && c <= 'f':
-			d = int64(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			d = int64(c-'A') + 10
-		default:
-			return time.Time{}, false
-		}
-		ms = ms<<4 | d
-	}
-	return time.UnixMilli(ms), true
 }
 
 // RunDropped forgets a run this process no longer supervises (its root is
