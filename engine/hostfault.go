@@ -67,13 +67,12 @@ func (s *Supervisor) hostFault(ctx context.Context, ref RunRef, key runExec, xre
 	return true
 }
 
-// heldByHost reports whether ref waits after a host fault, and whether
-// it has a hold at all (a run with one is always reconciled afresh).
-func (s *Supervisor) heldByHost(ref RunRef) (waiting, held bool) {
+// heldByHost reports whether ref waits after a host fault.
+func (s *Supervisor) heldByHost(ref RunRef) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.hostHolds[ref]
-	return ok && time.Now().Before(h.until), ok
+	return ok && time.Now().Before(h.until)
 }
 
 // hostStarted ends ref's host backoff: one of its executions ran.

@@ -336,14 +336,15 @@ func (s *Supervisor) reconcileCached(ctx context.Context, ref RunRef) (*want, *w
 	if !ok {
 		return s.reconcile(ctx, ref)
 	}
-	if _, held := s.heldByHost(ref); held {
-		delete(s.seen, ref)
-		return s.reconcile(ctx, ref)
-	}
 	version := v.Version(ref)
 	s.mu.Lock()
 	mine := len(s.running.of(ref))
+	_, held := s.hostHolds[ref] // a run waiting after a host fault is read afresh
 	s.mu.Unlock()
+	if held {
+		delete(s.seen, ref)
+		return s.reconcile(ctx, ref)
+	}
 	if r, hit := s.seen[ref]; hit && version != 0 && r.version == version && r.mine == mine {
 		return r.want, nil, nil
 	}

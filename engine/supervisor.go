@@ -436,7 +436,7 @@ func (s *Supervisor) step(snap *Snapshot, active int) (*want, *write) {
 		if snap.Dispatch != protocol.DispatchActive {
 			return nil, nil // suspended or stopping: the gate holds new work
 		}
-		if waiting, _ := s.heldByHost(ref); waiting {
+		if s.heldByHost(ref) {
 			return nil, nil // its host could not start the last one: wait
 		}
 		return &want{snap: snap, ds: ds}, nil
