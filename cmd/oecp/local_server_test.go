@@ -14,6 +14,7 @@ import (
 
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // localHome is an isolated user for the local server: its own home,
@@ -119,17 +120,12 @@ func (h *localHome) serverPID(t *testing.T) int {
 // waits (bounded) until its lock is free.
 func (h *localHome) stopServer(t *testing.T) {
 	pid := h.serverPID(t)
-	if pid == 0 || syscall.Kill(pid, syscall.SIGTERM) != nil {
+	if pid == 0 {
 		return
 	}
-	for range 300 {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Stop(t, pid, syscall.SIGTERM, 30*time.Second) {
+		t.Errorf("the local server (pid %d) did not stop on SIGTERM", pid)
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	t.Errorf("the local server (pid %d) did not stop on SIGTERM", pid)
 }
 
 // TestCLISubmitStartsALocalServer: in a checkout, with no server at the

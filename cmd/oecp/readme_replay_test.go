@@ -14,6 +14,7 @@ import (
 
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // quickstartMarker marks the README's fenced block of commands that
@@ -106,17 +107,9 @@ OECP_SERVER=$url exec ` + q(oecpBin) + ` "$@"
 // stopProcess interrupts pid and waits, boundedly, until it is gone (or a
 // zombie), then kills it.
 func stopProcess(t *testing.T, pid int) {
-	_ = syscall.Kill(pid, syscall.SIGINT)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(stat), ") Z ") {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.Stop(t, pid, syscall.SIGINT, 30*time.Second) {
+		t.Errorf("the quickstart's server (pid %d) did not stop on SIGINT; killed", pid)
 	}
-	t.Errorf("the quickstart's server (pid %d) did not stop on SIGINT; killed", pid)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // TestReadmeQuickstartReplays runs the README's quickstart of coding

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // HangGuard bounds the tests' waits outside a synctest bubble. It is no
@@ -130,4 +131,53 @@ func FillDisk(t testing.TB, path string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Pidfd opens a pidfd of pid, closed at the test's end; -1 when pid is
+// gone.
+func Pidfd(t testing.TB, pid int) int {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return -1
+		}
+		t.Fatalf("pidfd of %d: %v", pid, err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// Exited waits at most d until the process of the pidfd fd has exited (a
+// pidfd becomes readable then, zombie or reaped) and reports whether it
+// has; fd -1 (Pidfd of a gone process) has.
+func Exited(fd int, d time.Duration) bool {
+	if fd < 0 {
+		return true
+	}
+	deadline := time.Now().Add(d)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, max(int(time.Until(deadline)/time.Millisecond), 0))
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 1
+	}
+}
+
+// Stop sends sig to pid (a process of the test's, not necessarily its
+// child) and waits at most d for it to exit; when it does not, it is
+// SIGKILLed and Stop reports false.
+func Stop(t testing.TB, pid int, sig syscall.Signal, d time.Duration) bool {
+	t.Helper()
+	fd := Pidfd(t, pid)
+	if fd < 0 {
+		return true
+	}
+	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+	if Exited(fd, d) {
+		return true
+	}
+	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	return false
 }

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/oecp/oecp/internal/testkit"
 )
@@ -58,7 +55,7 @@ func TestHostKilledDuringSetupLeavesNoAgent(t *testing.T) {
 			if !ok {
 				t.Fatalf("the sandbox's init %d is gone while its server is paused", init)
 			}
-			outerFd, initFd := pidfd(t, outer), pidfd(t, init)
+			outerFd, initFd := testkit.Pidfd(t, outer), testkit.Pidfd(t, init)
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			// The outer bwrap dies with its server; once it is gone, the
@@ -92,31 +89,12 @@ func pausedAt(t *testing.T, out interface{ Read([]byte) (int, error) }) int {
 	return 0
 }
 
-// pidfd opens a pidfd of pid, closed at the test's end.
-func pidfd(t *testing.T, pid int) int {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd of %d: %v", pid, err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
-}
-
-// waitExit waits, at most testkit.HangGuard, until the process of the
-// pidfd fd has exited (a pidfd becomes readable then).
+// waitExit fails the test when the process of the pidfd fd has not
+// exited within testkit.HangGuard.
 func waitExit(t *testing.T, fd int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(testkit.HangGuard)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(deadline)/time.Millisecond))
-		if err == unix.EINTR {
-			continue
-		}
-		if err == nil && n == 1 {
-			return
-		}
-		t.Fatalf("%s outlived its server (%d, %v)", what, n, err)
+	if !testkit.Exited(fd, testkit.HangGuard) {
+		t.Fatalf("%s outlived its server", what)
 	}
 }
 
