@@ -49,6 +49,9 @@ type cgroups struct {
 	seq   atomic.Uint64
 }
 
+// deadGroupAge is how old a dead server's group must be to be removed.
+const deadGroupAge = time.Minute
+
 // groupPrefix begins the name of every execution group.
 const groupPrefix = "oecp-agent-"
 
@@ -152,9 +155,10 @@ func (c *cgroups) create() (*group, error) {
 
 // removeDeadServersGroups removes the execution groups beneath dir that a
 // server no longer running left behind (killed, or its removal gave up):
-// a group named for a pid with no process. A group still holding
-// processes is not removed (rmdir refuses it), and a live server's groups
-// are never touched.
+// a group named for a pid with no process, made over a minute ago. A group
+// still holding processes is not removed (rmdir refuses it); the age
+// spares the fresh, still empty group of a live server this one cannot
+// see (one in another PID namespace sharing the hierarchy).
 func removeDeadServersGroups(dir string) {
 	if dir == "" {
 		return
@@ -170,6 +174,9 @@ func removeDeadServersGroups(dir string) {
 		}
 		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
 		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < deadGroupAge {
 			continue
 		}
 		_ = os.Remove(filepath.Join(dir, e.Name()))
