@@ -20,6 +20,12 @@ import (
 // a CLI that retries an unreachable provider in silence.
 const providerStall = 5 * time.Second
 
+// refusedStall is the --agent-stall-timeout of a run whose key the
+// provider refuses: the CLI reports the refusal as soon as it asks, so
+// the bound only has to outlast a CLI's start on a loaded machine, and
+// never decides the outcome.
+const refusedStall = 2 * time.Minute
+
 // closedBaseURL is a loopback address where nothing listens: a provider
 // that cannot be reached.
 func closedBaseURL(t *testing.T) string {
@@ -90,7 +96,11 @@ func TestRealAgentRunEndsOnProviderFailure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				h.SetStallTimeout(providerStall)
+				if failure == "401" {
+					h.SetStallTimeout(refusedStall)
+				} else {
+					h.SetStallTimeout(providerStall)
+				}
 				rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir}})
 				repos, err := workspace.ParseRepos("repos.json", rb)
 				if err != nil {

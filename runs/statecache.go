@@ -16,13 +16,19 @@ import (
 // store) leaves other bytes, and equal bytes decode alike. The cache
 // hands out copies that share nothing a write changes in place (the
 // executions are copied; their pointers are replaced, never written
-// through), and keeps copies of what it is given. It is bounded by the
-// record bytes it holds (a decoded state takes a few times as much),
-// dropping everything when full.
+// through), and keeps copies of what it is given.
+//
+// It keeps the states in use, not every run's: a run's writes come close
+// together (admission, dispatch, settlement, finish), while a deep queue
+// holds thousands of runs nobody writes for a long time, whose decoded
+// states would only grow the heap the garbage collector walks. So it holds
+// two generations, each bounded by the record bytes it holds: entries go
+// to the young one, a hit in the old one moves the entry to the young
+// one, and a full young one becomes the old one (dropping the old).
 type stateCache struct {
-	mu   sync.Mutex
-	m    map[string]cachedState
-	size int
+	mu         sync.Mutex
+	young, old map[string]cachedState
+	size       int // the record bytes in young
 }
 
 type cachedState struct {
@@ -30,9 +36,9 @@ type cachedState struct {
 	st   *runState
 }
 
-// maxCachedStateBytes bounds the record bytes of the run states kept
-// decoded in memory.
-const maxCachedStateBytes = 32 << 20
+// maxCachedStateBytes bounds the record bytes of one generation of the
+// run states kept decoded in memory.
+const maxCachedStateBytes = 2 << 20
 
 var states stateCache
 
@@ -45,7 +51,13 @@ var checkStateCache bool
 // it was cached with, and nil otherwise.
 func (c *stateCache) get(key string, data []byte) *runState {
 	c.mu.Lock()
-	e, ok := c.m[key]
+	e, ok := c.young[key]
+	if !ok {
+		if e, ok = c.old[key]; ok {
+			delete(c.old, key)
+			c.keepLocked(key, e)
+		}
+	}
 	c.mu.Unlock()
 	if !ok || !bytes.Equal(e.data, data) {
 		return nil
@@ -66,18 +78,32 @@ func (c *stateCache) put(key string, data []byte, st *runState) {
 	st = st.clone()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.m[key]; ok {
+	if old, ok := c.young[key]; ok {
 		c.size -= len(old.data)
-		delete(c.m, key)
+		delete(c.young, key)
 	}
+	delete(c.old, key)
 	if len(data) > maxCachedStateBytes/64 {
 		return // a state this big would crowd out the others
 	}
-	if c.m == nil || c.size+len(data) > maxCachedStateBytes {
-		c.m, c.size = map[string]cachedState{}, 0
+	c.keepLocked(key, cachedState{data: data, st: st})
+}
+
+// keepLocked adds e to the young generation, which becomes the old one
+// first when e would overfill it. c.mu is held.
+func (c *stateCache) keepLocked(key string, e cachedState) {
+	if c.young == nil || c.size+len(e.data) > maxCachedStateBytes {
+		c.old, c.young, c.size = c.young, map[string]cachedState{}, 0
 	}
-	c.m[key] = cachedState{data: data, st: st}
-	c.size += len(data)
+	c.young[key] = e
+	c.size += len(e.data)
+}
+
+// len is the number of states cached.
+func (c *stateCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.young) + len(c.old)
 }
 
 // clone copies the state and its executions. An execution with no map

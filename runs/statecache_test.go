@@ -102,9 +102,10 @@ func TestStateCacheStringNotUTF8(t *testing.T) {
 	}
 }
 
-// TestStateCacheIsBoundedByBytes: the cache holds at most
-// maxCachedStateBytes of records, keeps no state too big to share the
-// room, and a record replaced by one it does not keep is forgotten.
+// TestStateCacheIsBoundedByBytes: each generation holds at most
+// maxCachedStateBytes of records, the cache keeps no state too big to
+// share the room, and a record replaced by one it does not keep is
+// forgotten.
 func TestStateCacheIsBoundedByBytes(t *testing.T) {
 	record := func(n int) (*runState, []byte) {
 		st := &runState{Title: strings.Repeat("x", n)}
@@ -130,5 +131,31 @@ func TestStateCacheIsBoundedByBytes(t *testing.T) {
 		if c.size > maxCachedStateBytes || c.get(fmt.Sprint("run", i), small) == nil {
 			t.Fatalf("after %d puts: %d bytes held (bound %d), or the last one not kept", i+1, c.size, maxCachedStateBytes)
 		}
+	}
+}
+
+// TestStateCacheKeepsTheStatesInUse: a state read again while its
+// generation ages stays cached, however many runs are cached after it,
+// while states nobody reads are dropped within two generations.
+func TestStateCacheKeepsTheStatesInUse(t *testing.T) {
+	st := &runState{Title: strings.Repeat("x", maxCachedStateBytes/128)}
+	data, err := encodeState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c stateCache
+	c.put("hot", data, st)
+	perGeneration := maxCachedStateBytes / len(data)
+	for i := range 5 * perGeneration {
+		c.put(fmt.Sprint("queued", i), data, st)
+		if i%(perGeneration/2) == 0 && c.get("hot", data) == nil {
+			t.Fatalf("the state in use was dropped after %d others", i+1)
+		}
+	}
+	if c.get("queued0", data) != nil {
+		t.Errorf("a state nobody read survived five generations")
+	}
+	if n := c.len(); n > 2*perGeneration {
+		t.Errorf("%d states cached, over two generations of %d", n, perGeneration)
 	}
 }
