@@ -14,6 +14,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/internal/runclaims"
+	"github.com/oecp/oecp/internal/terminal"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -486,17 +487,11 @@ func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Termina
 		if st.inFlight() > 0 {
 			return errors.New("cluster: finish with executions in flight")
 		}
-		tr := &protocol.TerminalResult{Status: string(t.Status)}
-		if t.Status == reduce.TerminalSucceeded {
-			out, err := protocol.NormalizeValue(valueBytes(protocol.Value(t.Output)))
-			if err != nil {
-				return err
-			}
-			tr.Output = &out
-		} else {
-			tr.Reason = t.Reason
+		tr, err := terminal.Result(t)
+		if err != nil {
+			return err
 		}
-		st.Terminal = tr
+		st.Terminal = &tr
 		return finish(tx, ref.Tenant, st)
 	})
 }
