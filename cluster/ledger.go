@@ -14,6 +14,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/internal/runclaims"
+	"github.com/oecp/oecp/internal/terminal"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -393,15 +394,8 @@ func (l *Ledger) crashed(tx store.Tx, ref engine.RunRef, st *state, execs []uint
 // interrupted, with a fault event each: neither failed, so the reducer
 // dispatches the same attempt again. ended sees each.
 func (l *Ledger) lost(tx store.Tx, ref engine.RunRef, st *state, execs []uint64, ended func(*execRecord)) error {
-	return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
-		func(x uint64, e *execRecord) (protocol.WatchEvent, error) {
-			e.Interrupted = true
-			ended(e)
-			f := engineFault("lost-"+turnOf(x), e.Ref, "no_observable_effect", "retryable", "wait", "warning",
-				"execution was running on a server that was lost; the same attempt runs again")
-			f.Code = "unavailable"
-			return faultEvent(f)
-		}, nil)
+	return interrupted(tx, ref, st, execs, "lost-",
+		"execution was running on a server that was lost; the same attempt runs again", ended)
 }
 
 // Interrupt records executions a graceful shutdown cancelled (a fault
@@ -409,14 +403,8 @@ func (l *Ledger) lost(tx store.Tx, ref engine.RunRef, st *state, execs []uint64,
 // again.
 func (l *Ledger) Interrupt(ctx context.Context, ref engine.RunRef, execs []uint64) error {
 	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
-			func(x uint64, e *execRecord) (protocol.WatchEvent, error) {
-				e.Interrupted = true
-				f := engineFault("interrupt-"+turnOf(x), e.Ref, "no_observable_effect", "retryable", "wait", "warning",
-					"execution interrupted by a server shutdown; the same attempt runs again when the server is back")
-				f.Code = "unavailable"
-				return faultEvent(f)
-			}, nil)
+		return interrupted(tx, ref, st, execs, "interrupt-",
+			"execution interrupted by a server shutdown; the same attempt runs again when the server is back", nil)
 	})
 }
 
@@ -425,15 +413,26 @@ func (l *Ledger) Interrupt(ctx context.Context, ref engine.RunRef, execs []uint6
 // again.
 func (l *Ledger) Unstarted(ctx context.Context, ref engine.RunRef, execs []uint64, why string) error {
 	return l.ledgerUpdate(ctx, ref, func(tx store.Tx, st *state) error {
-		return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
-			func(x uint64, e *execRecord) (protocol.WatchEvent, error) {
-				e.Interrupted = true
-				f := engineFault("unstarted-"+turnOf(x), e.Ref, "no_observable_effect", "retryable", "wait", "warning",
-					"execution could not start on this server: "+why+"; the same attempt runs again shortly")
-				f.Code = "unavailable"
-				return faultEvent(f)
-			}, nil)
+		return interrupted(tx, ref, st, execs, "unstarted-",
+			"execution could not start on this server: "+why+"; the same attempt runs again shortly", nil)
 	})
+}
+
+// interrupted ends executions as interrupted, with an unavailable fault
+// event each (its id prefix, then the execution's turn; message says
+// what happened): the execution did not fail, so the reducer dispatches
+// the same attempt again. ended, when set, sees each.
+func interrupted(tx store.Tx, ref engine.RunRef, st *state, execs []uint64, prefix, message string, ended func(*execRecord)) error {
+	return endExecs(tx, ref.Tenant, st, execs, func(x uint64) uint64 { return x },
+		func(x uint64, e *execRecord) (protocol.WatchEvent, error) {
+			e.Interrupted = true
+			if ended != nil {
+				ended(e)
+			}
+			f := engineFault(prefix+turnOf(x), e.Ref, "no_observable_effect", "retryable", "wait", "warning", message)
+			f.Code = "unavailable"
+			return faultEvent(f)
+		}, nil)
 }
 
 // errUnchanged ends a ledger transaction that has nothing to write.
@@ -486,17 +485,11 @@ func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Termina
 		if st.inFlight() > 0 {
 			return errors.New("cluster: finish with executions in flight")
 		}
-		tr := &protocol.TerminalResult{Status: string(t.Status)}
-		if t.Status == reduce.TerminalSucceeded {
-			out, err := protocol.NormalizeValue(valueBytes(protocol.Value(t.Output)))
-			if err != nil {
-				return err
-			}
-			tr.Output = &out
-		} else {
-			tr.Reason = t.Reason
+		tr, err := terminal.Result(t)
+		if err != nil {
+			return err
 		}
-		st.Terminal = tr
+		st.Terminal = &tr
 		return finish(tx, ref.Tenant, st)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/oecp/oecp/internal/numbered"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 )
@@ -33,70 +34,66 @@ const (
 	liveEnd   = "end"
 )
 
-// liveMsg is one broadcast live item: Rest is its encoded notification
-// tail.
+// liveMsg is the body of one broadcast live item: Rest is its encoded
+// notification tail.
 type liveMsg struct {
-	Origin    string `json:"o"`
-	Seq       uint64 `json:"s"`
 	Kind      string `json:"k"`
 	Tenant    string `json:"t"`
 	Execution string `json:"x,omitempty"`
 	Rest      string `json:"r,omitempty"`
 }
 
-// liveRelay is the backend's side of live streams across replicas.
+// liveRelay is the backend's side of live streams across replicas: the
+// items this process sends are one numbered stream of the channel, named
+// by a random origin.
 type liveRelay struct {
-	bc     store.Broadcaster // nil: no other replicas
+	ch     *numbered.Channel // nil: no other replicas
 	origin string
 
 	mu   sync.Mutex
-	seq  uint64            // last number sent
-	last map[string]uint64 // last number received, by origin
+	last map[string]*numbered.Last // the numbers received, by origin
 }
 
 // newLiveRelay starts b's relay when its store has other replicas.
 func newLiveRelay(st store.Store, b *Backend) *liveRelay {
-	r := &liveRelay{last: map[string]uint64{}}
-	bc, ok := st.(store.Broadcaster)
-	if !ok || !store.IsShared(st) {
-		return r
-	}
+	r := &liveRelay{last: map[string]*numbered.Last{}}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	r.bc, r.origin = bc, hex.EncodeToString(id[:])
-	bc.OnBroadcast(liveTopic, func(p []byte) { r.received(b, p) })
+	r.origin = hex.EncodeToString(id[:])
+	r.ch = numbered.Open(st, liveTopic, func(m numbered.Msg) { r.received(b, m) })
 	return r
 }
 
 // send broadcasts one live item this process published.
 func (r *liveRelay) send(kind, tenant, execution string, rest []byte) {
-	if r.bc == nil {
+	if r.ch == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.seq++
-	msg, err := json.Marshal(liveMsg{Origin: r.origin, Seq: r.seq, Kind: kind, Tenant: tenant, Execution: execution, Rest: string(rest)})
+	body, err := json.Marshal(liveMsg{Kind: kind, Tenant: tenant, Execution: execution, Rest: string(rest)})
 	if err == nil {
-		r.bc.Broadcast(liveTopic, msg)
+		r.ch.Send(r.origin, body, false)
 	}
 }
 
 // received publishes another replica's live item to this replica's
 // subscribers.
-func (r *liveRelay) received(b *Backend, payload []byte) {
+func (r *liveRelay) received(b *Backend, msg numbered.Msg) {
 	var m liveMsg
-	if json.Unmarshal(payload, &m) != nil {
+	if json.Unmarshal(msg.Body, &m) != nil {
 		return
 	}
 	r.mu.Lock()
-	last, seen := r.last[m.Origin]
-	r.last[m.Origin] = m.Seq
+	last := r.last[msg.Stream]
+	if last == nil {
+		last = &numbered.Last{}
+		r.last[msg.Stream] = last
+	}
+	broken := last.Take(msg.Seq).Broken()
 	r.mu.Unlock()
 	h := b.live
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if seen && m.Seq != last+1 {
+	if broken {
 		h.overflowAll()
 	}
 	key := m.Tenant + "\x00" + m.Execution

@@ -8,19 +8,15 @@ import (
 )
 
 // Deleted runs: retention enters every run it deletes in the deleted-run
-// index with the time it deleted it, and forgets the entry once another
-// retention period has passed. Until then an export of the run answers
-// GONE (its history was deleted) rather than NOT_FOUND (no such run).
+// index with the time it deleted it (markNow), and forgets the entry once
+// another retention period has passed. Until then an export of the run
+// answers GONE (its history was deleted) rather than NOT_FOUND (no such
+// run).
 //
 //	clusters table  goneKey + ".N"   every recently deleted run (tenant
 //	                                 key NUL runId → deletion time, Unix ns)
 
 const goneKey = "\x00native-gone"
-
-// markGone enters a run retention has just deleted.
-func markGone(tx store.Tx, tk, runID string) error {
-	return updateIndex(tx, goneKey, activeEntry(tk, runID), uint64(time.Now().UnixNano()))
-}
 
 // forgetGone drops, in batches of limit, the entries of runs deleted
 // before cutoff.

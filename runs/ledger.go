@@ -12,6 +12,7 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/internal/runclaims"
+	"github.com/oecp/oecp/internal/terminal"
 	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
@@ -296,7 +297,7 @@ func (l *Ledger) SettleFinish(ctx context.Context, ref engine.RunRef, ss []engin
 		if t == nil {
 			return nil
 		}
-		tr, err := terminalResult(*t)
+		tr, err := terminal.Result(*t)
 		if err != nil {
 			return nil // the settlement commits; the reconcile pass reports it
 		}
@@ -392,25 +393,11 @@ func (l *Ledger) Finish(ctx context.Context, ref engine.RunRef, t reduce.Termina
 
 // finishWith records the reducer's terminal t as the run's result.
 func finishWith(tx store.Tx, ref engine.RunRef, st *runState, t reduce.Terminal) error {
-	tr, err := terminalResult(t)
+	tr, err := terminal.Result(t)
 	if err != nil {
 		return err
 	}
 	return finishRun(tx, ref.Tenant, ref.RunID, st, tr)
-}
-
-// terminalResult is the wire form of the reducer's terminal t; it fails
-// when a succeeded run's output cannot be normalised.
-func terminalResult(t reduce.Terminal) (protocol.TerminalResult, error) {
-	tr := protocol.TerminalResult{Status: string(t.Status), Reason: t.Reason}
-	if t.Status == reduce.TerminalSucceeded {
-		out, err := protocol.NormalizeValue(orNull(t.Output))
-		if err != nil {
-			return tr, err
-		}
-		tr.Output, tr.Reason = &out, ""
-	}
-	return tr, nil
 }
 
 // finished drops what this process keeps for a run it has finished. The
@@ -451,13 +438,6 @@ func (l *Ledger) ExecutionEnded(ref engine.RunRef, execution string) {
 func errorOutcome(code, reason string) json.RawMessage {
 	raw, _ := json.Marshal(worker.Failed(code, reason))
 	return raw
-}
-
-func orNull(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 {
-		return json.RawMessage("null")
-	}
-	return v
 }
 
 // agentWorker resolves a dispatch of the run to its agent binding.

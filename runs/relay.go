@@ -2,10 +2,10 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
+	"github.com/oecp/oecp/internal/numbered"
 	"github.com/oecp/oecp/store"
 )
 
@@ -27,20 +27,13 @@ const remoteEndGrace = 2 * time.Second
 // relayTopic is the broadcast topic of native runs' attach events.
 const relayTopic = "runattach"
 
-// relayMsg is one broadcast attach event of an execution.
-type relayMsg struct {
-	Key   string          `json:"k"`
-	Seq   uint64          `json:"s"`
-	Event json.RawMessage `json:"e,omitempty"`
-	End   bool            `json:"end,omitempty"`
-}
-
-// relay is the backend's side of live output across replicas.
+// relay is the backend's side of live output across replicas: each
+// execution's attach events are a numbered stream (its key) of the
+// channel.
 type relay struct {
-	bc store.Broadcaster // nil: this store has no other replicas
+	ch *numbered.Channel // nil: this store has no other replicas
 
 	mu     sync.Mutex
-	sent   map[string]uint64      // last number sent, by execution
 	remote map[string]*remoteExec // windows of executions running elsewhere
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -50,70 +43,47 @@ type relay struct {
 // remoteExec is the window of an execution running on another replica.
 type remoteExec struct {
 	e    *liveExec
-	last uint64 // last number received (0: none yet)
+	last numbered.Last
 }
 
 // newRelay starts the relay of st's broadcasts, when it has them.
 func newRelay(st store.Store) *relay {
-	r := &relay{sent: map[string]uint64{}, remote: map[string]*remoteExec{}}
+	r := &relay{remote: map[string]*remoteExec{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	if bc, ok := st.(store.Broadcaster); ok && store.IsShared(st) {
-		r.bc = bc
-		bc.OnBroadcast(relayTopic, r.received)
-	}
+	r.ch = numbered.Open(st, relayTopic, r.received)
 	return r
 }
 
 // send broadcasts one attach event of a local execution; end is its last.
+// A dropped message is a gap its receivers see.
 func (r *relay) send(key string, ev []byte, end bool) {
-	if r.bc == nil {
-		return
-	}
-	// Numbered and queued under the lock: the order of the numbers is the
-	// order of the queue (Broadcast does not wait).
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := r.sent[key] + 1
-	if end {
-		delete(r.sent, key)
-	} else {
-		r.sent[key] = n
-	}
-	msg, err := json.Marshal(relayMsg{Key: key, Seq: n, Event: ev, End: end})
-	if err == nil {
-		r.bc.Broadcast(relayTopic, msg) // a dropped message is a gap its receivers see
-	}
+	r.ch.Send(key, ev, end)
 }
 
 // received feeds another replica's message to the window of its
 // execution, if a client here follows it.
-func (r *relay) received(payload []byte) {
-	var m relayMsg
-	if json.Unmarshal(payload, &m) != nil {
-		return
-	}
+func (r *relay) received(m numbered.Msg) {
 	r.mu.Lock()
-	x := r.remote[m.Key]
+	x := r.remote[m.Stream]
 	if x == nil {
 		r.mu.Unlock()
 		return
 	}
-	gap := x.last != 0 && m.Seq != x.last+1
-	x.last = m.Seq
+	broken := x.last.Take(m.Seq).Broken()
 	if m.End {
-		delete(r.remote, m.Key)
+		delete(r.remote, m.Stream)
 	}
 	r.mu.Unlock()
 	switch {
-	case gap:
+	case broken:
 		x.e.lose()
 		if m.End {
 			x.e.push(settledEvent, true)
 		}
 	case m.End:
 		x.e.push(settledEvent, true)
-	case json.Valid(m.Event):
-		x.e.push(m.Event, false)
+	case m.Body != nil:
+		x.e.push(m.Body, false)
 	}
 }
 
@@ -122,7 +92,7 @@ func (r *relay) received(payload []byte) {
 // no client here followed it yet; ended reads whether the store shows the
 // execution ended. It returns nil without other replicas.
 func (r *relay) follow(st store.Store, key string, ended func(ctx context.Context) bool) *liveExec {
-	if r.bc == nil {
+	if r.ch == nil {
 		return nil
 	}
 	r.mu.Lock()

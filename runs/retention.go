@@ -25,8 +25,12 @@ const finishedKey = "\x00native-finished"
 
 // markFinished enters a run that has just finished in the finished-run
 // index.
-func markFinished(tx store.Tx, tk, runID string) error {
-	return updateIndex(tx, finishedKey, activeEntry(tk, runID), uint64(time.Now().UnixNano()))
+func markFinished(tx store.Tx, tk, runID string) error { return markNow(tx, finishedKey, tk, runID) }
+
+// markNow enters a run in the time index key (the numbers
+// store.CompactIndex compares with its cutoff: Unix ns) with the time now.
+func markNow(tx store.Tx, key, tk, runID string) error {
+	return updateIndex(tx, key, activeEntry(tk, runID), uint64(time.Now().UnixNano()))
 }
 
 // Compact deletes the history of at most limit native runs that finished
@@ -78,7 +82,7 @@ func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
 	return errors.Join(
 		p.DeleteLease(store.RunLease(tk, runID)),
 		updateIndex(tx, indexKey(tk), runID, 0),
-		markGone(tx, tk, runID))
+		markNow(tx, goneKey, tk, runID))
 }
 
 // compactedCursor answers a watch or logs replay from a cursor of a run
