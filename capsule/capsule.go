@@ -1,8 +1,12 @@
 // Package capsule assembles the default OECP backend of `oecp serve`: the
-// v1 cluster over a store, admitted by the registry-backed verifier,
-// driven by the engine's supervisor on the built-in and host-configured
-// command workers. It is the one place that wires those rooms together;
-// each of them stays ignorant of the others.
+// v1 cluster and the native run surface over one store, admitted by the
+// registry-backed verifier, driven by one engine supervisor (whose ledger
+// routes each run to its backend's) on the built-in and host-configured
+// command workers, with the host's agent harnesses, sandbox, git
+// workspaces, delivery and workspace checkpoints behind the native
+// backend's ports, and one retention loop for both backends. It is the one
+// place that wires those rooms together; each of them stays ignorant of the
+// others.
 package capsule
 
 import (

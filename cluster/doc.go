@@ -17,8 +17,9 @@
 //
 // An execution engine drives runs through the backend's Ledger (the
 // engine.Ledger port): executions, their settlements, holds and the run's
-// result are recorded in the tenant's state, fenced by the run's
-// supervision lease, and their live output feeds logs and agent/attach.
+// result are recorded in the tenant's state and the run's execution log
+// (log.go), fenced by the run's supervision lease, and their live output
+// feeds logs and agent/attach.
 // Nothing of it is reachable over the wire.
 //
 // Where it differs from the reference on purpose: update on an empty

@@ -2,10 +2,11 @@
 // running run against the pure reducer (engine/reduce), records each
 // dispatch in the ledger before it starts the worker (engine/worker),
 // enforces the node's timeout, honours the lifecycle gate (suspension,
-// drain, force stop), holds a run whose failure no guard routes, and
-// settles every run exactly once. All durable state lives behind the
-// Ledger port (the cluster backend over the store); the supervisor keeps
-// only the in-process handles of the workers it is running.
+// drain, force stop), holds a v1 run whose failure no guard routes (the
+// native mode never holds), and settles every run exactly once. All durable
+// state lives behind the Ledger port (the v1 cluster backend's ledger and
+// the native run backend's, over the store); the supervisor keeps only the
+// in-process handles of the workers it is running.
 package engine
 
 import (

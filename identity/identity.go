@@ -1,8 +1,9 @@
 // Package identity defines the connection identity every OECP connection
 // carries (principal, tenant, hard expiry), the Resolver interface a host
 // implements to supply it, and the built-in resolvers: the anonymous local
-// identity and a bearer-token file. An identity has no wire representation:
-// nothing in a request can change it.
+// identity, and bearer credentials checked by Validators (a bearer-token
+// file, JWTs verified against an issuer's keys, or any of several). An
+// identity has no wire representation: nothing in a request can change it.
 package identity
 
 import (

@@ -1,8 +1,9 @@
 // Package metrics is the Prometheus side of `oecp serve`: one Metrics
 // value implements the observer ports of the server (server.Observer),
-// the engine (engine.Observer) and the store (store.Observer), so that
-// none of those packages imports Prometheus, and Handler serves the
-// registry on /metrics.
+// the engine (engine.Observer), the store (store.Observer) and the agent
+// harness (harness.UsageObserver), and counts retention and the trace
+// export, so that none of those packages imports Prometheus; Handler
+// serves the registry on /metrics.
 //
 // No label carries a tenant, principal, run id or any other unbounded
 // value: methods are the protocol's (or "other"), codes the protocol's

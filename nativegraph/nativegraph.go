@@ -4,12 +4,15 @@
 // instructions on every agent node, the delivery contract on every git
 // delivery node, no writer beside another execution, and the production
 // verifier over the graph-local worker registry admission builds (one
-// descriptor per worker reference, its contract the node's declared
-// types). `oecp plan` uses it for native graphs, which the server's v1
-// plan cannot resolve, and the templates' tests use it to prove every
-// built-in graph admissible.
+// descriptor per worker reference, its contract the node's declared types).
+// `oecp plan` uses it for native graphs, which the server's v1 plan cannot
+// resolve, and the templates' tests use it to prove every built-in graph
+// admissible.
 //
-// The rules mirror runs' admission; a change there belongs here too.
+// Run admission (package runs) takes its executables, the writer-overlap
+// rule and the graph-local registry from here, and checks the profile,
+// attempts and instructions itself beside the runtime plan: a change to
+// those rules belongs in both.
 package nativegraph
 
 import (

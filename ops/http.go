@@ -1,9 +1,9 @@
 // Package ops is the operating side of `oecp serve`'s HTTP listener: the
 // http.Server with its timeouts, connection bound and error log, the
 // loopback Host guard of a server without authentication, readiness,
-// per-principal and per-tenant quotas, the access log, and retention.
-// cmd/oecp wires it; the connection core (package server) sees only its
-// Observer and Limits ports.
+// per-principal and per-tenant quotas, and the access log. cmd/oecp wires
+// it; the connection core (package server) sees only its Observer and
+// Limits ports.
 package ops
 
 import (

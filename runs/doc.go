@@ -1,26 +1,36 @@
-// Package runs is the native run surface (run/submit, run/list,
-// run/status, run/force, run/watch, run/logs, run/attach): many runs per
-// tenant, each admitted from a RunSubmission (graph, initial input, runtime
-// plan, source), recorded in the store next to the v1 clusters and driven
-// by the same engine supervisor in the reducer's native mode.
+// Package runs is the native run surface (run/submit, run/list, run/status,
+// run/force, run/harnesses, run/watch, run/logs, run/attach, and the run
+// exports served over HTTP): many runs per tenant, each admitted from a
+// RunSubmission (graph, initial input, runtime plan, source), recorded in
+// the store next to the v1 clusters and driven by the same engine
+// supervisor, through this package's Ledger, in the reducer's native mode.
+// What a run needs from its host (agent harnesses, git workspaces,
+// delivery, checkpoints) it reaches through the ports of ports.go and
+// checkpoints.go, which package capsule implements.
 //
 // Admission is pure and effect-free: the submission is decoded strictly,
 // checked against the native rules (full profile, single-attempt
 // executables, a runtime plan that binds exactly the executables, the
 // closed model catalogue, declared environments, writers that never overlap
 // another execution) and then verified by the production verifier over a
-// graph-local worker registry. The commit is one store transaction that
-// answers a replayed submission, a run id or submission key conflict, or
-// records the run and its admission record.
+// graph-local worker registry (package nativegraph). The commit, one change
+// of the group commit (group.go) inside one store transaction, answers a
+// replayed submission, a run id or submission key conflict, or records the
+// run and its admission record.
 //
 // Durable state per run: an immutable admission record (the run's store
 // seed), a small mutable state record (phase, executions, terminal result,
-// last cursor) and the run's event log in the store, whose global sequence
-// is the opaque cursor "v2:N". Every record carries the run's status
-// projection after it, so run/watch replays any cursor without folding;
-// log lines are records too (batched per run) and run/logs replays and
-// follows them. Live agent output (run/attach) is not stored: the replica
-// running the execution keeps a window of it in memory and, on a store
-// shared by several replicas, broadcasts it (relay.go), so a client
-// attached to any replica follows it.
+// last cursor, spending), the latest workspace checkpoint in a record of
+// its own, and the run's event log in the store, whose global sequence is
+// the opaque cursor "v2:N". Every record carries the run's status
+// projection after it, so run/watch replays any cursor without folding; log
+// lines are records too (batched per run) and run/logs replays and follows
+// them. The raw evidence of its agent processes (the exact prompts and
+// every byte they wrote) is kept with the run in a store that implements
+// store.Evidence (evidence.go) and read back by its exports (runexport.go).
+// Live agent output (run/attach) is not stored as such: the replica running
+// the execution keeps a window of it in memory and, on a store shared by
+// several replicas, broadcasts it (relay.go), so a client attached to any
+// replica follows it. Retention deletes the runs that finished longer ago
+// than the host keeps them (retention.go).
 package runs

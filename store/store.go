@@ -1,13 +1,18 @@
-// Package store is the store port of the cluster backend: a small,
-// storage-neutral, transactional interface over per-tenant cluster records,
-// idempotency receipts, run records (with tombstones), an append-only event
-// log keyed by one global sequence, named counters, and (optionally) the
-// leases that fence a run's supervisor. The cluster package runs every
-// check that guards a write (idempotency replay, generation and run
-// compare-and-set, phase rules, the lease fence) inside one Update
-// transaction, so the same logic holds on any implementation that gives
-// Update serializable semantics: the in-memory store here (NewMemory) and
-// the SQLite store of package store/sqlite.
+// Package store is the store port of the backends (the v1 clusters and
+// native runs): a small, storage-neutral, transactional interface over
+// per-tenant records, idempotency receipts, run records (with tombstones),
+// an append-only event log keyed by one global sequence, and named
+// counters, with the helpers built on it (indexes, claims, retention) and
+// optional ports a store may implement, found by type assertion: leases
+// that fence a run's supervisor (Leaser, TxLeaser, ExpiringLeaser),
+// deletion (Pruner), agent evidence (Evidence), messages between replicas
+// (Broadcaster, Shared, ForeignWakes), a health check (Pinger) and an
+// observer (Observable). The backends run every check that guards a write
+// (idempotency replay, generation and run compare-and-set, phase rules, the
+// lease fence) inside one Update transaction, so the same logic holds on
+// any implementation that gives Update serializable semantics: the
+// in-memory store here (NewMemory), the SQLite store of package
+// store/sqlite and the PostgreSQL store of package store/postgres.
 //
 // The event sequence is the watch cursor. Watchers never receive events
 // from the store directly: they are woken after a commit (Changed) and

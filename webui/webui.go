@@ -1,8 +1,11 @@
 // Package webui is the live web view of oecp: a page that lists the runs an
 // identity can see and draws one run's graph, timeline, logs and live
-// output. It is a client of the /oecp WebSocket like any other (JSON-RPC
-// from the browser, no HTTP API of its own), so this package only serves
-// its embedded static assets: plain ES modules and CSS, no build step.
+// output. It is a client of the server like any other: JSON-RPC over the
+// /oecp WebSocket, a native run's exports from their HTTP route
+// (transport/exporthttp) and /healthz; this package has no API of its own
+// and only serves its embedded static assets (plain ES modules and CSS, no
+// build step), with the server's settings the page needs written into the
+// app page (WithCredentials, WithTraceURL).
 //
 // Mount Handler at /ui/. Every /ui/… path answers the app page, so a run's
 // page (/ui/runs/<runId>) is a stable address; /ui/assets/<file> answers

@@ -1,22 +1,22 @@
-// Package workspace gives each native run a git working copy of its
-// source: the host's repository map (oecp serve --repos FILE), one bare
-// mirror per repository whose objects every run's git directories borrow,
-// a checkout of the run's exact revision on a branch of its own, the gate
-// that lets a writer hold the workspace alone while verifiers share it,
-// the git command runner delivery shares, the snapshots that record a
-// workspace as a commit, and the removal of a finished run's directory
-// after a retention period.
+// Package workspace gives each native run a git working copy of its source:
+// the host's repository map (oecp serve --repos FILE), one bare mirror per
+// repository whose objects every run's git directories borrow, a checkout
+// of the run's exact revision on a branch of its own, the gate that lets a
+// writer hold the workspace alone while verifiers share it, the host's git
+// command runner (which delivery and workspace/checkpoint use too), the
+// snapshots that record a workspace as a commit, and the removal of a
+// finished run's directory after a retention period.
 //
 // A run's files are hostile input: everything in the work tree and in the
-// agents' git directory is the agent's to choose (links, FIFOs, .git
-// files, commondir, config, attributes, hooks, alternates, refs, reflogs).
-// After the checkout the host runs git only in the mirrors and in the
-// run's host.git, which no agent can reach and whose every file the host
-// wrote; it reads the work tree itself (no link followed, files opened
-// without following one, counted and sized before any is read) and hands
-// git only what it read. It never runs git in the agents' git directory
-// again, never follows a link there, and never copies what git printed
-// into a tenant's records.
+// agents' git directory is the agent's to choose (links, FIFOs, .git files,
+// commondir, config, attributes, hooks, alternates, refs, reflogs). After
+// the checkout the host runs git only in the mirrors and in the run's
+// host.git, which no agent can reach and whose every file the host wrote;
+// it reads the work tree itself (no link followed, files opened without
+// following one, counted and sized before any is read) and hands git only
+// what it read. It never runs git in the agents' git directory again, never
+// follows a link there, and never copies what git printed into a tenant's
+// records.
 package workspace
 
 import (

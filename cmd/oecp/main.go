@@ -1,6 +1,8 @@
 // Command oecp is the one binary of the project: `oecp serve` runs a
 // capsule (WebSocket or NDJSON on stdio), and the other subcommands are the
-// client side (plan, apply, get, watch, ...) and offline tools (verify).
+// client side (plan, apply, get, watch, ..., and `oecp run` for native
+// runs, which with apply and plan start a local server when none is chosen
+// or answering) and offline tools (verify, template show).
 package main
 
 import (

@@ -5,6 +5,8 @@
 // Codex and Claude Code CLIs, and the generic command driver), the agent
 // turn contract (prompt, mechanical validation, correction turns) and the
 // Runner that turns one execution of an agent node into a worker.Outcome.
+// Every agent process runs through engine/worker's process runner,
+// confined by package sandbox when the host has one (Confine).
 package harness
 
 import (

@@ -16,6 +16,11 @@
 //     decision naming the failed execution and dispatches nothing after it.
 //     A RetryGrant for that execution adds one attempt to the visit.
 //
+// ReduceNative is the native runs' mode: every visit is dispatched once,
+// nothing holds, and a failure no guard reads still sets the node's
+// `error` control and lets the flow continue, so a native run always
+// reaches a terminal.
+//
 // Reduce has no I/O, no goroutines and no clock; it re-evaluates the whole
 // graph from the root on every call, so where the run is comes entirely from
 // the history, whose order does not matter. Values are JSON trees decoded

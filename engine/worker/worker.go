@@ -5,6 +5,12 @@
 // reports live output through the execution's sinks and honours ctx
 // (cancellation and the node's timeout). Graphs never carry commands: only
 // the host's workers file does.
+//
+// The process runner here (Process: one program in its own process group,
+// with bounded output, a hook that confines it and a Tap that receives its
+// raw evidence) also runs the agent CLIs of engine/harness and the forge
+// CLI of delivery, and Group finds and kills what a worker of a lost server
+// left behind.
 package worker
 
 import (

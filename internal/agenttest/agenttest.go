@@ -1,7 +1,8 @@
 // Package agenttest is what the tests of agent runs in several packages
-// share: the replaying fake agent CLI of engine/harness's testdata, and a
-// two-node graph of an agent step and a pull-request delivery. It is
-// imported by tests only.
+// share: the replaying fake agent CLI of engine/harness's testdata, a fake
+// forge CLI (gh), a repository file naming a test remote, and a two-node
+// graph of an agent step and a pull-request delivery. It is imported by
+// tests only.
 package agenttest
 
 import (

@@ -1,6 +1,7 @@
 // Package gittest builds git repositories for tests: a bare repository
 // (the remote a workspace is cloned from and delivered to) seeded with
-// commits, and readers of what it holds.
+// commits, one with a large history and a small tree (WriteHistory), and
+// readers of what they hold.
 package gittest
 
 import (

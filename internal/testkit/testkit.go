@@ -1,6 +1,9 @@
-// Package testkit is what the tests of many packages share: a TestMain
-// that fails a package's tests when any of them leaves a goroutine
-// running, and bounded waits. It is imported by tests only.
+// Package testkit is what the tests of many packages share: a TestMain that
+// fails a package's tests when any of them leaves a goroutine running,
+// bounded waits (HangGuard, Recv, Awaited, Bounded), processes watched
+// through pidfds or /proc (Pidfd, Exited, Stop, ProcState), and file and
+// disk helpers (WriteFile, TreeBytes, FillDisk). It is imported by tests
+// only.
 package testkit
 
 import (

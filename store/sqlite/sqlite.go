@@ -32,9 +32,10 @@
 //
 // The schema is versioned (PRAGMA user_version) with an ordered list of
 // migrations applied in one transaction at Open; a database written by a
-// newer binary is refused (ErrSchemaTooNew). The event log is append-only
-// and unbounded: nothing but a tombstone deletes events (retention is not
-// implemented yet).
+// newer binary is refused (ErrSchemaTooNew). The event log is append-only:
+// events are deleted only by a tombstone and by retention, which deletes a
+// run whole (store.Pruner) once it ended longer ago than the host keeps
+// runs; nothing else bounds the log.
 //
 // A consistent backup is a copy of every DIR/oecp.db* file while no Store
 // is open, or an online `sqlite3 DIR/oecp.db ".backup FILE"` (oecp.db

@@ -5,11 +5,13 @@
 //		storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 //	}
 //
-// It checks the transactional contract the cluster package relies on:
-// atomic rollback of every kind of write, optimistic cluster versions,
-// write-once idempotency keys, per-run event order over one global
-// sequence, tombstones, tenant isolation, commit wake-ups and serialized
-// concurrent writers.
+// It checks the transactional contract the backends rely on: atomic
+// rollback of every kind of write, optimistic cluster versions, write-once
+// idempotency keys, per-run event order over one global sequence,
+// tombstones, tenant isolation, commit wake-ups and serialized concurrent
+// writers, and the optional deletion (store.Pruner) and evidence
+// (store.Evidence) ports, which Run expects. RunLeases checks the optional
+// lease port (store.Leaser) of a store that has one.
 package storetest
 
 import (
