@@ -10,15 +10,21 @@ import (
 	"github.com/oecp/oecp/engine/harness/agentstream"
 )
 
-// fixture is the events of a recorded stream in engine/harness/testdata.
-func fixture(t *testing.T, name string) []agentstream.Fields {
+// recorded is a recorded stream of engine/harness/testdata.
+func recorded(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// fixture is the events of a recorded stream.
+func fixture(t *testing.T, name string) []agentstream.Fields {
+	t.Helper()
 	var out []agentstream.Fields
-	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+	for _, l := range strings.Split(strings.TrimSuffix(string(recorded(t, name)), "\n"), "\n") {
 		m, _, err := agentstream.Decode([]byte(l))
 		if err != nil {
 			t.Fatalf("%s: %v", l, err)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -15,11 +13,7 @@ import (
 // addLines seeds a fuzz target with each line of a recorded stream and
 // the extra lines.
 func addLines(f *testing.F, file string, extra ...string) {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", file))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, l := range append(bytes.Split(b, []byte("\n")), []byte("null"), []byte("{\"type\":\"\xff\"}"), []byte(`{"type":1}`)) {
+	for _, l := range append(bytes.Split(recorded(f, file), []byte("\n")), []byte("null"), []byte("{\"type\":\"\xff\"}"), []byte(`{"type":1}`)) {
 		f.Add(l)
 	}
 	for _, s := range extra {
