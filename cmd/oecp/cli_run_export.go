@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"os"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/runs/export"
 	"github.com/spf13/cobra"
 )
-
-// maxFooterLine bounds the last line of an export the command keeps to
-// check that the export ended with its footer.
-const maxFooterLine = 1 << 20
 
 func runExportCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := newCLI("run export", "run export ID [--format trace|semantic] [--output FILE] [flags]",
@@ -54,9 +50,9 @@ func (c *cli) export(runID, format, output string) error {
 	if err := c.ensureServer(ctx); err != nil {
 		return err
 	}
-	tail := &lastLine{}
+	tail := export.NewTail()
 	err = client.Export(ctx, c.server, opts, runID, format, io.MultiWriter(w, tail))
-	if err == nil && !tail.isFooter() {
+	if err == nil && !tail.Ended() {
 		err = errors.New("export: the stream ended before its footer")
 	}
 	if err := finish(err == nil); err != nil {
@@ -108,35 +104,4 @@ func (c *cli) exportFailure(runID string, err error) error {
 		return c.usageErr("%v", err)
 	}
 	return c.failf(exitError, "%v", err)
-}
-
-// lastLine keeps the last line written through it, up to maxFooterLine.
-type lastLine struct {
-	cur, last []byte
-}
-
-func (l *lastLine) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			l.add(p)
-			break
-		}
-		l.add(p[:i])
-		l.last, l.cur = append(l.last[:0], l.cur...), l.cur[:0]
-		p = p[i+1:]
-	}
-	return n, nil
-}
-
-func (l *lastLine) add(p []byte) {
-	if len(l.cur)+len(p) <= maxFooterLine {
-		l.cur = append(l.cur, p...)
-	}
-}
-
-// isFooter reports whether the export ended with a footer line.
-func (l *lastLine) isFooter() bool {
-	return len(l.cur) == 0 && bytes.HasPrefix(l.last, []byte(`{"record":"footer"`))
 }

@@ -2,11 +2,11 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/oecp/oecp/engine/harness/agentstream"
 	"github.com/oecp/oecp/engine/worker"
 )
 
@@ -174,7 +174,7 @@ func (s *claudeStream) line(raw []byte) {
 	if s.bad != nil {
 		return
 	}
-	m, kind, err := fields([]byte(line))
+	m, kind, err := agentstream.Decode([]byte(line))
 	if err == nil {
 		err = s.sessionID(m)
 	}
@@ -182,42 +182,38 @@ func (s *claudeStream) line(raw []byte) {
 		s.bad = err
 		return
 	}
+	ev := agentstream.DecodeClaude(m, kind)
 	switch kind {
-	case "system":
-		if str(m["subtype"]) == "init" {
-			s.model = str(m["model"])
+	case agentstream.ClaudeSystem:
+		if ev.Subtype == agentstream.ClaudeInit {
+			s.model = ev.Model
 		}
-		if str(m["subtype"]) == "api_retry" {
+		if ev.Subtype == agentstream.ClaudeAPIRetry {
+			r := ev.Retry
 			s.retrySeen = true
-			retrying(s.text.sinks, "Claude", claudeRetry(int64Of(m["attempt"]), int64Of(m["max_retries"]), int64Of(m["error_status"]), str(m["error"])))
-			if n := int(int64Of(m["error_status"])); isAuthStatus(n) && s.auth == 0 {
+			retrying(s.text.sinks, "Claude", claudeRetry(r.Attempt, r.MaxRetries, r.Status, r.Error))
+			if n := int(r.Status); isAuthStatus(n) && s.auth == 0 {
 				s.auth = n
 				s.stop()
 			}
 		}
-	case "stream_event":
-		s.delta(object(m["event"]))
-	case "assistant":
-		s.assistant(object(m["message"]))
-	case "user":
-		s.toolResults(object(m["message"]))
-	case "result":
-		s.onResult(m)
+	case agentstream.ClaudeStreamEvent:
+		s.delta(ev.Delta)
+	case agentstream.ClaudeAssistant:
+		s.assistant(ev.Content)
+	case agentstream.ClaudeUser:
+		s.toolResults(ev.ToolResults)
+	case agentstream.ClaudeResult:
+		s.onResult(ev.Result)
 	}
 }
 
 // sessionID checks the top-level session_id an event may carry.
-func (s *claudeStream) sessionID(m map[string]json.RawMessage) error {
-	raw, ok := m["session_id"]
-	if !ok {
-		return nil
-	}
-	var id string
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return fmt.Errorf("session_id is not a string")
-	}
-	id = strings.TrimSpace(id)
+func (s *claudeStream) sessionID(m agentstream.Fields) error {
+	id, present, err := agentstream.SessionID(m)
 	switch {
+	case err != nil || !present:
+		return err
 	case !validSession(id):
 		return fmt.Errorf("session_id must be 1..%d bytes without control characters", maxSessionBytes)
 	case s.session == "":
@@ -229,74 +225,60 @@ func (s *claudeStream) sessionID(m map[string]json.RawMessage) error {
 }
 
 // delta publishes a content delta: text as output, thinking as system.
-func (s *claudeStream) delta(ev map[string]json.RawMessage) {
-	if str(ev["type"]) != "content_block_delta" {
-		if str(ev["type"]) == "content_block_stop" {
-			s.text.flush()
-			s.thinking.flush()
-		}
-		return
-	}
-	d := object(ev["delta"])
-	switch str(d["type"]) {
-	case "text_delta":
+func (s *claudeStream) delta(d agentstream.ClaudeDelta) {
+	switch d.Kind {
+	case agentstream.DeltaStop:
+		s.text.flush()
+		s.thinking.flush()
+	case agentstream.DeltaText:
 		s.textSeen = true
-		s.text.add(str(d["text"]))
-	case "thinking_delta":
-		s.thinking.add(str(d["thinking"]))
+		s.text.add(d.Text)
+	case agentstream.DeltaThinking:
+		s.thinking.add(d.Text)
 	}
 }
 
 // assistant handles a whole assistant message: its text blocks are output
 // only when no text delta came, and each tool call is a system line.
-func (s *claudeStream) assistant(msg map[string]json.RawMessage) {
+func (s *claudeStream) assistant(content []agentstream.ClaudeBlock) {
 	s.text.flush()
 	s.thinking.flush()
-	var blocks []map[string]json.RawMessage
-	_ = json.Unmarshal(msg["content"], &blocks)
-	for _, b := range blocks {
-		switch str(b["type"]) {
+	for _, b := range content {
+		switch b.Type {
 		case "text":
 			if !s.textSeen {
-				emitLines(s.text.sinks, streamOutput, str(b["text"]))
+				emitLines(s.text.sinks, streamOutput, b.Text)
 			}
 		case "tool_use":
-			emit(s.text.sinks, streamSystem, "tool "+str(b["name"])+" "+truncateUTF8(string(b["input"]), 200))
-			s.tools.start(str(b["id"]), str(b["name"]), claudeToolType(str(b["name"])))
+			emit(s.text.sinks, streamSystem, "tool "+b.Name+" "+truncateUTF8(string(b.Input), 200))
+			s.tools.start(b.ID, b.Name, claudeToolType(b.Name))
 		}
 	}
 }
 
 // onResult records the result event.
-func (s *claudeStream) onResult(m map[string]json.RawMessage) {
+func (s *claudeStream) onResult(r agentstream.ClaudeOutcome) {
 	s.text.flush()
 	s.thinking.flush()
-	var isError bool
-	_ = json.Unmarshal(m["is_error"], &isError)
-	subtype := str(m["subtype"])
-	if u := object(m["usage"]); u != nil {
-		cached := int64Of(u["cache_read_input_tokens"])
-		s.usage = Usage{Input: int64Of(u["input_tokens"]) + cached + int64Of(u["cache_creation_input_tokens"]), CachedInput: cached,
-			Output: int64Of(u["output_tokens"]), CostUSD: float64Of(m["total_cost_usd"])}
+	if u, ok := r.Tokens(); ok {
+		s.usage = Usage(u)
 	}
-	if n := int(int64Of(m["api_error_status"])); isAuthStatus(n) && s.auth == 0 {
+	if n := int(r.APIStatus); isAuthStatus(n) && s.auth == 0 {
 		s.auth = n
 	}
-	if subtype != "success" || isError {
-		diag := str(m["result"])
+	if r.Failed() {
+		diag := agentstream.Str(r.Answer)
 		if diag == "" {
-			var errs []string
-			_ = json.Unmarshal(m["errors"], &errs)
-			diag = strings.Join(errs, "; ")
+			diag = r.ErrorText()
 		}
 		if diag == "" {
-			diag = "Claude result " + subtype
+			diag = "Claude result " + r.Subtype
 		}
 		s.result = &claudeResult{diag: diag}
 		return
 	}
-	var answer string
-	if err := json.Unmarshal(m["result"], &answer); err != nil {
+	answer, ok := agentstream.StrOK(r.Answer)
+	if !ok {
 		s.bad = fmt.Errorf("a successful result is not a string")
 		return
 	}

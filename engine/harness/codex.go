@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/oecp/oecp/engine/harness/agentstream"
 	"github.com/oecp/oecp/engine/worker"
 )
 
@@ -212,14 +213,15 @@ func (s *codexStream) line(raw []byte) {
 	if s.bad != nil || line == "" {
 		return
 	}
-	m, kind, err := fields([]byte(line))
+	m, kind, err := agentstream.Decode([]byte(line))
 	if err != nil {
 		s.bad = err
 		return
 	}
+	ev := agentstream.DecodeCodex(m, kind)
 	switch kind {
-	case "thread.started":
-		id := str(m["thread_id"])
+	case agentstream.CodexThreadStarted:
+		id := ev.ThreadID
 		switch {
 		case id == "" || len(id) > maxThreadBytes || !validSession(id):
 			s.bad = fmt.Errorf("thread.started has no valid thread_id")
@@ -228,17 +230,19 @@ func (s *codexStream) line(raw []byte) {
 		case s.thread != id:
 			s.bad = fmt.Errorf("the thread id changed")
 		}
-	case "item.started", "item.updated", "item.completed":
-		s.item(kind, object(m["item"]))
-	case "turn.started":
+	case agentstream.CodexItemStarted, agentstream.CodexItemUpdated, agentstream.CodexItemCompleted:
+		s.item(kind, ev.Item)
+	case agentstream.CodexTurnStarted:
 		emit(s.sinks, streamSystem, "turn started")
-	case "turn.completed":
+	case agentstream.CodexTurnCompleted:
 		s.completed = true
-		s.onUsage(object(m["usage"]))
-	case "turn.failed":
-		s.fail(str(object(m["error"])["message"]))
-	case "error":
-		s.onError(str(m["message"]))
+		if u, ok := ev.Tokens(); ok { // cumulative over the thread
+			s.usage = new(Usage(u))
+		}
+	case agentstream.CodexTurnFailed:
+		s.fail(ev.Message)
+	case agentstream.CodexError:
+		s.onError(ev.Message)
 	}
 }
 
@@ -257,15 +261,6 @@ func (s *codexStream) onError(msg string) {
 	}
 }
 
-// onUsage records turn.completed's usage, cumulative over the thread.
-func (s *codexStream) onUsage(u map[string]json.RawMessage) {
-	if u == nil {
-		return
-	}
-	s.usage = &Usage{Input: int64Of(u["input_tokens"]), CachedInput: int64Of(u["cached_input_tokens"]),
-		Output: int64Of(u["output_tokens"]), Reasoning: int64Of(u["reasoning_output_tokens"])}
-}
-
 func (s *codexStream) fail(msg string) {
 	if msg == "" {
 		msg = "the turn failed without a message"
@@ -280,65 +275,58 @@ func (s *codexStream) fail(msg string) {
 
 // item handles one item event: a completed agent message is output and a
 // candidate answer; any other item is a one-line system summary.
-func (s *codexStream) item(event string, item map[string]json.RawMessage) {
-	kind := str(item["type"])
-	if kind == "" {
+func (s *codexStream) item(event string, item agentstream.CodexItem) {
+	if item.Type == "" {
 		s.bad = fmt.Errorf("%s has no item type", event)
 		return
 	}
-	if kind == "error" && codexRetryRE.MatchString(str(item["message"])) {
-		retrying(s.sinks, "Codex", str(item["message"]))
+	if item.Type == agentstream.CodexErrorItem && codexRetryRE.MatchString(item.Message) {
+		retrying(s.sinks, "Codex", item.Message)
 		return
 	}
-	if kind == "agent_message" {
-		if event == "item.completed" {
-			text := str(item["text"])
-			s.messages = append(s.messages, text)
-			emitLines(s.sinks, streamOutput, text)
+	if item.Type == agentstream.CodexAgentMessage {
+		if event == agentstream.CodexItemCompleted {
+			s.messages = append(s.messages, item.Text)
+			emitLines(s.sinks, streamOutput, item.Text)
 		}
 		return
 	}
-	emit(s.sinks, streamSystem, codexSummary(kind, item))
-	s.codexToolItem(event, kind, item)
+	emit(s.sinks, streamSystem, codexSummary(item))
+	s.codexToolItem(event, item)
 }
 
 // codexSummary is one line about an item that is not an agent message.
-func codexSummary(kind string, item map[string]json.RawMessage) string {
-	switch kind {
-	case "reasoning":
-		return "reasoning: " + str(item["text"])
-	case "command_execution":
-		line := "command: " + str(item["command"])
-		if st := str(item["status"]); st != "" {
-			line += " (" + st
-			if code, ok := item["exit_code"]; ok && string(code) != "null" {
+func codexSummary(item agentstream.CodexItem) string {
+	switch item.Type {
+	case agentstream.CodexReasoning:
+		return "reasoning: " + item.Text
+	case agentstream.CodexCommand:
+		line := "command: " + item.Command
+		if item.Status != "" {
+			line += " (" + item.Status
+			if code := item.ExitCode; code != nil && string(code) != "null" {
 				line += ", exit " + string(code)
 			}
 			line += ")"
 		}
 		return line
-	case "file_change":
-		var changes []struct{ Kind, Path string }
-		_ = json.Unmarshal(item["changes"], &changes)
+	case agentstream.CodexFileChange:
+		changes := item.Changes()
 		parts := make([]string, len(changes))
 		for i, c := range changes {
 			parts[i] = c.Kind + " " + c.Path
 		}
 		return "file change: " + strings.Join(parts, ", ")
-	case "mcp_tool_call":
-		line := "tool " + str(item["server"]) + "/" + str(item["tool"])
-		if msg := str(object(item["error"])["message"]); msg != "" {
-			line += ": error: " + msg
+	case agentstream.CodexMCPToolCall:
+		line := "tool " + item.Server + "/" + item.Tool
+		if item.Error != "" {
+			line += ": error: " + item.Error
 		}
 		return line
-	case "web_search":
-		return "web search: " + str(item["query"])
-	case "todo_list":
-		var todo []struct {
-			Text      string
-			Completed bool
-		}
-		_ = json.Unmarshal(item["items"], &todo)
+	case agentstream.CodexWebSearch:
+		return "web search: " + item.Query
+	case agentstream.CodexTodoList:
+		todo := item.Todos()
 		parts := make([]string, len(todo))
 		for i, x := range todo {
 			mark := "[ ] "
@@ -348,10 +336,10 @@ func codexSummary(kind string, item map[string]json.RawMessage) string {
 			parts[i] = mark + x.Text
 		}
 		return "todo: " + strings.Join(parts, "; ")
-	case "error":
-		return "error: " + str(item["message"])
+	case agentstream.CodexErrorItem:
+		return "error: " + item.Message
 	}
-	return kind
+	return item.Type
 }
 
 // end judges the process: a refused credential ends it first; else

@@ -2,12 +2,12 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/oecp/oecp/engine/harness/agentstream"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/tracing"
 )
@@ -167,23 +167,16 @@ func codexToolFailed(status string, exit []byte, hasError bool) bool {
 
 // toolResults ends the tool calls a Claude user message answers
 // (tool_result blocks; is_error marks a failed call).
-func (s *claudeStream) toolResults(msg map[string]json.RawMessage) {
+func (s *claudeStream) toolResults(results []agentstream.ClaudeToolResult) {
 	if s.tools == nil {
 		return
 	}
-	var blocks []map[string]json.RawMessage
-	_ = json.Unmarshal(msg["content"], &blocks)
-	for _, b := range blocks {
-		if str(b["type"]) != "tool_result" {
-			continue
-		}
-		var isError bool
-		_ = json.Unmarshal(b["is_error"], &isError)
+	for _, r := range results {
 		status := "completed"
-		if isError {
+		if r.IsError {
 			status = "failed"
 		}
-		s.tools.end(str(b["tool_use_id"]), "", "function", status, isError)
+		s.tools.end(r.ID, "", "function", status, r.IsError)
 	}
 }
 
@@ -198,17 +191,15 @@ func claudeToolType(name string) string {
 
 // codexToolItem opens or ends the span of a Codex item that is a tool
 // call.
-func (s *codexStream) codexToolItem(event, kind string, item map[string]json.RawMessage) {
-	name, typ := codexTool(kind, str(item["server"]), str(item["tool"]))
+func (s *codexStream) codexToolItem(event string, item agentstream.CodexItem) {
+	name, typ := codexTool(item.Type, item.Server, item.Tool)
 	if name == "" || s.tools == nil {
 		return
 	}
-	id := str(item["id"])
 	switch event {
-	case "item.started":
-		s.tools.start(id, name, typ)
-	case "item.completed":
-		status := str(item["status"])
-		s.tools.end(id, name, typ, status, codexToolFailed(status, item["exit_code"], str(object(item["error"])["message"]) != ""))
+	case agentstream.CodexItemStarted:
+		s.tools.start(item.ID, name, typ)
+	case agentstream.CodexItemCompleted:
+		s.tools.end(item.ID, name, typ, item.Status, codexToolFailed(item.Status, item.ExitCode, item.Error != ""))
 	}
 }

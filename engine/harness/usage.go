@@ -2,23 +2,18 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/oecp/oecp/engine/harness/agentstream"
 )
 
-// Usage is what a provider reported a turn consumed. Input counts every
-// input token, cached ones included; CachedInput is the cached part.
-// CostUSD is the provider-side cost the CLI reported (Claude Code does,
-// Codex does not: zero).
-type Usage struct {
-	Input       int64   `json:"input"`
-	CachedInput int64   `json:"cachedInput"`
-	Output      int64   `json:"output"`
-	Reasoning   int64   `json:"reasoning"`
-	CostUSD     float64 `json:"costUsd"`
-}
+// Usage is what a provider reported a turn consumed, as the CLI's stream
+// gives it (agentstream.Usage: Input counts every input token, cached
+// ones included; CachedInput is the cached part; CostUSD is the
+// provider-side cost the CLI reported, zero from Codex).
+type Usage agentstream.Usage
 
 // Plus is u and v added up.
 func (u Usage) Plus(v Usage) Usage {
@@ -130,19 +125,4 @@ func (b *budget) forget(run string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.spent, run)
-}
-
-// int64Of is a JSON number member as an int64 (0 when absent or not a
-// number).
-func int64Of(raw json.RawMessage) int64 {
-	var f float64
-	_ = json.Unmarshal(raw, &f)
-	return int64(f)
-}
-
-// float64Of is a JSON number member (0 when absent or not a number).
-func float64Of(raw json.RawMessage) float64 {
-	var f float64
-	_ = json.Unmarshal(raw, &f)
-	return f
 }

@@ -68,3 +68,41 @@ func TestTraceFooterMissing(t *testing.T) {
 		t.Fatalf("footer\n%s\nwant\n%s", lines[len(lines)-1], want)
 	}
 }
+
+// A Tail says an export ended only when its last line is a footer with
+// its newline, however the bytes were cut.
+func TestTailEnded(t *testing.T) {
+	footer := `{"record":"footer","complete":true,"missing":[]}` + "\n"
+	for stream, want := range map[string]bool{
+		`{"record":"header"}` + "\n" + footer: true, footer: true,
+		`{"record":"header"}` + "\n" + strings.TrimSuffix(footer, "\n"): false,
+		footer + `{"record":"head`: false, `{"record":"header"}` + "\n": false, "": false,
+		footer + `{"type":"text","text":"` + strings.Repeat("x", 1<<16) + `"}` + "\n": false,
+	} {
+		for _, size := range []int{1, 7, len(stream) + 1} {
+			tail := export.NewTail()
+			for b := []byte(stream); len(b) > 0; b = b[min(size, len(b)):] {
+				_, _ = tail.Write(b[:min(size, len(b))])
+			}
+			if tail.Ended() != want {
+				t.Errorf("%.60q in chunks of %d: ended %v, want %v", stream, size, !want, want)
+			}
+		}
+	}
+}
+
+// A line over MaxLine is unparsed, whichever chunks it came in, and the
+// next line is read.
+func TestSemanticLineOverMaxLine(t *testing.T) {
+	long := []byte(`{"text":"` + strings.Repeat("x", export.MaxLine) + `"}` + "\n")
+	next := []byte(`{"text":"after"}` + "\n")
+	whole := semanticOf(t, append(append([]byte(nil), long...), next...))
+	if split := semanticOf(t, long[:export.MaxLine/2], long[export.MaxLine/2:], next); !bytes.Equal(whole, split) {
+		t.Fatal("the view depends on the chunking")
+	}
+	for _, want := range []string{`"text":"after"`, `"unparsed":1}`} {
+		if !strings.Contains(string(whole), want) {
+			t.Fatalf("the view lacks %s:\n%.300s", want, whole)
+		}
+	}
+}

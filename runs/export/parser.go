@@ -2,16 +2,18 @@ package export
 
 import (
 	"encoding/json"
-	"strings"
-	"unicode/utf8"
+	"errors"
+
+	"github.com/oecp/oecp/engine/harness/agentstream"
 )
 
 // parser reads one process's stdout lines: Codex's `exec --json` events,
-// Claude's stream-json events, or the one {"session","text"} reply of a
-// command harness. The two CLIs' event types do not overlap, so each line
-// says which it is. A line that is not a JSON object is unreadable; an
-// event of a type no mapping reads (progress, partial deltas, session
-// notices) yields nothing. calls are the tool call ids already reported.
+// Claude's stream-json events (both decoded by agentstream), or the one
+// {"session","text"} reply of a command harness. The two CLIs' event
+// types do not overlap, so each line says which it is. A line that is not
+// a JSON object is unreadable; an event of a type no mapping reads
+// (progress, partial deltas, session notices) yields nothing. calls are
+// the tool call ids already reported.
 type parser struct {
 	exec    string
 	turn    int
@@ -19,42 +21,37 @@ type parser struct {
 	lastMsg string
 }
 
-type obj = map[string]json.RawMessage
+type obj = agentstream.Fields
 
 // line maps one line to its events; ok is false for an unreadable line.
 func (p *parser) line(line []byte) (evs []Event, ok bool) {
-	if !utf8.Valid(line) {
-		return nil, false
-	}
-	var m obj
-	if err := json.Unmarshal(line, &m); err != nil || m == nil {
-		return nil, false
-	}
-	kind, hasType := str(m["type"])
-	if !hasType {
-		if text, isReply := str(m["text"]); isReply {
+	m, kind, err := agentstream.Decode(line)
+	if errors.Is(err, agentstream.ErrNoType) {
+		if text, isReply := agentstream.StrOK(m["text"]); isReply {
 			return []Event{p.text("text", text), p.result("success", text)}, true
 		}
 		return nil, false
 	}
+	if err != nil {
+		return nil, false
+	}
 	switch kind {
-	case "item.started", "item.updated", "item.completed":
-		return p.codexItem(kind, object(m["item"])), true
-	case "turn.completed":
+	case agentstream.CodexItemStarted, agentstream.CodexItemUpdated, agentstream.CodexItemCompleted:
+		return p.codexItem(kind, agentstream.DecodeCodex(m, kind).Item), true
+	case agentstream.CodexTurnCompleted:
 		var out []Event
-		if u, ok := m["usage"]; ok {
+		if u := agentstream.DecodeCodex(m, kind).Usage; u != nil {
 			out = append(out, p.usage(u, nil))
 		}
 		return append(out, p.result("success", p.lastMsg)), true
-	case "turn.failed":
-		msg, _ := str(object(m["error"])["message"])
-		return []Event{p.result("failed", msg)}, true
-	case "assistant":
-		return p.claudeContent(object(m["message"])), true
-	case "user":
-		return p.claudeResults(object(m["message"])), true
-	case "result":
-		return p.claudeResult(m), true
+	case agentstream.CodexTurnFailed:
+		return []Event{p.result("failed", agentstream.DecodeCodex(m, kind).Message)}, true
+	case agentstream.ClaudeAssistant:
+		return p.claudeContent(agentstream.DecodeClaude(m, kind).Content), true
+	case agentstream.ClaudeUser:
+		return p.claudeResults(agentstream.DecodeClaude(m, kind).ToolResults), true
+	case agentstream.ClaudeResult:
+		return p.claudeResult(agentstream.DecodeClaude(m, kind).Result), true
 	}
 	return nil, true
 }
@@ -99,190 +96,123 @@ func (p *parser) callResult(id, output string, isError bool) Event {
 // completed reasoning item thinking; a tool item (a command, an MCP tool
 // call, a file change, a web search, …) is a tool call when first seen and
 // a tool result when completed.
-func (p *parser) codexItem(event string, item obj) []Event {
-	kind, _ := str(item["type"])
-	id, _ := str(item["id"])
-	completed := event == "item.completed"
-	switch kind {
-	case "agent_message":
+func (p *parser) codexItem(event string, item agentstream.CodexItem) []Event {
+	completed := event == agentstream.CodexItemCompleted
+	switch item.Type {
+	case agentstream.CodexAgentMessage:
 		if !completed {
 			return nil
 		}
-		text, _ := str(item["text"])
-		p.lastMsg = text
-		return []Event{p.text("text", text)}
-	case "reasoning":
+		p.lastMsg = item.Text
+		return []Event{p.text("text", item.Text)}
+	case agentstream.CodexReasoning:
 		if !completed {
 			return nil
 		}
-		text, _ := str(item["text"])
-		return []Event{p.text("thinking", text)}
-	case "", "todo_list", "error":
+		return []Event{p.text("thinking", item.Text)}
+	case "", agentstream.CodexTodoList, agentstream.CodexErrorItem:
 		return nil
 	}
 	var out []Event
-	if !p.calls[id] {
-		name, input := codexCall(kind, item)
-		out = append(out, p.call(id, name, input))
+	if !p.calls[item.ID] {
+		name, input := codexCall(item)
+		out = append(out, p.call(item.ID, name, input))
 	}
 	if completed {
-		output, isError := codexResult(kind, item)
-		out = append(out, p.callResult(id, output, isError))
+		output, isError := codexResult(item)
+		out = append(out, p.callResult(item.ID, output, isError))
 	}
 	return out
 }
 
 // codexCall is a tool item's name and input.
-func codexCall(kind string, item obj) (string, json.RawMessage) {
+func codexCall(item agentstream.CodexItem) (string, json.RawMessage) {
 	pick := func(keys ...string) json.RawMessage {
 		in := obj{}
 		for _, k := range keys {
-			if v, ok := item[k]; ok {
+			if v, ok := item.Fields[k]; ok {
 				in[k] = v
 			}
 		}
 		b, _ := json.Marshal(in)
 		return b
 	}
-	switch kind {
-	case "command_execution":
-		return kind, pick("command")
-	case "mcp_tool_call":
-		server, _ := str(item["server"])
-		tool, _ := str(item["tool"])
-		return server + "/" + tool, item["arguments"]
-	case "file_change":
-		return kind, pick("changes")
-	case "web_search":
-		return kind, pick("query")
+	switch item.Type {
+	case agentstream.CodexCommand:
+		return item.Type, pick("command")
+	case agentstream.CodexMCPToolCall:
+		return item.Server + "/" + item.Tool, item.Fields["arguments"]
+	case agentstream.CodexFileChange:
+		return item.Type, pick("changes")
+	case agentstream.CodexWebSearch:
+		return item.Type, pick("query")
 	}
 	rest := obj{}
-	for k, v := range item {
+	for k, v := range item.Fields {
 		if k != "id" && k != "type" && k != "status" {
 			rest[k] = v
 		}
 	}
 	b, _ := json.Marshal(rest)
-	return kind, b
+	return item.Type, b
 }
 
 // codexResult is a completed tool item's output and whether it failed.
-func codexResult(kind string, item obj) (string, bool) {
-	status, _ := str(item["status"])
-	failed := status == "failed" || status == "declined"
-	if msg, ok := str(object(item["error"])["message"]); ok {
-		return msg, true
+func codexResult(item agentstream.CodexItem) (string, bool) {
+	failed := item.Status == "failed" || item.Status == "declined"
+	if item.HasError {
+		return item.Error, true
 	}
-	switch kind {
-	case "command_execution":
-		out, _ := str(item["aggregated_output"])
+	switch item.Type {
+	case agentstream.CodexCommand:
 		var code *int
-		_ = json.Unmarshal(item["exit_code"], &code)
-		return out, failed || (code != nil && *code != 0)
-	case "mcp_tool_call":
-		return rawText(item["result"]), failed
+		_ = json.Unmarshal(item.ExitCode, &code)
+		return item.Output, failed || (code != nil && *code != 0)
+	case agentstream.CodexMCPToolCall:
+		return agentstream.Text(item.Fields["result"]), failed
 	}
-	return status, failed
+	return item.Status, failed
 }
 
 // claudeContent maps an assistant message's blocks: text, thinking and
 // tool calls.
-func (p *parser) claudeContent(msg obj) []Event {
+func (p *parser) claudeContent(content []agentstream.ClaudeBlock) []Event {
 	var out []Event
-	for _, b := range blocks(msg["content"]) {
-		kind, _ := str(b["type"])
-		switch kind {
+	for _, b := range content {
+		switch b.Type {
 		case "text":
-			text, _ := str(b["text"])
-			out = append(out, p.text("text", text))
+			out = append(out, p.text("text", b.Text))
 		case "thinking":
-			text, _ := str(b["thinking"])
-			out = append(out, p.text("thinking", text))
+			out = append(out, p.text("thinking", b.Text))
 		case "tool_use", "server_tool_use":
-			id, _ := str(b["id"])
-			name, _ := str(b["name"])
-			out = append(out, p.call(id, name, b["input"]))
+			out = append(out, p.call(b.ID, b.Name, b.Input))
 		}
 	}
 	return out
 }
 
 // claudeResults maps a user message's tool results.
-func (p *parser) claudeResults(msg obj) []Event {
+func (p *parser) claudeResults(results []agentstream.ClaudeToolResult) []Event {
 	var out []Event
-	for _, b := range blocks(msg["content"]) {
-		if kind, _ := str(b["type"]); kind != "tool_result" {
-			continue
-		}
-		id, _ := str(b["tool_use_id"])
-		var isError bool
-		_ = json.Unmarshal(b["is_error"], &isError)
-		out = append(out, p.callResult(id, contentText(b["content"]), isError))
+	for _, r := range results {
+		out = append(out, p.callResult(r.ID, r.Text(), r.IsError))
 	}
 	return out
 }
 
 // claudeResult maps the result event: its usage and cost, then the result.
-func (p *parser) claudeResult(m obj) []Event {
+func (p *parser) claudeResult(r agentstream.ClaudeOutcome) []Event {
 	var out []Event
-	if u, ok := m["usage"]; ok {
-		out = append(out, p.usage(u, m["total_cost_usd"]))
+	if r.Usage != nil {
+		out = append(out, p.usage(r.Usage, r.Cost))
 	}
-	subtype, _ := str(m["subtype"])
-	var isError bool
-	_ = json.Unmarshal(m["is_error"], &isError)
 	status := "success"
-	if subtype != "success" || isError {
+	if r.Failed() {
 		status = "failed"
 	}
-	text, ok := str(m["result"])
+	text, ok := agentstream.StrOK(r.Answer)
 	if !ok {
-		var errs []string
-		_ = json.Unmarshal(m["errors"], &errs)
-		text = strings.Join(errs, "; ")
+		text = r.ErrorText()
 	}
 	return append(out, p.result(status, text))
-}
-
-// contentText is a tool result's content: a string, or the text of its
-// blocks joined by newlines.
-func contentText(raw json.RawMessage) string {
-	if s, ok := str(raw); ok {
-		return s
-	}
-	var parts []string
-	for _, b := range blocks(raw) {
-		if t, ok := str(b["text"]); ok {
-			parts = append(parts, t)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
-// rawText is a JSON value as text: a string's content, else its JSON.
-func rawText(raw json.RawMessage) string {
-	if s, ok := str(raw); ok {
-		return s
-	}
-	return string(raw)
-}
-
-func blocks(raw json.RawMessage) []obj {
-	var bs []obj
-	_ = json.Unmarshal(raw, &bs)
-	return bs
-}
-
-func str(raw json.RawMessage) (string, bool) {
-	var s string
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-func object(raw json.RawMessage) obj {
-	var m obj
-	_ = json.Unmarshal(raw, &m)
-	return m
 }

@@ -51,9 +51,8 @@ type Semantic struct {
 // lineState is a process's unfinished stdout line and the parse state of
 // its stream.
 type lineState struct {
-	buf     []byte
-	tooLong bool
-	p       parser
+	lines splitter
+	p     parser
 }
 
 // NewSemantic starts a semantic view of runID on w with its header line.
@@ -72,58 +71,37 @@ func (s *Semantic) Evidence(it Item) {
 	case KindStdout:
 		st := s.lines[k]
 		if st == nil {
-			st = &lineState{p: parser{exec: it.Execution, turn: it.Turn, calls: map[string]bool{}}}
+			st = &lineState{lines: splitter{max: MaxLine}, p: parser{exec: it.Execution, turn: it.Turn, calls: map[string]bool{}}}
 			s.lines[k] = st
 		}
-		s.feed(st, it.Data)
+		st.lines.feed(it.Data, st.parse(s))
 	case KindEnd:
 		if st := s.lines[k]; st != nil {
-			s.endLine(st)
+			st.lines.end(st.parse(s))
 			delete(s.lines, k)
 		}
 	}
 }
 
-func (s *Semantic) feed(st *lineState, b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			st.add(b)
+// parse is what parses each line of the process's stdout into s.
+func (st *lineState) parse(s *Semantic) func(line []byte, tooLong bool) {
+	return func(line []byte, tooLong bool) {
+		if tooLong {
+			s.unparsed++
 			return
 		}
-		st.add(b[:i])
-		s.endLine(st)
-		b = b[i+1:]
-	}
-}
-
-func (st *lineState) add(b []byte) {
-	if st.tooLong || len(st.buf)+len(b) > MaxLine {
-		st.tooLong, st.buf = true, nil
-		return
-	}
-	st.buf = append(st.buf, b...)
-}
-
-// endLine parses the line gathered so far.
-func (s *Semantic) endLine(st *lineState) {
-	line := bytes.TrimSpace(st.buf)
-	tooLong := st.tooLong
-	st.buf, st.tooLong = st.buf[:0], false
-	if tooLong {
-		s.unparsed++
-		return
-	}
-	if len(line) == 0 {
-		return
-	}
-	evs, ok := st.p.line(line)
-	if !ok {
-		s.unparsed++
-		return
-	}
-	for _, e := range evs {
-		s.lw.write(e)
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			return
+		}
+		evs, ok := st.p.line(line)
+		if !ok {
+			s.unparsed++
+			return
+		}
+		for _, e := range evs {
+			s.lw.write(e)
+		}
 	}
 }
 
@@ -132,7 +110,7 @@ func (s *Semantic) endLine(st *lineState) {
 func (s *Semantic) Close(finished bool, agentExecutions []string) error {
 	for _, k := range s.tracker.order {
 		if st := s.lines[k]; st != nil {
-			s.endLine(st)
+			st.lines.end(st.parse(s))
 		}
 	}
 	missing := s.tracker.Missing(finished, agentExecutions)
