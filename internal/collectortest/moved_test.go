@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func writeJSON(t *testing.T, dir, name string, v any) string {
 // with its name as replicaAttr.
 func (rs *replicaSet) start(t *testing.T, name, endpoint, protocol string) *wiretest.Server {
 	t.Helper()
-	log := &syncLog{}
+	log := testkit.NewSyncBuffer()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("replica %s:\n%s", name, log.String())
@@ -81,24 +80,6 @@ func (rs *replicaSet) start(t *testing.T, name, endpoint, protocol string) *wire
 	})
 	return wiretest.StartServerEnv(t, rs.bin, log, []string{"OTEL_BSP_SCHEDULE_DELAY=50"}, append(rs.args, "--data", t.TempDir(),
 		"--trace-endpoint", endpoint, "--trace-protocol", protocol, "--trace-resource-attributes", replicaAttr+"="+name)...)
-}
-
-// syncLog collects a replica's log lines.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // gate is a first agent turn that reports its pid on the FIFO started and
