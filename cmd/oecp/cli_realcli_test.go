@@ -76,6 +76,16 @@ func realCLIs() []realCLI {
 	}
 }
 
+// softwareChangeHost starts a stand-in of c's provider, scripted with
+// softwareChangeScript, and a host whose harness runs c's CLI against it.
+func (c realCLI) softwareChangeHost(t *testing.T) (*templateHost, realStandIn) {
+	t.Helper()
+	cli := c.cli(t)
+	api := c.api(t)
+	softwareChangeScript(api.route)
+	return startRealHost(t, c.harness, cli, api.base), api
+}
+
 // startRealHost is a server whose harness entry for harness runs the real
 // CLI at cli against the stand-in (its baseUrl, whose loopback port the
 // agent sandbox allows), serving acme/app from a bare remote through the
@@ -117,10 +127,7 @@ func startRealHost(t *testing.T, harness, cli, base string) *templateHost {
 func TestCLIRealAgentsSoftwareChangeRepairsThenOpensPullRequest(t *testing.T) {
 	for _, tc := range realCLIs() {
 		t.Run(tc.harness, func(t *testing.T) {
-			cli := tc.cli(t)
-			api := tc.api(t)
-			softwareChangeScript(api.route)
-			h := startRealHost(t, tc.harness, cli, api.base)
+			h, api := tc.softwareChangeHost(t)
 			r := oecp(t, h.srv, "run", "submit", "--template", "software-change", "--task", "Add a NOTES.md with two lines.", "--pr",
 				"--harness", tc.harness, "--source", h.source, "--id", "real", "--watch", "--timestamps=false")
 			expect(t, r, 0, []string{
@@ -187,10 +194,7 @@ func assertRolesReached(t *testing.T, reqs []modelapi.Request) {
 func TestCLIRealAgentsIssueShipFromCheckout(t *testing.T) {
 	for _, tc := range realCLIs() {
 		t.Run(tc.harness, func(t *testing.T) {
-			cli := tc.cli(t)
-			api := tc.api(t)
-			softwareChangeScript(api.route)
-			h := startRealHost(t, tc.harness, cli, api.base)
+			h, api := tc.softwareChangeHost(t)
 			dir := t.TempDir()
 			if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
 				t.Fatal(err)

@@ -29,27 +29,17 @@ func newHostGitSetup(t *testing.T, uid int) *hostGitSetup {
 	reposDir := filepath.Join(s.install, "repos")
 	s.remote, s.other = filepath.Join(reposDir, "remote.git"), filepath.Join(reposDir, "other.git")
 	s.repos, s.victim = filepath.Join(s.home, "repos.json"), filepath.Join(s.home, "victim")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=seed", "-c", "user.email=seed@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
 	seed := func(bare, file, content string) string {
 		work := t.TempDir()
-		git(work, "init", "--quiet", "--bare", bare)
-		git(work, "clone", "--quiet", bare, "w")
+		git(t, work, "-c", "init.defaultBranch=main", "init", "--quiet", "--bare", bare)
+		git(t, work, "clone", "--quiet", bare, "w")
 		if err := os.WriteFile(filepath.Join(work, "w", file), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		git(filepath.Join(work, "w"), "add", file)
-		git(filepath.Join(work, "w"), "commit", "--quiet", "-m", "seed")
-		git(filepath.Join(work, "w"), "push", "--quiet", "origin", "HEAD:refs/heads/main")
-		return git(filepath.Join(work, "w"), "rev-parse", "HEAD")
+		git(t, filepath.Join(work, "w"), "add", file)
+		git(t, filepath.Join(work, "w"), "commit", "--quiet", "-m", "seed")
+		git(t, filepath.Join(work, "w"), "push", "--quiet", "origin", "HEAD:refs/heads/main")
+		return git(t, filepath.Join(work, "w"), "rev-parse", "HEAD")
 	}
 	if err := os.MkdirAll(reposDir, 0o755); err != nil {
 		t.Fatal(err)
