@@ -3,6 +3,7 @@ package capsule_test
 import (
 	"encoding/json"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,10 +72,7 @@ func TestRealAgentRunEndsOnProviderFailure(t *testing.T) {
 					env = []string{tc.key}
 				}
 				t.Setenv("CLAUDE_CODE_MAX_RETRIES", "1")
-				steps := make([]modelapi.Step, 20)
-				for i := range steps {
-					steps[i] = modelapi.Step{Status: 401}
-				}
+				steps := slices.Repeat([]modelapi.Step{{Status: 401}}, 20)
 				api := tc.api(steps...)
 				defer api.close()
 				base := api.base

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,10 +50,7 @@ func TestRealClaudeLargeRead(t *testing.T) {
 // A long answer streams thousands of events in one turn.
 func TestRealClaudeLongSession(t *testing.T) {
 	long := `{"text":"better"` + strings.Repeat(" ", 6000*16) + `}`
-	steps := make([]modelapi.Step, 0, 30)
-	for range 25 {
-		steps = append(steps, modelapi.Step{Command: "true"})
-	}
+	steps := slices.Repeat([]modelapi.Step{{Command: "true"}}, 25)
 	api := modelapi.NewAnthropic(append(steps, modelapi.Step{Text: long})...)
 	defer api.Close()
 	c := newRealClaude(t, api.URL)
@@ -97,10 +95,7 @@ func TestRealClaudeIgnoresWorkspaceSettings(t *testing.T) {
 // refusal/authentication_required, no answer, a line naming the 401.
 func TestRealClaudeUnauthorized(t *testing.T) {
 	t.Setenv("CLAUDE_CODE_MAX_RETRIES", "10")
-	steps := make([]modelapi.Step, 20)
-	for i := range steps {
-		steps[i] = modelapi.Step{Status: 401}
-	}
+	steps := slices.Repeat([]modelapi.Step{{Status: 401}}, 20)
 	api := modelapi.NewAnthropic(steps...)
 	defer api.Close()
 	c := newRealClaude(t, api.URL)

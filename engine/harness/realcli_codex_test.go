@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,13 +36,7 @@ func TestRealCodexRecoversFromRetries(t *testing.T) {
 func TestRealCodexCorrectionResumes(t *testing.T) {
 	for _, v := range codexVersions {
 		t.Run(v, func(t *testing.T) {
-			api := modelapi.NewOpenAI(modelapi.WSServe, modelapi.Step{Text: `{"text":7}`}, modelapi.Step{Text: answerBetter})
-			defer api.Close()
-			c := newRealCodex(t, v, api.BaseURL())
-			s, rec := c.exec("gpt-5.6")
-			if s != wantVerified || api.Calls() != 2 {
-				t.Fatalf("outcome %s after %d model calls\n%s", s, api.Calls(), rec.text())
-			}
+			c, rec, _ := correctedTurn(t, v, newRealCodex)
 			// Each call reported 100 input tokens; Codex's cumulative
 			// thread total (200 after the correction) is counted once.
 			if u := c.usage.sum(); u.Input != 200 || u.CachedInput != 40 || u.Output != 20 || u.Reasoning != 10 || u.CostUSD != 0 {
@@ -60,13 +55,7 @@ func TestRealCodexCorrectionResumes(t *testing.T) {
 func TestRealCodexOpenRouterCorrectionResumes(t *testing.T) {
 	for _, v := range codexVersions {
 		t.Run(v, func(t *testing.T) {
-			api := modelapi.NewOpenAI(modelapi.WSServe, modelapi.Step{Text: `{"text":7}`}, modelapi.Step{Text: answerBetter})
-			defer api.Close()
-			c := newRealCodexOpenRouter(t, v, api.BaseURL())
-			s, rec := c.exec("gpt-5.6")
-			if s != wantVerified || api.Calls() != 2 {
-				t.Fatalf("outcome %s after %d model calls\n%s", s, api.Calls(), rec.text())
-			}
+			_, _, api := correctedTurn(t, v, newRealCodexOpenRouter)
 			for _, r := range api.Requests() {
 				if r.Auth != "Bearer sk-or-test" {
 					t.Fatalf("request %s %s carried %q", r.Method, r.Path, r.Auth)
@@ -74,6 +63,21 @@ func TestRealCodexOpenRouterCorrectionResumes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// correctedTurn runs a turn on the Codex of version v that newCodex
+// makes, against a stand-in whose first answer fails verification and
+// whose second passes: the turn must end verified after two model calls.
+func correctedTurn(t *testing.T, v string, newCodex func(*testing.T, string, string) *realCLI) (*realCLI, *recorder, *modelapi.OpenAI) {
+	t.Helper()
+	api := modelapi.NewOpenAI(modelapi.WSServe, modelapi.Step{Text: `{"text":7}`}, modelapi.Step{Text: answerBetter})
+	t.Cleanup(api.Close)
+	c := newCodex(t, v, api.BaseURL())
+	s, rec := c.exec("gpt-5.6")
+	if s != wantVerified || api.Calls() != 2 {
+		t.Fatalf("outcome %s after %d model calls\n%s", s, api.Calls(), rec.text())
+	}
+	return c, rec, api
 }
 
 // A command's whole output comes back in one event line far over 64 KiB.
@@ -92,10 +96,7 @@ func TestRealCodexLargeCommandOutput(t *testing.T) {
 func TestRealCodexUnauthorized(t *testing.T) {
 	for _, v := range codexVersions {
 		t.Run(v, func(t *testing.T) {
-			steps := make([]modelapi.Step, 20)
-			for i := range steps {
-				steps[i] = modelapi.Step{Status: 401}
-			}
+			steps := slices.Repeat([]modelapi.Step{{Status: 401}}, 20)
 			api := modelapi.NewOpenAI(modelapi.WSServe, steps...)
 			defer api.Close()
 			c := newRealCodex(t, v, api.BaseURL())
@@ -113,10 +114,7 @@ func TestRealCodexUnauthorized(t *testing.T) {
 // A request the provider rejects fails the turn with the provider's
 // reason, not a "Reconnecting..." line.
 func TestRealCodexFailureNamesCause(t *testing.T) {
-	steps := make([]modelapi.Step, 20)
-	for i := range steps {
-		steps[i] = modelapi.Step{Status: 400}
-	}
+	steps := slices.Repeat([]modelapi.Step{{Status: 400}}, 20)
 	api := modelapi.NewOpenAI(modelapi.WSServe, steps...)
 	defer api.Close()
 	c := newRealCodex(t, codexNew, api.BaseURL())
