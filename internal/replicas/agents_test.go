@@ -146,6 +146,17 @@ func (cl *agentCluster) submit(t *testing.T, c *client.Conn, runID string) {
 	}
 }
 
+// stepTwoRunning starts n replicas under leaseTTL, submits run id
+// through the first and waits for step two's agent: it returns the
+// cluster, the agent's pid and the index of the replica that runs it.
+func stepTwoRunning(t *testing.T, n int, leaseTTL, id string) (cl *agentCluster, pid, holder int) {
+	t.Helper()
+	cl = startAgentCluster(t, n, leaseTTL)
+	cl.submit(t, dial(t, cl.replicas[0]), id)
+	pid = cl.started(t)
+	return cl, pid, leaseHolder(t, &cl.cluster)
+}
+
 // started waits until an execution of step two has started and returns
 // the pid of its agent, whose process group is killed when the test ends
 // (an agent whose server was killed may still wait).
@@ -253,11 +264,7 @@ func hasLine(lines []string, part string) bool {
 // runs step two again (the lost execution is not settled crash) and
 // finishes; the delivered branch holds every step's files.
 func TestKilledReplicaAgentRunMoves(t *testing.T) {
-	cl := startAgentCluster(t, 3, leaseTTL)
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-kill")
-	first := cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, first, holder := stepTwoRunning(t, 3, leaseTTL, "agents-kill")
 	t.Logf("replica %d runs step two (agent pid %d); killing it", holder, first)
 	_ = cl.replicas[holder].Signal(t, syscall.SIGKILL)
 	second := cl.started(t)
@@ -295,11 +302,7 @@ func TestKilledReplicaAgentRunMoves(t *testing.T) {
 // lease, so another replica resumes the run while the stopped one's lease
 // would still have been valid; the run finishes with every step's files.
 func TestStoppedReplicaHandsOver(t *testing.T) {
-	cl := startAgentCluster(t, 2, "60s")
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-term")
-	cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, _, holder := stepTwoRunning(t, 2, "60s", "agents-term")
 	expires := leaseExpiry(t, &cl.cluster)
 	_ = cl.replicas[holder].Signal(t, syscall.SIGTERM)
 	again := cl.started(t)
@@ -319,11 +322,7 @@ func TestStoppedReplicaHandsOver(t *testing.T) {
 // follow the live output of step two running on another: each line
 // once, in order (the stderr line, then the answer), then settled.
 func TestAttachOnAnotherReplica(t *testing.T) {
-	cl := startAgentCluster(t, 2, leaseTTL)
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-attach")
-	pid := cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, pid, holder := stepTwoRunning(t, 2, leaseTTL, "agents-attach")
 	other := dial(t, cl.replicas[1-holder])
 	st, err := other.RunStatus(ctx, "agents-attach")
 	must(t, err)

@@ -31,11 +31,7 @@ func procAlive(pid int) bool {
 // writes nothing more for the run — not the end record of the execution
 // it lost. The run finishes on the new owner.
 func TestStoppedPastItsLeaseReplicaStandsDown(t *testing.T) {
-	cl := startAgentCluster(t, 2, leaseTTL)
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-stop")
-	cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, _, holder := stepTwoRunning(t, 2, leaseTTL, "agents-stop")
 	stale := cl.replicas[holder].Cmd.Process
 	must(t, stale.Signal(syscall.SIGSTOP))
 	again := cl.started(t) // the other replica runs step two again
@@ -70,11 +66,7 @@ func TestStoppedPastItsLeaseReplicaStandsDown(t *testing.T) {
 // takes the run over well before the lease would have expired, runs step
 // two again and finishes the run.
 func TestKilledReplicaNoticedBeforeItsLeaseExpires(t *testing.T) {
-	cl := startAgentCluster(t, 2, "60s")
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-dead")
-	cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, _, holder := stepTwoRunning(t, 2, "60s", "agents-dead")
 	expires := leaseExpiry(t, &cl.cluster)
 	killed := time.Now()
 	_ = cl.replicas[holder].Signal(t, syscall.SIGKILL)
