@@ -302,18 +302,30 @@ func TestKilledReplicaAgentRunMoves(t *testing.T) {
 // lease, so another replica resumes the run while the stopped one's lease
 // would still have been valid; the run finishes with every step's files.
 func TestStoppedReplicaHandsOver(t *testing.T) {
-	cl, _, holder := stepTwoRunning(t, 2, "60s", "agents-term")
+	takenOverBeforeExpiry(t, "agents-term", syscall.SIGTERM, "stopped", "interrupted")
+}
+
+// takenOverBeforeExpiry: under a 60 s lease, the replica running step two
+// of run id gets sig; step two starts again on the other replica while
+// that lease would still be valid, and the run finishes with every step's
+// files. ended says what became of the replica ("stopped"), first of the
+// execution it ran ("interrupted").
+func takenOverBeforeExpiry(t *testing.T, id string, sig syscall.Signal, ended, first string) {
+	t.Helper()
+	cl, _, holder := stepTwoRunning(t, 2, "60s", id)
 	expires := leaseExpiry(t, &cl.cluster)
-	_ = cl.replicas[holder].Signal(t, syscall.SIGTERM)
+	signalled := time.Now()
+	_ = cl.replicas[holder].Signal(t, sig)
 	again := cl.started(t)
+	t.Logf("step two started again %v after the replica was %s", time.Since(signalled).Round(time.Millisecond), ended)
 	if !beforeNow(t, &cl.cluster, expires) {
-		t.Fatalf("step two started again only after the stopped replica's lease expired (%v)", expires)
+		t.Fatalf("step two started again only after the %s replica's lease expired (%v)", ended, expires)
 	}
 	cl.release(t, again)
 	s := dial(t, cl.replicas[1-holder])
-	evs := finish(t, s, "agents-term")
+	evs := finish(t, s, id)
 	if twos := executionsOf(evs, "two"); len(twos) != 2 {
-		t.Fatalf("executions of step two %v, want the interrupted one and its rerun", twos)
+		t.Fatalf("executions of step two %v, want the %s one and its rerun", twos, first)
 	}
 	cl.delivered(t, evs)
 }

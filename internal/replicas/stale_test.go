@@ -66,20 +66,5 @@ func TestStoppedPastItsLeaseReplicaStandsDown(t *testing.T) {
 // takes the run over well before the lease would have expired, runs step
 // two again and finishes the run.
 func TestKilledReplicaNoticedBeforeItsLeaseExpires(t *testing.T) {
-	cl, _, holder := stepTwoRunning(t, 2, "60s", "agents-dead")
-	expires := leaseExpiry(t, &cl.cluster)
-	killed := time.Now()
-	_ = cl.replicas[holder].Signal(t, syscall.SIGKILL)
-	again := cl.started(t)
-	t.Logf("step two started again %v after the kill", time.Since(killed).Round(time.Millisecond))
-	if !beforeNow(t, &cl.cluster, expires) {
-		t.Fatalf("step two started again only after the killed replica's lease expired (%v)", expires)
-	}
-	cl.release(t, again)
-	s := dial(t, cl.replicas[1-holder])
-	evs := finish(t, s, "agents-dead")
-	if twos := executionsOf(evs, "two"); len(twos) != 2 {
-		t.Fatalf("executions of step two %v, want the lost one and its rerun", twos)
-	}
-	cl.delivered(t, evs)
+	takenOverBeforeExpiry(t, "agents-dead", syscall.SIGKILL, "killed", "lost")
 }
