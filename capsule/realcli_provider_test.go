@@ -14,7 +14,6 @@ import (
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
 	"github.com/oecp/oecp/templates"
-	"github.com/oecp/oecp/workspace"
 )
 
 // providerStall is the --agent-stall-timeout of these runs: the bound of
@@ -83,17 +82,9 @@ func TestRealAgentRunEndsOnProviderFailure(t *testing.T) {
 					}
 				}
 				remote := gittest.NewRemote(t)
-				hb, _ := json.Marshal(map[string]any{tc.harness: map[string]any{"argv": []string{cli}, "env": env, "baseUrl": base}})
-				h, err := harness.Parse("harness.json", hb)
-				if err != nil {
-					t.Fatal(err)
-				}
+				h := parseHarness(t, tc.harness, map[string]any{"argv": []string{cli}, "env": env, "baseUrl": base})
 				h.SetStallTimeout(providerStall)
-				rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir}})
-				repos, err := workspace.ParseRepos("repos.json", rb)
-				if err != nil {
-					t.Fatal(err)
-				}
+				repos := reposAt(t, "acme/app", remote.Dir)
 				runDir := t.TempDir()
 				o := capsule.Options{Harness: h, Repos: repos, RunDir: runDir, Sandbox: realSandbox(t, h, runDir, base)}
 				host := &agentHost{t: t, e: start(t, o), remote: remote}

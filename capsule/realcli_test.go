@@ -69,11 +69,7 @@ func TestRealAgentRunDelivers(t *testing.T) {
 			planted := plantedSettings(other.URL)
 			head := seedPlanted(t, remote, planted)
 
-			hb, _ := json.Marshal(map[string]any{tc.harness: map[string]any{"argv": []string{cli}, "env": tc.env, "baseUrl": base}})
-			h, err := harness.Parse("harness.json", hb)
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := parseHarness(t, tc.harness, map[string]any{"argv": []string{cli}, "env": tc.env, "baseUrl": base})
 			m := metrics.New()
 			h.SetAccounting(m, 0)
 			repos := agenttest.Repos(t, remote.Dir)
