@@ -29,6 +29,15 @@ func fakeForgeCLI(t *testing.T, name, answer, stderr string, exit int) string {
 	return dir
 }
 
+// calledOnce fails the test unless the fake forge CLI name in dir was
+// called once, with the arguments want.
+func calledOnce(t *testing.T, dir, name string, want ...string) {
+	t.Helper()
+	if calls := forgeCalls(t, dir); len(calls) != 1 || !slices.Equal(calls[0], want) {
+		t.Fatalf("%s calls %q, want one %q", name, calls, want)
+	}
+}
+
 // forgeCalls are the argument lists the fake forge CLI in dir was called
 // with.
 func forgeCalls(t *testing.T, dir string) [][]string {
@@ -104,10 +113,7 @@ func TestCLISubmitIssueOpensClosingPullRequest(t *testing.T) {
 		"--source", h.source, "--id", "issue-pr", "--watch", "--timestamps=false")
 	expect(t, r, 0, []string{`"` + issueTitle + `", source ` + h.source, "run issue-pr succeeded"},
 		[]string{`task from issue https://github.com/acme/app/issues/7: "` + issueTitle + `"`})
-	want := []string{"issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app"}
-	if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
-		t.Fatalf("gh calls %q, want one %q", calls, want)
-	}
+	calledOnce(t, gh, "gh", "issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app")
 	task, _ := json.Marshal("# " + issueTitle + "\n\n" + strings.TrimSpace(issueBody) + "\n")
 	if prompt := h.implementerPrompt(t); !strings.Contains(prompt, `"task":`+string(task)) {
 		t.Fatalf("the implementer's prompt lacks the issue %s:\n%s", task, prompt)
@@ -129,10 +135,7 @@ func TestCLISubmitIssueShipMergesClosingAnotherRepository(t *testing.T) {
 	r := oecpPath(t, "", gh, false, h.srv, "run", "submit", "--template", "software-change", "--issue", "acme/other#12", "--ship", "--harness", "codex",
 		"--source", h.source, "--id", "issue-ship", "--watch", "--timestamps=false")
 	expect(t, r, 0, []string{"run issue-ship succeeded", "pull request: #1 into main (merged)"}, nil)
-	want := []string{"issue", "view", "12", "--json", "number,title,body,url", "--repo", "acme/other"}
-	if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
-		t.Fatalf("gh calls %q, want one %q", calls, want)
-	}
+	calledOnce(t, gh, "gh", "issue", "view", "12", "--json", "number,title,body,url", "--repo", "acme/other")
 	if _, body := h.pullRequest(t); !strings.HasSuffix(body, "\n\nCloses acme/other#12") {
 		t.Fatalf("pull request body:\n%s", body)
 	}
@@ -152,10 +155,7 @@ func TestCLISubmitGitLabIssueFromCheckout(t *testing.T) {
 		"--pr", "--harness", "codex", "--id", "issue-gl", "--watch", "--timestamps=false")
 	branch := strings.TrimPrefix(h.runBranch(t), "refs/heads/")
 	expect(t, r, 0, []string{"run issue-gl succeeded\n", "fetched: branch " + branch + " into " + checkout}, []string{"source acme/app@main:"})
-	want := []string{"issue", "view", "5", "--output", "json", "--repo", "acme/app"}
-	if calls := forgeCalls(t, glab); len(calls) != 1 || !slices.Equal(calls[0], want) {
-		t.Fatalf("glab calls %q, want one %q", calls, want)
-	}
+	calledOnce(t, glab, "glab", "issue", "view", "5", "--output", "json", "--repo", "acme/app")
 	if prompt := h.implementerPrompt(t); !strings.Contains(prompt, `keep `+"`$(rm -rf /)`"+` as text.`) {
 		t.Fatalf("the implementer's prompt lacks the issue's description:\n%s", prompt)
 	}

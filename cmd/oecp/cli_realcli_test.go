@@ -220,10 +220,7 @@ func TestCLIRealAgentsIssueShipFromCheckout(t *testing.T) {
 			if t.Failed() {
 				t.Fatalf("logs:\n%s", oecp(t, h.srv, "run", "logs", "ship").stdout)
 			}
-			want := []string{"issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app"}
-			if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
-				t.Fatalf("gh calls %q, want one %q", calls, want)
-			}
+			calledOnce(t, gh, "gh", "issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app")
 			if _, body := h.pullRequest(t); !strings.HasSuffix(body, "\n\nCloses #7") {
 				t.Fatalf("pull request body:\n%s", body)
 			}
