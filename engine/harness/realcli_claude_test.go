@@ -95,13 +95,7 @@ func TestRealClaudeUnauthorized(t *testing.T) {
 	api := modelapi.NewAnthropic(steps...)
 	defer api.Close()
 	c := newRealClaude(t, api.URL)
-	s, rec := c.exec("claude-sonnet-5")
-	if s != wantAuthFail || rec.contains("info: {") {
-		t.Fatalf("outcome %s\n%s", s, rec.text())
-	}
-	if api.Calls() > 3 || !rec.contains("401") {
-		t.Fatalf("%d calls before the refusal; lines:\n%s", api.Calls(), rec.text())
-	}
+	c.refused("claude-sonnet-5", api.Calls)
 }
 
 // A request the API rejects is a crash naming the provider's reason; a

@@ -168,6 +168,21 @@ func (c *realCLI) verified(model string) *recorder {
 	return rec
 }
 
+// refused runs textStep once as exec does against a provider that
+// refuses the key, and fails the test unless the turn ends refused with
+// no answer, a line naming the 401, after at most three model calls
+// (calls counts them).
+func (c *realCLI) refused(model string, calls func() int) {
+	c.t.Helper()
+	s, rec := c.exec(model)
+	if s != wantAuthFail || rec.contains("info: {") {
+		c.t.Fatalf("outcome %s\n%s", s, rec.text())
+	}
+	if calls() > 3 || !rec.contains("401") {
+		c.t.Fatalf("%d calls before the refusal; lines:\n%s", calls(), rec.text())
+	}
+}
+
 // exec runs textStep once (model and env from the entry) and returns the
 // outcome's JSON and the execution's lines.
 func (c *realCLI) exec(model string) (string, *recorder) {
