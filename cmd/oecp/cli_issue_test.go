@@ -29,6 +29,14 @@ func fakeForgeCLI(t *testing.T, name, answer, stderr string, exit int) string {
 	return dir
 }
 
+// ghIssue is a fake gh whose issue view answers issue number, titled
+// issueTitle with issueBody, at url.
+func ghIssue(t *testing.T, number int, url string) string {
+	t.Helper()
+	answer, _ := json.Marshal(map[string]any{"number": number, "title": issueTitle, "body": issueBody, "url": url})
+	return fakeForgeCLI(t, "gh", string(answer), "", 0)
+}
+
 // calledOnce fails the test unless the fake forge CLI name in dir was
 // called once, with the arguments want.
 func calledOnce(t *testing.T, dir, name string, want ...string) {
@@ -107,8 +115,7 @@ func (h *templateHost) implementerPrompt(t *testing.T) string {
 // it and closes the issue (Closes #7).
 func TestCLISubmitIssueOpensClosingPullRequest(t *testing.T) {
 	h := startTemplateHost(t, "codex")
-	answer, _ := json.Marshal(map[string]any{"number": 7, "title": issueTitle, "body": issueBody, "url": "https://github.com/acme/app/issues/7"})
-	gh := fakeForgeCLI(t, "gh", string(answer), "", 0)
+	gh := ghIssue(t, 7, "https://github.com/acme/app/issues/7")
 	r := oecpPath(t, "", gh, false, h.srv, "run", "submit", "--template", "software-change", "--issue", "7", "--pr", "--harness", "codex",
 		"--source", h.source, "--id", "issue-pr", "--watch", "--timestamps=false")
 	expect(t, r, 0, []string{`"` + issueTitle + `", source ` + h.source, "run issue-pr succeeded"},
@@ -130,8 +137,7 @@ func TestCLISubmitIssueOpensClosingPullRequest(t *testing.T) {
 // reference (Closes acme/other#12).
 func TestCLISubmitIssueShipMergesClosingAnotherRepository(t *testing.T) {
 	h := startTemplateHost(t, "codex")
-	answer, _ := json.Marshal(map[string]any{"number": 12, "title": issueTitle, "body": issueBody, "url": "https://github.com/acme/other/issues/12"})
-	gh := fakeForgeCLI(t, "gh", string(answer), "", 0)
+	gh := ghIssue(t, 12, "https://github.com/acme/other/issues/12")
 	r := oecpPath(t, "", gh, false, h.srv, "run", "submit", "--template", "software-change", "--issue", "acme/other#12", "--ship", "--harness", "codex",
 		"--source", h.source, "--id", "issue-ship", "--watch", "--timestamps=false")
 	expect(t, r, 0, []string{"run issue-ship succeeded", "pull request: #1 into main (merged)"}, nil)
