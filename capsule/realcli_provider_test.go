@@ -2,7 +2,6 @@ package capsule_test
 
 import (
 	"encoding/json"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/templates"
 )
 
@@ -24,15 +24,7 @@ const providerStall = 5 * time.Second
 // that cannot be reached.
 func closedBaseURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr
+	return "http://" + testkit.FreeAddr(t)
 }
 
 // TestRealAgentRunEndsOnProviderFailure: a single-worker run of each real

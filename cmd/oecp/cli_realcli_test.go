@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
 )
@@ -93,10 +94,7 @@ func (c realCLI) softwareChangeHost(t *testing.T) (*templateHost, realStandIn) {
 func startRealHost(t *testing.T, harness, cli, base string) *templateHost {
 	t.Helper()
 	dir := t.TempDir()
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh := agenttest.FakeGH(t)
 	key := harnessDefaults[harness].env
 	t.Setenv(key, "sk-test-"+harness)
 	remote := gittest.NewRemote(t)

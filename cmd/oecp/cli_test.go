@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -345,12 +344,7 @@ func TestCLIBadInput(t *testing.T) {
 		expect(t, oecp(t, nil, "get", "--server", u), 2, nil, []string{"URL refused"})
 	}
 	// Unreachable server.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	expect(t, oecp(t, nil, "get", "--server", "ws://"+addr+"/oecp"), 2, nil, []string{"cannot talk to the server", "oecp serve"})
 	expect(t, oecp(t, nil, "get", "--server", "ws://"+addr+"/oecp", "--token-file", filepath.Join(dir, "none")), 2, nil, []string{"--token-file"})
 }

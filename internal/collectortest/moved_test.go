@@ -3,7 +3,6 @@ package collectortest_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/collectortest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/testkit"
@@ -39,32 +39,14 @@ func newReplicaSet(t *testing.T, dsn, cli string, remote *gittest.Remote) *repli
 	if err != nil {
 		t.Fatal(err)
 	}
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	harness := writeJSON(t, dir, "harness.json", map[string]any{"codex": map[string]any{"argv": []string{cli}, "env": []string{"OPENAI_API_KEY"}}})
-	repos := writeJSON(t, dir, "repos.json", map[string]any{"acme/app": map[string]any{"url": remote.Dir,
-		"forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}})
+	harness := testkit.WriteJSON(t, dir, "harness.json", map[string]any{"codex": map[string]any{"argv": []string{cli}, "env": []string{"OPENAI_API_KEY"}}})
+	repos := testkit.WriteJSON(t, dir, "repos.json", agenttest.ReposFile(t, remote.Dir))
 	return &replicaSet{bin: bin, args: []string{"--store", "postgres", "--dsn", dsn, "--lease-ttl", "1s", "--pg-pool", "4",
 		"--harness", harness, "--repos", repos,
 		// The fake agent waits on a FIFO in the test's temporary directory,
 		// which the agent sandbox hides; what this test checks is the trace
 		// of a takeover, not the confinement.
 		"--agent-unconfined"}}
-}
-
-func writeJSON(t *testing.T, dir, name string, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // start runs one replica, with a data directory of its own, exporting

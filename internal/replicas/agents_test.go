@@ -16,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 )
@@ -47,12 +49,9 @@ func startAgentCluster(t *testing.T, n int, leaseTTL string) *agentCluster {
 	must(t, syscall.Mkfifo(filepath.Join(cl.ctl, "started"), 0o600))
 	agent, err := filepath.Abs("testdata/agent.sh")
 	must(t, err)
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	must(t, err)
 	conf := t.TempDir()
-	harness := writeJSON(t, conf, "harness.json", map[string]any{"claude": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent, cl.ctl}}})
-	repos := writeJSON(t, conf, "repos.json", map[string]any{"acme/app": map[string]any{"url": cl.remote.Dir,
-		"forge": map[string]any{"argv": []string{gh, "--remote", cl.remote.Dir}}}})
+	harness := testkit.WriteJSON(t, conf, "harness.json", map[string]any{"claude": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent, cl.ctl}}})
+	repos := testkit.WriteJSON(t, conf, "repos.json", agenttest.ReposFile(t, cl.remote.Dir))
 	for i := range n {
 		log := &lockedBuffer{}
 		cl.logs = append(cl.logs, log)
@@ -71,15 +70,6 @@ func startAgentCluster(t *testing.T, n int, leaseTTL string) *agentCluster {
 		})
 	}
 	return cl
-}
-
-func writeJSON(t *testing.T, dir, name string, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	must(t, err)
-	p := filepath.Join(dir, name)
-	must(t, os.WriteFile(p, b, 0o600))
-	return p
 }
 
 // lockedBuffer collects a replica's log lines.

@@ -1,7 +1,9 @@
 package testkit
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -14,4 +16,19 @@ func ReadFile(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// WriteJSON writes v as JSON to dir/name, readable by its owner only,
+// and returns the file's path.
+func WriteJSON(t testing.TB, dir, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
