@@ -41,13 +41,10 @@ func newLocalHome(t *testing.T, remote *gittest.Remote) *localHome {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile("testdata/template-agent.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := testkit.ReadFile(t, "testdata/template-agent.sh")
 	gh := agenttest.FakeGH(t)
 	files := map[string]string{
-		"codex": string(script),
+		"codex": script,
 		"gh":    "#!/bin/sh\nexec " + gh + " --remote " + remote.Dir + " \"$@\"\n",
 	}
 	for name, content := range files {

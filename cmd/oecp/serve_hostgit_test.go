@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/oecp/oecp/internal/agenttest"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // hostGitSetup is a hostile setup whose server serves repository acme/app
@@ -46,14 +49,8 @@ func newHostGitSetup(t *testing.T, uid int) *hostGitSetup {
 	}
 	s.head = seed(s.remote, "README.md", "# app\n")
 	s.otherCommit = seed(s.other, "secret.txt", "another tenant's code\n")
-	agent, err := os.ReadFile("testdata/hostile-git-agent.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gh, err := os.ReadFile("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := []byte(testkit.ReadFile(t, "testdata/hostile-git-agent.sh"))
+	gh := []byte(testkit.ReadFile(t, agenttest.FakeGH(t)))
 	ghPath, agentPath := filepath.Join(s.install, "gh"), filepath.Join(s.install, "hostile-git-agent.sh")
 	repos, _ := json.Marshal(map[string]any{
 		"acme/app":   map[string]any{"url": s.remote, "forge": map[string]any{"argv": []string{ghPath, "--remote", s.remote}}},
