@@ -64,11 +64,7 @@ func startConfinedAgentHost(t *testing.T, harnessName string, cli string, env ..
 func newAgentHost(t *testing.T, harnessName string, entry map[string]any, o capsule.Options, confine func(h *harness.Config, runDir string) *sandbox.Host) *agentHost {
 	t.Helper()
 	remote := gittest.NewRemote(t)
-	hb, _ := json.Marshal(map[string]any{harnessName: entry})
-	h, err := harness.Parse("harness.json", hb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := parseHarness(t, harnessName, entry)
 	o.Harness, o.Repos, o.RunDir = h, agenttest.Repos(t, remote.Dir), t.TempDir()
 	if confine != nil {
 		o.Sandbox = confine(h, o.RunDir)

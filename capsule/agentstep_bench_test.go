@@ -15,14 +15,12 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/capsule"
-	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/store/sqlite"
-	"github.com/oecp/oecp/workspace"
 )
 
 // agentStepRuns is how many runs one sub-benchmark op makes (each op is
@@ -82,16 +80,8 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 		b.Fatal(err)
 	}
 	remote := benchRemote(b, filepath.Join(dir, "remote.git"), *agentStepFiles)
-	hb, _ := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent}}})
-	h, err := harness.Parse("harness.json", hb)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote}})
-	repos, err := workspace.ParseRepos("repos.json", rb)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := parseHarness(b, "codex", map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent}})
+	repos := reposAt(b, "acme/app", remote)
 	o := capsule.Options{Store: st, Harness: h, Repos: repos, RunDir: filepath.Join(dir, "runs"), KeepWorkspaces: -1, Log: benchLog()}
 	if confined {
 		o.Sandbox = sandboxtest.Require(b, sandbox.Config{Hide: []string{o.RunDir}, Programs: h.Programs()})

@@ -16,6 +16,7 @@ import (
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/modelapi"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // recordingCLI wraps cli in a script that passes everything through
@@ -211,16 +212,16 @@ func TestRealAgentRunExport(t *testing.T) {
 			if !p.footer.Complete || string(p.footer.Missing) != "[]" {
 				t.Fatalf("trace footer %+v", p.footer)
 			}
-			turns := strings.TrimSpace(readFile(t, filepath.Join(rec, "count")))
+			turns := strings.TrimSpace(testkit.ReadFile(t, filepath.Join(rec, "count")))
 			if turns != "2" || len(p.prompts) != 2 {
 				t.Fatalf("the CLI ran %s times, the trace holds %d prompts\n%s", turns, len(p.prompts), h.logs("rx"))
 			}
 			sent := userTexts(t, api.requests())
 			for turn := range 2 {
 				n := filepath.Join(rec, fmt.Sprint(turn))
-				want, via := readFile(t, n+".stdin"), "stdin"
+				want, via := testkit.ReadFile(t, n+".stdin"), "stdin"
 				if ra.harness == "claude" {
-					want, via = readFile(t, n+".last"), "argv"
+					want, via = testkit.ReadFile(t, n+".last"), "argv"
 				}
 				if p.prompts[turn] != want || p.vias[turn] != via || want == "" {
 					t.Fatalf("turn %d prompt (%s) %q, the CLI received (%s) %q", turn, p.vias[turn], p.prompts[turn], via, want)
@@ -229,7 +230,7 @@ func TestRealAgentRunExport(t *testing.T) {
 					t.Fatalf("turn %d prompt %q is no user message the model was sent: %q", turn, want, sent)
 				}
 				for _, stream := range []string{"stdout", "stderr"} {
-					printed := strings.ReplaceAll(readFile(t, n+"."+stream), key, "[REDACTED]")
+					printed := strings.ReplaceAll(testkit.ReadFile(t, n+"."+stream), key, "[REDACTED]")
 					if got := string(p.out[fmt.Sprintf("%d/%s", turn, stream)]); got != printed {
 						t.Fatalf("turn %d %s: the trace holds\n%q\nthe CLI printed\n%q", turn, stream, got, printed)
 					}

@@ -22,6 +22,7 @@ import (
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/agenttest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
@@ -151,15 +152,6 @@ func parseTrace(t *testing.T, trace string) parsed {
 	return p
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // The Codex run's trace holds, for each of its two turns (the answer and
 // the correction), the exact stdin the CLI received and every byte it
 // wrote on stdout and stderr (a byte that is not UTF-8 included, the
@@ -219,7 +211,7 @@ func testExportCodexRun(t *testing.T, st store.Store) {
 		t.Fatalf("trace lacks the ledger:\n%s", trace)
 	}
 	for turn := range 2 {
-		if want := readFile(t, filepath.Join(dir, "calls", fmt.Sprint(turn)+".stdin")); p.prompts[turn] != want || p.vias[turn] != "stdin" {
+		if want := testkit.ReadFile(t, filepath.Join(dir, "calls", fmt.Sprint(turn)+".stdin")); p.prompts[turn] != want || p.vias[turn] != "stdin" {
 			t.Fatalf("turn %d prompt (%s) %q, the CLI received %q", turn, p.vias[turn], p.prompts[turn], want)
 		}
 	}
@@ -282,7 +274,7 @@ func TestExportClaudeRun(t *testing.T) {
 		t.Fatalf("terminal %s\n%s", got, h.logs("cl"))
 	}
 	p := parseTrace(t, export(t, h, local(), "cl", "trace"))
-	if want := readFile(t, filepath.Join(dir, "calls", "0.prompt")); p.prompts[0] != want || p.vias[0] != "argv" || !strings.Contains(want, "Improve NOTES.md.") {
+	if want := testkit.ReadFile(t, filepath.Join(dir, "calls", "0.prompt")); p.prompts[0] != want || p.vias[0] != "argv" || !strings.Contains(want, "Improve NOTES.md.") {
 		t.Fatalf("prompt (%s) %q, the CLI received %q", p.vias[0], p.prompts[0], want)
 	}
 	if string(p.out["0/stdout"]) != turn0 || string(p.out["0/stderr"]) != "stderr line\n" || !p.footer.Complete {

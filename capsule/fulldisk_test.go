@@ -11,9 +11,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/capsule"
-	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/internal/testkit"
-	"github.com/oecp/oecp/workspace"
 )
 
 // gatedAgent is the command driver's agent of TestFullDiskKeepsTheStepsAttempt:
@@ -58,16 +56,8 @@ func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote := benchRemote(t, filepath.Join(dir, "remote.git"), 20)
-	hb, _ := json.Marshal(map[string]any{"codex": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent}, "env": []string{"GATE"}}})
-	h, err := harness.Parse("harness.json", hb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote}})
-	repos, err := workspace.ParseRepos("repos.json", rb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := parseHarness(t, "codex", map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent}, "env": []string{"GATE"}})
+	repos := reposAt(t, "acme/app", remote)
 	e := start(t, capsule.Options{Harness: h, Repos: repos, RunDir: runDir, KeepWorkspaces: -1, Log: benchLog()})
 	graph, plan := stepsGraph(2)
 	plan = strings.ReplaceAll(plan, `"model":"gpt-5.6"}`, `"model":"gpt-5.6","env":["GATE"]}`)

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/capsule"
+	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/workspace"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -394,4 +396,26 @@ func awaitRunEnd(t testing.TB, e *env, id string) {
 			return
 		}
 	}
+}
+
+// parseHarness is the harness file of one entry, name: entry, parsed.
+func parseHarness(tb testing.TB, name string, entry map[string]any) *harness.Config {
+	tb.Helper()
+	hb, _ := json.Marshal(map[string]any{name: entry})
+	h, err := harness.Parse("harness.json", hb)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// reposAt is the repos file naming repo at url, with no forge, parsed.
+func reposAt(tb testing.TB, repo, url string) *workspace.Repos {
+	tb.Helper()
+	rb, _ := json.Marshal(map[string]any{repo: map[string]any{"url": url}})
+	repos, err := workspace.ParseRepos("repos.json", rb)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return repos
 }

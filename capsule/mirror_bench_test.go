@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/capsule"
-	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/testkit"
@@ -78,16 +77,8 @@ func BenchmarkWorkspaceFromMirror(b *testing.B) {
 	remote, head := cachedHistory(b)
 	url := "file://" + remote
 	b.Setenv("OPENAI_API_KEY", "bench")
-	hb, _ := json.Marshal(M{"codex": M{"argv": []string{instantCodex(b)}, "env": []string{"OPENAI_API_KEY"}}})
-	h, err := harness.Parse("harness.json", hb)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rb, _ := json.Marshal(M{"acme/big": M{"url": url}})
-	repos, err := workspace.ParseRepos("repos.json", rb)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := parseHarness(b, "codex", M{"argv": []string{instantCodex(b)}, "env": []string{"OPENAI_API_KEY"}})
+	repos := reposAt(b, "acme/big", url)
 	runDir := b.TempDir()
 	e := start(b, capsule.Options{Harness: h, Repos: repos, RunDir: runDir})
 	graph := oneAgentGraph(b)

@@ -2,7 +2,7 @@ package capsule_test
 
 import (
 	"encoding/json"
-	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +12,8 @@ import (
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/templates"
-	"github.com/oecp/oecp/workspace"
 )
 
 // providerStall is the --agent-stall-timeout of these runs: the bound of
@@ -30,15 +30,7 @@ const refusedStall = 2 * time.Minute
 // that cannot be reached.
 func closedBaseURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr
+	return "http://" + testkit.FreeAddr(t)
 }
 
 // TestRealAgentRunEndsOnProviderFailure: a single-worker run of each real
@@ -77,10 +69,7 @@ func TestRealAgentRunEndsOnProviderFailure(t *testing.T) {
 					env = []string{tc.key}
 				}
 				t.Setenv("CLAUDE_CODE_MAX_RETRIES", "1")
-				steps := make([]modelapi.Step, 20)
-				for i := range steps {
-					steps[i] = modelapi.Step{Status: 401}
-				}
+				steps := slices.Repeat([]modelapi.Step{{Status: 401}}, 20)
 				api := tc.api(steps...)
 				defer api.close()
 				base := api.base
@@ -91,21 +80,13 @@ func TestRealAgentRunEndsOnProviderFailure(t *testing.T) {
 					}
 				}
 				remote := gittest.NewRemote(t)
-				hb, _ := json.Marshal(map[string]any{tc.harness: map[string]any{"argv": []string{cli}, "env": env, "baseUrl": base}})
-				h, err := harness.Parse("harness.json", hb)
-				if err != nil {
-					t.Fatal(err)
-				}
+				h := parseHarness(t, tc.harness, map[string]any{"argv": []string{cli}, "env": env, "baseUrl": base})
 				if failure == "401" {
 					h.SetStallTimeout(refusedStall)
 				} else {
 					h.SetStallTimeout(providerStall)
 				}
-				rb, _ := json.Marshal(map[string]any{"acme/app": map[string]any{"url": remote.Dir}})
-				repos, err := workspace.ParseRepos("repos.json", rb)
-				if err != nil {
-					t.Fatal(err)
-				}
+				repos := reposAt(t, "acme/app", remote.Dir)
 				runDir := t.TempDir()
 				o := capsule.Options{Harness: h, Repos: repos, RunDir: runDir, Sandbox: realSandbox(t, h, runDir, base)}
 				host := &agentHost{t: t, e: start(t, o), remote: remote}

@@ -16,6 +16,7 @@ import (
 	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/metrics"
 )
 
@@ -68,11 +69,7 @@ func TestRealAgentRunDelivers(t *testing.T) {
 			planted := plantedSettings(other.URL)
 			head := seedPlanted(t, remote, planted)
 
-			hb, _ := json.Marshal(map[string]any{tc.harness: map[string]any{"argv": []string{cli}, "env": tc.env, "baseUrl": base}})
-			h, err := harness.Parse("harness.json", hb)
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := parseHarness(t, tc.harness, map[string]any{"argv": []string{cli}, "env": tc.env, "baseUrl": base})
 			m := metrics.New()
 			h.SetAccounting(m, 0)
 			repos := agenttest.Repos(t, remote.Dir)
@@ -180,23 +177,6 @@ func (ra realAgent) plan(env []string) string {
 // agentTokens reads oecp_agent_tokens_total for the labels.
 func agentTokens(t *testing.T, m *metrics.Metrics, h, model, kind string) float64 {
 	t.Helper()
-	fams, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != "oecp_agent_tokens_total" {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			got := map[string]string{}
-			for _, l := range s.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			if got["harness"] == h && got["model"] == model && got["kind"] == kind {
-				return s.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	n, _ := testkit.Counter(t, m.Registry(), "oecp_agent_tokens_total", map[string]string{"harness": h, "model": model, "kind": kind})
+	return n
 }

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // chanTransport lets a test play the server frame by frame.
@@ -63,20 +63,12 @@ func next(t *testing.T, tr *chanTransport) wireReq {
 	return r
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestIDNullErrorIsLoggedAndIgnored: an id-null error matches no request;
 // it is logged and the pending call still gets its own answer.
 func TestIDNullErrorIsLoggedAndIgnored(t *testing.T) {
 	tr := newChanTransport()
-	var logs syncBuf
-	c := client.New(tr, client.Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	logs := testkit.NewSyncBuffer()
+	c := client.New(tr, client.Options{Log: slog.New(slog.NewTextHandler(logs, nil))})
 	defer c.Close()
 	errc := make(chan error, 1)
 	go func() { _, err := c.Initialize(context.Background()); errc <- err }()

@@ -14,6 +14,7 @@ import (
 	"github.com/oecp/oecp/delivery"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
@@ -33,10 +34,7 @@ type rig struct {
 
 func newRig(t *testing.T, mode string, ghFlags ...string) *rig {
 	t.Helper()
-	gh, err := filepath.Abs("../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh := agenttest.FakeGH(t)
 	r := &rig{t: t, remote: gittest.NewRemote(t)}
 	repo := workspace.Repo{URL: r.remote.Dir, Forge: &workspace.Forge{Argv: append([]string{gh, "--remote", r.remote.Dir}, ghFlags...)}}
 	b, _ := json.Marshal(map[string]workspace.Repo{"acme/app": repo})

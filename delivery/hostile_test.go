@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/delivery"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/workspace"
 )
@@ -92,7 +93,7 @@ func TestPushReachesOnlyTheRunsRepository(t *testing.T) {
 	url := real.srv.URL + "/remote.git"
 	evilURL := evil.srv.URL + "/evil.git"
 
-	gh, _ := filepath.Abs("../examples/agents/bin/gh")
+	gh := agenttest.FakeGH(t)
 	repo := workspace.Repo{URL: url, TokenEnv: "DELIVERY_TEST_TOKEN", Forge: &workspace.Forge{Argv: []string{gh, "--remote", remote.Dir}}}
 	m := workspace.NewManager(t.TempDir(), repos(t, repo), time.Hour, nil)
 	t.Cleanup(m.Close)

@@ -6,6 +6,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/tracing"
 )
 
@@ -21,17 +22,11 @@ func (failing) Shutdown(context.Context) error { return nil }
 func TestDroppedSpansAreCounted(t *testing.T) {
 	m := New()
 	read := func() float64 {
-		fams, err := m.Registry().Gather()
-		if err != nil {
-			t.Fatal(err)
+		n, ok := testkit.Counter(t, m.Registry(), "oecp_trace_spans_dropped_total", nil)
+		if !ok {
+			t.Fatal("no oecp_trace_spans_dropped_total")
 		}
-		for _, f := range fams {
-			if f.GetName() == "oecp_trace_spans_dropped_total" {
-				return f.GetMetric()[0].GetCounter().GetValue()
-			}
-		}
-		t.Fatal("no oecp_trace_spans_dropped_total")
-		return 0
+		return n
 	}
 	before := read()
 	p := tracing.Install(failing{}, tracing.Config{})

@@ -42,19 +42,26 @@ func (f *flaky) View(ctx context.Context, fn func(store.ReadTx) error) error {
 	return f.Store.View(ctx, fn)
 }
 
+// echoRun is a backend on st, closed with the test, in which alice has
+// submitted run "r" of one echo step.
+func echoRun(t *testing.T, st store.Store) (*runs.Backend, context.Context, engine.RunRef) {
+	t.Helper()
+	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(b.Close)
+	ctx := as("alice")
+	if _, err := b.Submit(ctx, "r", submission("r", graphOf(step("a", "echo")), "a")); err != nil {
+		t.Fatal(err)
+	}
+	return b, ctx, engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
+}
+
 // TestLogLinesOutliveTheStoreBeingDown: lines logged while the store
 // cannot write are kept (up to the bound per execution) and written, in
 // order, once it can; a read that fails is STORE_UNAVAILABLE, not a
 // missing run.
 func TestLogLinesOutliveTheStoreBeingDown(t *testing.T) {
 	st := &flaky{Store: store.NewMemory(), failed: make(chan struct{}, 2)}
-	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
-	defer b.Close()
-	ctx := as("alice")
-	if _, err := b.Submit(ctx, "r", submission("r", graphOf(step("a", "echo")), "a")); err != nil {
-		t.Fatal(err)
-	}
-	ref := engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
+	b, ctx, ref := echoRun(t, st)
 	st.down.Store(true)
 	const logged = 1005 // past the bound of 1,000 lines per execution
 	l := b.Ledger("test")
@@ -128,13 +135,7 @@ func (f *readsFail) Update(ctx context.Context, fn func(store.Tx) error) error {
 // is the store's classified error, not the raw error of the read.
 func TestLogLinesHeldWhenAReadFailsUnavailable(t *testing.T) {
 	st := &readsFail{Store: store.NewMemory(), failed: make(chan struct{}, 1)}
-	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
-	defer b.Close()
-	ctx := as("alice")
-	if _, err := b.Submit(ctx, "r", submission("r", graphOf(step("a", "echo")), "a")); err != nil {
-		t.Fatal(err)
-	}
-	ref := engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
+	b, ctx, ref := echoRun(t, st)
 	st.down.Store(true)
 	b.Ledger("test").Log(ref, "", "info", "held line")
 	testkit.Recv(t, st.failed)

@@ -55,21 +55,6 @@ func (f *fakeWorkspaces) Prepare(ctx context.Context, _, runID string, _ runs.So
 	return f.err
 }
 
-// logMessages replays a finished run's log messages.
-func logMessages(t *testing.T, r *rig, ctx context.Context, runID string) string {
-	t.Helper()
-	sub, err := r.b.Logs(ctx, runID, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, _ := drain(t, sub)
-	var msgs []string
-	for _, l := range lines {
-		msgs = append(msgs, l["record"].(map[string]any)["message"].(string))
-	}
-	return strings.Join(msgs, "\n")
-}
-
 // No execution starts before the run's workspace is ready.
 func TestRunWaitsForItsWorkspace(t *testing.T) {
 	ws := &fakeWorkspaces{prepared: make(chan string, 1), release: make(chan struct{})}
@@ -86,7 +71,7 @@ func TestRunWaitsForItsWorkspace(t *testing.T) {
 	if got := statusJSON(t, waitFinished(t, r.b, ctx, "w")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
 		t.Fatalf("final %s", got)
 	}
-	if logs := logMessages(t, r, ctx, "w"); !strings.HasPrefix(logs, "workspace: oecp/oecp at 0123456789abcdef0123456789abcdef01234567 is ready") {
+	if logs := logLines(t, r.b, ctx, "w"); !strings.HasPrefix(logs, "workspace: oecp/oecp at 0123456789abcdef0123456789abcdef01234567 is ready") {
 		t.Fatalf("logs:\n%s", logs)
 	}
 }
@@ -113,7 +98,7 @@ func TestUnknownRevisionFailsTheRun(t *testing.T) {
 		r.agents.mu.Lock()
 		ran := r.agents.finished
 		r.agents.mu.Unlock()
-		if logs := logMessages(t, r, ctx, "u"); ran != 0 || logs != "workspace: the repository could not be cloned at the requested revision" {
+		if logs := logLines(t, r.b, ctx, "u"); ran != 0 || logs != "workspace: the repository could not be cloned at the requested revision" {
 			t.Fatalf("%d agents ran; logs:\n%s", ran, logs)
 		}
 	}

@@ -112,26 +112,32 @@ func (p *Provider) ForceFlush(ctx context.Context) error {
 func newExporter(ctx context.Context, c Config) (sdktrace.SpanExporter, error) {
 	switch c.Protocol {
 	case ProtocolHTTP:
-		var opts []otlptracehttp.Option
-		if c.Endpoint != "" {
-			u, err := endpointURL(c.Endpoint, "/v1/traces")
-			if err != nil {
-				return nil, err
-			}
-			opts = append(opts, otlptracehttp.WithEndpointURL(u))
+		opts, err := endpointOption(c.Endpoint, "/v1/traces", otlptracehttp.WithEndpointURL)
+		if err != nil {
+			return nil, err
 		}
 		return otlptracehttp.New(ctx, opts...)
 	default:
-		var opts []otlptracegrpc.Option
-		if c.Endpoint != "" {
-			u, err := endpointURL(c.Endpoint, "")
-			if err != nil {
-				return nil, err
-			}
-			opts = append(opts, otlptracegrpc.WithEndpointURL(u))
+		opts, err := endpointOption(c.Endpoint, "", otlptracegrpc.WithEndpointURL)
+		if err != nil {
+			return nil, err
 		}
 		return otlptracegrpc.New(ctx, opts...)
 	}
+}
+
+// endpointOption is the exporter's option naming the collector at
+// endpoint (path added as endpointURL adds it), made by with; none when
+// endpoint is "", which leaves the exporter to its environment.
+func endpointOption[O any](endpoint, path string, with func(string) O) ([]O, error) {
+	if endpoint == "" {
+		return nil, nil
+	}
+	u, err := endpointURL(endpoint, path)
+	if err != nil {
+		return nil, err
+	}
+	return []O{with(u)}, nil
 }
 
 // endpointURL is the collector's URL with path added to its own (as

@@ -102,13 +102,7 @@ func serve(t *testing.T, args ...string) served {
 		args = append(args, sandboxtest.ServeFlags(t)...)
 	}
 	cmd := exec.Command(oecpBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--store", "memory"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr := testkit.StartStderr(t, cmd)
 	var once sync.Once
 	end := func(sig syscall.Signal) func() {
 		return func() {

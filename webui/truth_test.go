@@ -24,16 +24,27 @@ func runIDAt(t time.Time, tail uint64) string {
 	return fmt.Sprintf("%08x-%04x-7000-8000-%012x", ms>>16, ms&0xffff, tail)
 }
 
+// dial connects to the server under a bound of waitBound; done closes
+// the connection and ends the bound.
+func (s served) dial(t *testing.T) (ctx context.Context, conn *client.Conn, done func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+	conn, err := client.Dial(ctx, s.ws, client.DialOptions{AllowPlaintext: true})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return ctx, conn, func() {
+		_ = conn.Close()
+		cancel()
+	}
+}
+
 // waitFinished follows run id's watch until it has finished.
 func (s served) waitFinished(t *testing.T, id string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-	defer cancel()
-	conn, err := client.Dial(ctx, s.ws, client.DialOptions{AllowPlaintext: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	ctx, conn, done := s.dial(t)
+	defer done()
 	f, err := client.FollowRunWatch(ctx, client.FollowOptions{RunID: id, Conn: conn})
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +61,8 @@ func (s served) waitFinished(t *testing.T, id string) {
 // waitLog follows run id's log until a record contains want.
 func (s served) waitLog(t *testing.T, id, want string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
-	defer cancel()
-	conn, err := client.Dial(ctx, s.ws, client.DialOptions{AllowPlaintext: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	ctx, conn, done := s.dial(t)
+	defer done()
 	f, err := client.FollowRunLogs(ctx, client.FollowOptions{RunID: id, Conn: conn}, "")
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,23 @@ func fakeForgeCLI(t *testing.T, name, answer, stderr string, exit int) string {
 	return dir
 }
 
+// ghIssue is a fake gh whose issue view answers issue number, titled
+// issueTitle with issueBody, at url.
+func ghIssue(t *testing.T, number int, url string) string {
+	t.Helper()
+	answer, _ := json.Marshal(map[string]any{"number": number, "title": issueTitle, "body": issueBody, "url": url})
+	return fakeForgeCLI(t, "gh", string(answer), "", 0)
+}
+
+// calledOnce fails the test unless the fake forge CLI name in dir was
+// called once, with the arguments want.
+func calledOnce(t *testing.T, dir, name string, want ...string) {
+	t.Helper()
+	if calls := forgeCalls(t, dir); len(calls) != 1 || !slices.Equal(calls[0], want) {
+		t.Fatalf("%s calls %q, want one %q", name, calls, want)
+	}
+}
+
 // forgeCalls are the argument lists the fake forge CLI in dir was called
 // with.
 func forgeCalls(t *testing.T, dir string) [][]string {
@@ -98,16 +115,12 @@ func (h *templateHost) implementerPrompt(t *testing.T) string {
 // it and closes the issue (Closes #7).
 func TestCLISubmitIssueOpensClosingPullRequest(t *testing.T) {
 	h := startTemplateHost(t, "codex")
-	answer, _ := json.Marshal(map[string]any{"number": 7, "title": issueTitle, "body": issueBody, "url": "https://github.com/acme/app/issues/7"})
-	gh := fakeForgeCLI(t, "gh", string(answer), "", 0)
+	gh := ghIssue(t, 7, "https://github.com/acme/app/issues/7")
 	r := oecpPath(t, "", gh, false, h.srv, "run", "submit", "--template", "software-change", "--issue", "7", "--pr", "--harness", "codex",
 		"--source", h.source, "--id", "issue-pr", "--watch", "--timestamps=false")
 	expect(t, r, 0, []string{`"` + issueTitle + `", source ` + h.source, "run issue-pr succeeded"},
 		[]string{`task from issue https://github.com/acme/app/issues/7: "` + issueTitle + `"`})
-	want := []string{"issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app"}
-	if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
-		t.Fatalf("gh calls %q, want one %q", calls, want)
-	}
+	calledOnce(t, gh, "gh", "issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app")
 	task, _ := json.Marshal("# " + issueTitle + "\n\n" + strings.TrimSpace(issueBody) + "\n")
 	if prompt := h.implementerPrompt(t); !strings.Contains(prompt, `"task":`+string(task)) {
 		t.Fatalf("the implementer's prompt lacks the issue %s:\n%s", task, prompt)
@@ -124,15 +137,11 @@ func TestCLISubmitIssueOpensClosingPullRequest(t *testing.T) {
 // reference (Closes acme/other#12).
 func TestCLISubmitIssueShipMergesClosingAnotherRepository(t *testing.T) {
 	h := startTemplateHost(t, "codex")
-	answer, _ := json.Marshal(map[string]any{"number": 12, "title": issueTitle, "body": issueBody, "url": "https://github.com/acme/other/issues/12"})
-	gh := fakeForgeCLI(t, "gh", string(answer), "", 0)
+	gh := ghIssue(t, 12, "https://github.com/acme/other/issues/12")
 	r := oecpPath(t, "", gh, false, h.srv, "run", "submit", "--template", "software-change", "--issue", "acme/other#12", "--ship", "--harness", "codex",
 		"--source", h.source, "--id", "issue-ship", "--watch", "--timestamps=false")
 	expect(t, r, 0, []string{"run issue-ship succeeded", "pull request: #1 into main (merged)"}, nil)
-	want := []string{"issue", "view", "12", "--json", "number,title,body,url", "--repo", "acme/other"}
-	if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
-		t.Fatalf("gh calls %q, want one %q", calls, want)
-	}
+	calledOnce(t, gh, "gh", "issue", "view", "12", "--json", "number,title,body,url", "--repo", "acme/other")
 	if _, body := h.pullRequest(t); !strings.HasSuffix(body, "\n\nCloses acme/other#12") {
 		t.Fatalf("pull request body:\n%s", body)
 	}
@@ -152,10 +161,7 @@ func TestCLISubmitGitLabIssueFromCheckout(t *testing.T) {
 		"--pr", "--harness", "codex", "--id", "issue-gl", "--watch", "--timestamps=false")
 	branch := strings.TrimPrefix(h.runBranch(t), "refs/heads/")
 	expect(t, r, 0, []string{"run issue-gl succeeded\n", "fetched: branch " + branch + " into " + checkout}, []string{"source acme/app@main:"})
-	want := []string{"issue", "view", "5", "--output", "json", "--repo", "acme/app"}
-	if calls := forgeCalls(t, glab); len(calls) != 1 || !slices.Equal(calls[0], want) {
-		t.Fatalf("glab calls %q, want one %q", calls, want)
-	}
+	calledOnce(t, glab, "glab", "issue", "view", "5", "--output", "json", "--repo", "acme/app")
 	if prompt := h.implementerPrompt(t); !strings.Contains(prompt, `keep `+"`$(rm -rf /)`"+` as text.`) {
 		t.Fatalf("the implementer's prompt lacks the issue's description:\n%s", prompt)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/modelapi"
 )
@@ -76,6 +77,16 @@ func realCLIs() []realCLI {
 	}
 }
 
+// softwareChangeHost starts a stand-in of c's provider, scripted with
+// softwareChangeScript, and a host whose harness runs c's CLI against it.
+func (c realCLI) softwareChangeHost(t *testing.T) (*templateHost, realStandIn) {
+	t.Helper()
+	cli := c.cli(t)
+	api := c.api(t)
+	softwareChangeScript(api.route)
+	return startRealHost(t, c.harness, cli, api.base), api
+}
+
 // startRealHost is a server whose harness entry for harness runs the real
 // CLI at cli against the stand-in (its baseUrl, whose loopback port the
 // agent sandbox allows), serving acme/app from a bare remote through the
@@ -83,10 +94,7 @@ func realCLIs() []realCLI {
 func startRealHost(t *testing.T, harness, cli, base string) *templateHost {
 	t.Helper()
 	dir := t.TempDir()
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh := agenttest.FakeGH(t)
 	key := harnessDefaults[harness].env
 	t.Setenv(key, "sk-test-"+harness)
 	remote := gittest.NewRemote(t)
@@ -117,10 +125,7 @@ func startRealHost(t *testing.T, harness, cli, base string) *templateHost {
 func TestCLIRealAgentsSoftwareChangeRepairsThenOpensPullRequest(t *testing.T) {
 	for _, tc := range realCLIs() {
 		t.Run(tc.harness, func(t *testing.T) {
-			cli := tc.cli(t)
-			api := tc.api(t)
-			softwareChangeScript(api.route)
-			h := startRealHost(t, tc.harness, cli, api.base)
+			h, api := tc.softwareChangeHost(t)
 			r := oecp(t, h.srv, "run", "submit", "--template", "software-change", "--task", "Add a NOTES.md with two lines.", "--pr",
 				"--harness", tc.harness, "--source", h.source, "--id", "real", "--watch", "--timestamps=false")
 			expect(t, r, 0, []string{
@@ -187,10 +192,7 @@ func assertRolesReached(t *testing.T, reqs []modelapi.Request) {
 func TestCLIRealAgentsIssueShipFromCheckout(t *testing.T) {
 	for _, tc := range realCLIs() {
 		t.Run(tc.harness, func(t *testing.T) {
-			cli := tc.cli(t)
-			api := tc.api(t)
-			softwareChangeScript(api.route)
-			h := startRealHost(t, tc.harness, cli, api.base)
+			h, api := tc.softwareChangeHost(t)
 			dir := t.TempDir()
 			if err := os.MkdirAll(filepath.Join(dir, "acme"), 0o755); err != nil {
 				t.Fatal(err)
@@ -216,10 +218,7 @@ func TestCLIRealAgentsIssueShipFromCheckout(t *testing.T) {
 			if t.Failed() {
 				t.Fatalf("logs:\n%s", oecp(t, h.srv, "run", "logs", "ship").stdout)
 			}
-			want := []string{"issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app"}
-			if calls := forgeCalls(t, gh); len(calls) != 1 || !slices.Equal(calls[0], want) {
-				t.Fatalf("gh calls %q, want one %q", calls, want)
-			}
+			calledOnce(t, gh, "gh", "issue", "view", "7", "--json", "number,title,body,url", "--repo", "acme/app")
 			if _, body := h.pullRequest(t); !strings.HasSuffix(body, "\n\nCloses #7") {
 				t.Fatalf("pull request body:\n%s", body)
 			}

@@ -16,13 +16,11 @@ import (
 // unknown run is not found. The HTTP route answers refusals as JSON.
 func TestCLIRunExport(t *testing.T) {
 	dir := t.TempDir()
-	toks := filepath.Join(dir, "tokens.json")
-	_ = os.WriteFile(toks, []byte(`[
+	toks := writeSecret(t, filepath.Join(dir, "tokens.json"), `[
  {"token":"alice-token","principal":"alice","tenant":"t1","expiresAt":"2999-01-01T00:00:00Z"},
- {"token":"eve-token","principal":"eve","tenant":"t2","expiresAt":"2999-01-01T00:00:00Z"}]`), 0o600)
-	alice, eve := filepath.Join(dir, "alice"), filepath.Join(dir, "eve")
-	_ = os.WriteFile(alice, []byte("alice-token\n"), 0o600)
-	_ = os.WriteFile(eve, []byte("eve-token\n"), 0o600)
+ {"token":"eve-token","principal":"eve","tenant":"t2","expiresAt":"2999-01-01T00:00:00Z"}]`)
+	alice := writeSecret(t, filepath.Join(dir, "alice"), "alice-token\n")
+	eve := writeSecret(t, filepath.Join(dir, "eve"), "eve-token\n")
 	srv := startServer(t, "--harness", nativeHarness(t), "--auth-tokens", toks)
 	expect(t, oecp(t, srv, "run", "submit", "-f", exampleGraph, "--runtime", exampleRuntime, "--input", exampleInput,
 		"--source", testSource, "--id", "ex-1", "--watch", "--token-file", alice), 0, []string{"succeeded"}, nil)

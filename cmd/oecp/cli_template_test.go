@@ -9,6 +9,7 @@ import (
 
 	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // templateHost is a server whose harness runs testdata/template-agent.sh
@@ -42,12 +43,8 @@ func startAgentHostArgv(t *testing.T, harness, agentScript string, argv func(dir
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile(agentScript)
-	if err != nil {
-		t.Fatal(err)
-	}
 	agent := filepath.Join(dir, harness)
-	if err := os.WriteFile(agent, script, 0o755); err != nil {
+	if err := os.WriteFile(agent, []byte(testkit.ReadFile(t, agentScript)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	key := harnessDefaults[harness].env

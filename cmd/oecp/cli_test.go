@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -63,6 +63,16 @@ func (s *testServer) waitLog(t *testing.T, want string) string {
 	return ""
 }
 
+// writeSecret writes content to path, readable by its owner only (a
+// token or a tokens file), and returns path.
+func writeSecret(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // startServer runs `oecp serve` with extra flags and waits for the line
 // that announces its URL.
 func startServer(t *testing.T, extra ...string) *testServer {
@@ -72,13 +82,7 @@ func startServer(t *testing.T, extra ...string) *testServer {
 		args = append(args, sandboxtest.ServeFlags(t)...)
 	}
 	cmd := exec.Command(oecpBin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr := testkit.StartStderr(t, cmd)
 	urlc := make(chan string, 1)
 	logs := make(chan string, serverLogBuffer)
 	go func() {
@@ -340,27 +344,19 @@ func TestCLIBadInput(t *testing.T) {
 		expect(t, oecp(t, nil, "get", "--server", u), 2, nil, []string{"URL refused"})
 	}
 	// Unreachable server.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	expect(t, oecp(t, nil, "get", "--server", "ws://"+addr+"/oecp"), 2, nil, []string{"cannot talk to the server", "oecp serve"})
 	expect(t, oecp(t, nil, "get", "--server", "ws://"+addr+"/oecp", "--token-file", filepath.Join(dir, "none")), 2, nil, []string{"--token-file"})
 }
 
 func TestCLIAuthTokens(t *testing.T) {
 	dir := t.TempDir()
-	toks := filepath.Join(dir, "tokens.json")
-	_ = os.WriteFile(toks, []byte(`[
+	toks := writeSecret(t, filepath.Join(dir, "tokens.json"), `[
  {"token":"good-token","principal":"alice","tenant":"t1","expiresAt":"2999-01-01T00:00:00Z"},
- {"token":"old-token","principal":"bob","tenant":"t1","expiresAt":"2000-01-01T00:00:00Z"}]`), 0o600)
+ {"token":"old-token","principal":"bob","tenant":"t1","expiresAt":"2000-01-01T00:00:00Z"}]`)
 	srv := startServer(t, "--auth-tokens", toks)
-	good := filepath.Join(dir, "good")
-	old := filepath.Join(dir, "old")
-	_ = os.WriteFile(good, []byte("good-token\n"), 0o600)
-	_ = os.WriteFile(old, []byte("old-token\n"), 0o600)
+	good := writeSecret(t, filepath.Join(dir, "good"), "good-token\n")
+	old := writeSecret(t, filepath.Join(dir, "old"), "old-token\n")
 	expect(t, oecp(t, srv, "get", "--token-file", good), 0, []string{"phase:"}, nil)
 	expect(t, oecp(t, srv, "get", "--token-file", old), 2, nil, []string{"401", "OECP_TOKEN"})
 	expect(t, oecp(t, srv, "get"), 2, nil, []string{"401"})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 )
 
@@ -18,13 +19,7 @@ func serveRefused(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(oecpBin, append([]string{"serve", "--listen", "127.0.0.1:0", "--shutdown-grace", "100ms"}, args...)...)
 	cmd.Env = cliEnv(nil)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr := testkit.StartStderr(t, cmd)
 	var log strings.Builder
 	sc := bufio.NewScanner(stderr)
 	url := regexp.MustCompile(`url"?[=:]"?wss?://`)
@@ -36,7 +31,7 @@ func serveRefused(t *testing.T, args ...string) (int, string) {
 			t.Fatalf("a second server started on the same data directory:\n%s", log.String())
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/testkit"
 )
@@ -25,19 +25,6 @@ type localHome struct {
 	env  []string
 	addr string
 	data string // the default data directory
-}
-
-// freeAddr is a loopback address nothing listens on (a port the kernel
-// handed out and that was closed again).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 func newLocalHome(t *testing.T, remote *gittest.Remote) *localHome {
@@ -54,16 +41,10 @@ func newLocalHome(t *testing.T, remote *gittest.Remote) *localHome {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile("testdata/template-agent.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := testkit.ReadFile(t, "testdata/template-agent.sh")
+	gh := agenttest.FakeGH(t)
 	files := map[string]string{
-		"codex": string(script),
+		"codex": script,
 		"gh":    "#!/bin/sh\nexec " + gh + " --remote " + remote.Dir + " \"$@\"\n",
 	}
 	for name, content := range files {
@@ -71,7 +52,7 @@ func newLocalHome(t *testing.T, remote *gittest.Remote) *localHome {
 			t.Fatal(err)
 		}
 	}
-	h := &localHome{addr: freeAddr(t), data: filepath.Join(root, "state", "oecp")}
+	h := &localHome{addr: testkit.FreeAddr(t), data: filepath.Join(root, "state", "oecp")}
 	h.env = []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + filepath.Join(root, "home"),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/testkit"
 )
@@ -52,10 +53,7 @@ func readmeBlock(t *testing.T, marker string) string {
 // state/serve.pid) and points every other command at it.
 func replayTools(t *testing.T, bin, home, state, remote string) {
 	t.Helper()
-	ex, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := agenttest.FakeGH(t)
 	agent, err := filepath.Abs("testdata/template-agent.sh")
 	if err != nil {
 		t.Fatal(err)

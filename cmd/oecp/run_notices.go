@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"io"
 	"strings"
 	"sync"
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/internal/syncio"
 )
 
 // notices prints, while `run watch` follows a run, the log records people
@@ -27,7 +27,7 @@ type notices struct {
 
 // newNotices makes c.stdout safe for the two goroutines that print.
 func newNotices(c *cli, runID string) *notices {
-	c.stdout = &lockedWriter{w: c.stdout}
+	c.stdout = syncio.NewWriter(c.stdout)
 	return &notices{c: c, runID: runID, printed: map[string]bool{}}
 }
 
@@ -90,17 +90,4 @@ func noticeLine(runID string, ev client.RunLogEvent) string {
 		line += " (execution " + ev.Execution + ")"
 	}
 	return line
-}
-
-// lockedWriter serialises whole writes of the goroutines that print one
-// command's lines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

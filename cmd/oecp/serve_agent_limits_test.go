@@ -26,6 +26,22 @@ func endedOnLimit(t *testing.T, srv *testServer, s *hostileSetup, id, limit stri
 	}
 }
 
+// endsOnLimit checks that the server logged inForce as the limits in
+// force, that the run of probe mode ends its step and the verifier the
+// graph routes the crashed step on to (which does the same) on limit, and
+// that a quiet run after it succeeds.
+func endsOnLimit(t *testing.T, srv *testServer, s *hostileSetup, inForce, mode, limit string) {
+	t.Helper()
+	if !strings.Contains(s.log.String(), `"agent limits in force" `+inForce) {
+		t.Errorf("the limits in force are not logged:\n%s", s.log.String())
+	}
+	probes(t, srv, s, mode, mode)
+	endedOnLimit(t, srv, s, mode, limit, 2)
+	if _, w := probes(t, srv, s, "quiet", "quiet"); w.code != 0 {
+		t.Fatalf("a quiet run after it: exit %d\n%s\n%s", w.code, w.stdout, w.stderr)
+	}
+}
+
 // TestAgentSandboxDefaultLimits: a root server given no limit flag bounds
 // every execution by the defaults where its host can enforce them, logs
 // the limits in force at start, and a fork storm past the default process
@@ -47,16 +63,7 @@ func TestAgentSandboxDefaultLimits(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	srv := s.start(t, 0)
-	if !strings.Contains(s.log.String(), `"agent limits in force" agent-max-procs=4096 agent-max-memory=8G agent-max-disk=10G`) {
-		t.Errorf("the limits in force are not logged:\n%s", s.log.String())
-	}
-	probes(t, srv, s, "bigstorm", "bigstorm")
-	// The graph routes the crashed step on to its verifier, which storms
-	// and crashes too.
-	endedOnLimit(t, srv, s, "bigstorm", sandbox.LimitProcs, 2)
-	if _, w := probes(t, srv, s, "quiet", "quiet"); w.code != 0 {
-		t.Fatalf("a quiet run after it: exit %d\n%s\n%s", w.code, w.stdout, w.stderr)
-	}
+	endsOnLimit(t, srv, s, "agent-max-procs=4096 agent-max-memory=8G agent-max-disk=10G", "bigstorm", sandbox.LimitProcs)
 }
 
 // TestAgentSandboxDiskLimit: with --agent-max-disk 4M, a writer that
@@ -67,14 +74,7 @@ func TestAgentSandboxDiskLimit(t *testing.T) {
 	requireSandbox(t)
 	s := newHostileSetup(t, 0)
 	srv := s.start(t, 0, "--agent-max-disk", "4M", "--agent-max-procs", "none", "--agent-max-memory", "0")
-	if !strings.Contains(s.log.String(), `"agent limits in force" agent-max-procs=none agent-max-memory=none agent-max-disk=4M`) {
-		t.Errorf("the limits in force are not logged:\n%s", s.log.String())
-	}
-	probes(t, srv, s, "fill", "fill")
-	endedOnLimit(t, srv, s, "fill", sandbox.LimitDisk, 2)
-	if _, w := probes(t, srv, s, "quiet", "quiet"); w.code != 0 {
-		t.Fatalf("a quiet run after it: exit %d\n%s\n%s", w.code, w.stdout, w.stderr)
-	}
+	endsOnLimit(t, srv, s, "agent-max-procs=none agent-max-memory=none agent-max-disk=4M", "fill", sandbox.LimitDisk)
 }
 
 // TestAgentSandboxRunsAProgramDirectlyInTmp: a harness program installed

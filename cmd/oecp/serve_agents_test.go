@@ -183,13 +183,7 @@ func (s *hostileSetup) start(t *testing.T, uid int, extra ...string) *testServer
 // runServer starts cmd (an `oecp serve`) and waits for its URL.
 func runServer(t *testing.T, cmd *exec.Cmd, log *lockedBuilder) *testServer {
 	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr := testkit.StartStderr(t, cmd)
 	urlc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -407,19 +401,35 @@ func TestAgentDiesWithServer(t *testing.T) {
 	}
 }
 
+// procs lists the PIDs /proc holds.
+func procs() []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// procFile is /proc/PID/name, nil when it cannot be read (the process
+// is gone).
+func procFile(pid int, name string) []byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + name)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
 // findAgent returns the PID of the agent process whose arguments hold
 // secret: the script, or the sleep it becomes (one PID), never the
 // sandbox's bwrap processes, whose arguments hold it too.
 func findAgent(t *testing.T, secret string) int {
 	t.Helper()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm")
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+	for _, pid := range procs() {
+		comm, b := procFile(pid, "comm"), procFile(pid, "cmdline")
 		if strings.TrimSpace(string(comm)) != "bwrap" && strings.Contains(string(b), secret) {
 			return pid
 		}
@@ -433,14 +443,9 @@ func findAgent(t *testing.T, secret string) int {
 func childrenNamed(t *testing.T, pid int, names ...string) []int {
 	t.Helper()
 	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err != nil {
+	for _, child := range procs() {
+		comm := procFile(child, "comm")
+		if comm == nil {
 			continue
 		}
 		for _, n := range names {
@@ -560,17 +565,12 @@ func TestServersKilledDuringAgentSetupLeaveNoAgent(t *testing.T) {
 // holds one of secrets: agents, their sandboxes' bwrap, their pasta.
 func agentsOf(secrets []string) []int {
 	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+	for _, pid := range procs() {
+		stat := procFile(pid, "stat")
 		if i := bytes.LastIndexByte(stat, ')'); i < 0 || bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
 			continue
 		}
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		b := procFile(pid, "cmdline")
 		for _, s := range secrets {
 			if bytes.Contains(b, []byte(s)) {
 				out = append(out, pid)

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/oecp/oecp/internal/agenttest"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // hostGitSetup is a hostile setup whose server serves repository acme/app
@@ -29,41 +32,25 @@ func newHostGitSetup(t *testing.T, uid int) *hostGitSetup {
 	reposDir := filepath.Join(s.install, "repos")
 	s.remote, s.other = filepath.Join(reposDir, "remote.git"), filepath.Join(reposDir, "other.git")
 	s.repos, s.victim = filepath.Join(s.home, "repos.json"), filepath.Join(s.home, "victim")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=seed", "-c", "user.email=seed@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
 	seed := func(bare, file, content string) string {
 		work := t.TempDir()
-		git(work, "init", "--quiet", "--bare", bare)
-		git(work, "clone", "--quiet", bare, "w")
+		git(t, work, "-c", "init.defaultBranch=main", "init", "--quiet", "--bare", bare)
+		git(t, work, "clone", "--quiet", bare, "w")
 		if err := os.WriteFile(filepath.Join(work, "w", file), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		git(filepath.Join(work, "w"), "add", file)
-		git(filepath.Join(work, "w"), "commit", "--quiet", "-m", "seed")
-		git(filepath.Join(work, "w"), "push", "--quiet", "origin", "HEAD:refs/heads/main")
-		return git(filepath.Join(work, "w"), "rev-parse", "HEAD")
+		git(t, filepath.Join(work, "w"), "add", file)
+		git(t, filepath.Join(work, "w"), "commit", "--quiet", "-m", "seed")
+		git(t, filepath.Join(work, "w"), "push", "--quiet", "origin", "HEAD:refs/heads/main")
+		return git(t, filepath.Join(work, "w"), "rev-parse", "HEAD")
 	}
 	if err := os.MkdirAll(reposDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	s.head = seed(s.remote, "README.md", "# app\n")
 	s.otherCommit = seed(s.other, "secret.txt", "another tenant's code\n")
-	agent, err := os.ReadFile("testdata/hostile-git-agent.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gh, err := os.ReadFile("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := []byte(testkit.ReadFile(t, "testdata/hostile-git-agent.sh"))
+	gh := []byte(testkit.ReadFile(t, agenttest.FakeGH(t)))
 	ghPath, agentPath := filepath.Join(s.install, "gh"), filepath.Join(s.install, "hostile-git-agent.sh")
 	repos, _ := json.Marshal(map[string]any{
 		"acme/app":   map[string]any{"url": s.remote, "forge": map[string]any{"argv": []string{ghPath, "--remote", s.remote}}},

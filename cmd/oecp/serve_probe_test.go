@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -52,8 +51,7 @@ func TestProbesAndHostRule(t *testing.T) {
 		}
 	}
 
-	toks := filepath.Join(t.TempDir(), "tokens.json")
-	_ = os.WriteFile(toks, []byte(`[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`), 0o600)
+	toks := writeSecret(t, filepath.Join(t.TempDir(), "tokens.json"), `[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`)
 	authed := startServer(t, "--auth-tokens", toks)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		if code := probe(t, authed.url, "oecp.example:443", path); code != http.StatusOK {

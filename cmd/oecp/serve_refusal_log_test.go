@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,15 +11,9 @@ import (
 // client is told only that it was refused.
 func TestServeLogsWhyATokenWasRefused(t *testing.T) {
 	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens.json")
 	const secret = "s3cret-token-of-bob"
-	if err := os.WriteFile(tokens, []byte(`[{"token":"`+secret+`","principal":"bob","tenant":"acme","expiresAt":"2001-01-01T00:00:00Z"}]`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokens := writeSecret(t, filepath.Join(dir, "tokens.json"), `[{"token":"`+secret+`","principal":"bob","tenant":"acme","expiresAt":"2001-01-01T00:00:00Z"}]`)
+	tokenFile := writeSecret(t, filepath.Join(dir, "token"), secret+"\n")
 	srv := startServer(t, "--auth-tokens", tokens, "--log-level", "debug")
 	r := oecp(t, srv, "get", "--token-file", tokenFile)
 	expect(t, r, 2, nil, []string{"401"})

@@ -21,10 +21,7 @@ import (
 // names every missing flag. Every unusable flag, file or address exits 2.
 func TestServeRefusesUnsafeNonLoopbackListen(t *testing.T) {
 	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens.json")
-	if err := os.WriteFile(tokens, []byte(`[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tokens := writeSecret(t, filepath.Join(dir, "tokens.json"), `[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +64,8 @@ func TestServeRefusesUnsafeNonLoopbackListen(t *testing.T) {
 // loopback URL that clients can dial, and the bound address.
 func TestServeWildcardListenLogsReachableURL(t *testing.T) {
 	dir := t.TempDir()
-	tokens, tokenFile := filepath.Join(dir, "tokens.json"), filepath.Join(dir, "token")
-	_ = os.WriteFile(tokens, []byte(`[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`), 0o600)
-	_ = os.WriteFile(tokenFile, []byte("t"), 0o600)
+	tokens := writeSecret(t, filepath.Join(dir, "tokens.json"), `[{"token":"t","principal":"p","tenant":"a","expiresAt":"2999-01-01T00:00:00Z"}]`)
+	tokenFile := writeSecret(t, filepath.Join(dir, "token"), "t")
 	srv := startServer(t, "--listen", "0.0.0.0:0", "--auth-tokens", tokens, "--insecure-plaintext")
 	if !strings.HasPrefix(srv.url, "ws://127.0.0.1:") {
 		t.Fatalf("announced %s, want a ws://127.0.0.1:PORT URL", srv.url)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // targetEnv is an environment with a configuration directory of its own
@@ -32,7 +34,7 @@ func TestCLITargets(t *testing.T) {
 	if err := os.WriteFile(token, []byte("secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dead := "ws://" + freeAddr(t) + "/oecp"
+	dead := "ws://" + testkit.FreeAddr(t) + "/oecp"
 	expect(t, runEnv(t, "", env, "target", "list"), 0, []string{"no targets"}, nil)
 	expect(t, runEnv(t, "", env, "target", "add", "dev", "--url", srv.url), 0, []string{"added target dev: " + srv.url, "oecp target use dev"}, nil)
 	expect(t, runEnv(t, dir, env, "target", "add", "prod", "--url", dead, "--token-file", "token"), 0, []string{"added target prod"}, nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oecp/oecp/engine/harness"
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // fakeCLI is testdata/fake-cli.sh installed as bin/<name> with its state
@@ -52,11 +53,7 @@ func (f *fakeCLI) write(name, content string) {
 
 func (f *fakeCLI) read(name string) string {
 	f.t.Helper()
-	data, err := os.ReadFile(filepath.Join(f.dir, name))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return string(data)
+	return testkit.ReadFile(f.t, filepath.Join(f.dir, name))
 }
 
 // events sets turn n's stdout.

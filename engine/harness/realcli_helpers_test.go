@@ -17,6 +17,7 @@ import (
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/internal/modelapi"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 const (
@@ -107,11 +108,7 @@ func (c *realCLI) write(name, content string) {
 
 func (c *realCLI) read(name string) string {
 	c.t.Helper()
-	b, err := os.ReadFile(filepath.Join(c.work, name))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return string(b)
+	return testkit.ReadFile(c.t, filepath.Join(c.work, name))
 }
 
 // get is the runner (built once) over the entry.
@@ -159,6 +156,32 @@ func (c *realCLI) sandbox(cfg *harness.Config) *sandbox.Host {
 
 // realRunID is the run every real-CLI execution belongs to.
 const realRunID = "run-1"
+
+// verified runs textStep once as exec does and fails the test unless the
+// outcome is verified; it returns the execution's lines.
+func (c *realCLI) verified(model string) *recorder {
+	c.t.Helper()
+	s, rec := c.exec(model)
+	if s != wantVerified {
+		c.t.Fatalf("outcome %s\n%s", s, rec.text())
+	}
+	return rec
+}
+
+// refused runs textStep once as exec does against a provider that
+// refuses the key, and fails the test unless the turn ends refused with
+// no answer, a line naming the 401, after at most three model calls
+// (calls counts them).
+func (c *realCLI) refused(model string, calls func() int) {
+	c.t.Helper()
+	s, rec := c.exec(model)
+	if s != wantAuthFail || rec.contains("info: {") {
+		c.t.Fatalf("outcome %s\n%s", s, rec.text())
+	}
+	if calls() > 3 || !rec.contains("401") {
+		c.t.Fatalf("%d calls before the refusal; lines:\n%s", calls(), rec.text())
+	}
+}
 
 // exec runs textStep once (model and env from the entry) and returns the
 // outcome's JSON and the execution's lines.

@@ -3,17 +3,16 @@ package collectortest_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/collectortest"
 	"github.com/oecp/oecp/internal/gittest"
 	"github.com/oecp/oecp/internal/testkit"
@@ -40,13 +39,8 @@ func newReplicaSet(t *testing.T, dsn, cli string, remote *gittest.Remote) *repli
 	if err != nil {
 		t.Fatal(err)
 	}
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	harness := writeJSON(t, dir, "harness.json", map[string]any{"codex": map[string]any{"argv": []string{cli}, "env": []string{"OPENAI_API_KEY"}}})
-	repos := writeJSON(t, dir, "repos.json", map[string]any{"acme/app": map[string]any{"url": remote.Dir,
-		"forge": map[string]any{"argv": []string{gh, "--remote", remote.Dir}}}})
+	harness := testkit.WriteJSON(t, dir, "harness.json", map[string]any{"codex": map[string]any{"argv": []string{cli}, "env": []string{"OPENAI_API_KEY"}}})
+	repos := testkit.WriteJSON(t, dir, "repos.json", agenttest.ReposFile(t, remote.Dir))
 	return &replicaSet{bin: bin, args: []string{"--store", "postgres", "--dsn", dsn, "--lease-ttl", "1s", "--pg-pool", "4",
 		"--harness", harness, "--repos", repos,
 		// The fake agent waits on a FIFO in the test's temporary directory,
@@ -55,25 +49,12 @@ func newReplicaSet(t *testing.T, dsn, cli string, remote *gittest.Remote) *repli
 		"--agent-unconfined"}}
 }
 
-func writeJSON(t *testing.T, dir, name string, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // start runs one replica, with a data directory of its own, exporting
 // its spans to endpoint over protocol (queued spans leave within 50 ms)
 // with its name as replicaAttr.
 func (rs *replicaSet) start(t *testing.T, name, endpoint, protocol string) *wiretest.Server {
 	t.Helper()
-	log := &syncLog{}
+	log := testkit.NewSyncBuffer()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("replica %s:\n%s", name, log.String())
@@ -81,24 +62,6 @@ func (rs *replicaSet) start(t *testing.T, name, endpoint, protocol string) *wire
 	})
 	return wiretest.StartServerEnv(t, rs.bin, log, []string{"OTEL_BSP_SCHEDULE_DELAY=50"}, append(rs.args, "--data", t.TempDir(),
 		"--trace-endpoint", endpoint, "--trace-protocol", protocol, "--trace-resource-attributes", replicaAttr+"="+name)...)
-}
-
-// syncLog collects a replica's log lines.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // gate is a first agent turn that reports its pid on the FIFO started and

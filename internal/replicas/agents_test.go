@@ -16,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/agenttest"
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 )
@@ -47,12 +49,9 @@ func startAgentCluster(t *testing.T, n int, leaseTTL string) *agentCluster {
 	must(t, syscall.Mkfifo(filepath.Join(cl.ctl, "started"), 0o600))
 	agent, err := filepath.Abs("testdata/agent.sh")
 	must(t, err)
-	gh, err := filepath.Abs("../../examples/agents/bin/gh")
-	must(t, err)
 	conf := t.TempDir()
-	harness := writeJSON(t, conf, "harness.json", map[string]any{"claude": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent, cl.ctl}}})
-	repos := writeJSON(t, conf, "repos.json", map[string]any{"acme/app": map[string]any{"url": cl.remote.Dir,
-		"forge": map[string]any{"argv": []string{gh, "--remote", cl.remote.Dir}}}})
+	harness := testkit.WriteJSON(t, conf, "harness.json", map[string]any{"claude": map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent, cl.ctl}}})
+	repos := testkit.WriteJSON(t, conf, "repos.json", agenttest.ReposFile(t, cl.remote.Dir))
 	for i := range n {
 		log := &lockedBuffer{}
 		cl.logs = append(cl.logs, log)
@@ -71,15 +70,6 @@ func startAgentCluster(t *testing.T, n int, leaseTTL string) *agentCluster {
 		})
 	}
 	return cl
-}
-
-func writeJSON(t *testing.T, dir, name string, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	must(t, err)
-	p := filepath.Join(dir, name)
-	must(t, os.WriteFile(p, b, 0o600))
-	return p
 }
 
 // lockedBuffer collects a replica's log lines.
@@ -144,6 +134,17 @@ func (cl *agentCluster) submit(t *testing.T, c *client.Conn, runID string) {
 	if _, err := c.RunSubmit(ctx, client.RunSubmitParams{RunID: runID, Submission: sub}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stepTwoRunning starts n replicas under leaseTTL, submits run id
+// through the first and waits for step two's agent: it returns the
+// cluster, the agent's pid and the index of the replica that runs it.
+func stepTwoRunning(t *testing.T, n int, leaseTTL, id string) (cl *agentCluster, pid, holder int) {
+	t.Helper()
+	cl = startAgentCluster(t, n, leaseTTL)
+	cl.submit(t, dial(t, cl.replicas[0]), id)
+	pid = cl.started(t)
+	return cl, pid, leaseHolder(t, &cl.cluster)
 }
 
 // started waits until an execution of step two has started and returns
@@ -253,11 +254,7 @@ func hasLine(lines []string, part string) bool {
 // runs step two again (the lost execution is not settled crash) and
 // finishes; the delivered branch holds every step's files.
 func TestKilledReplicaAgentRunMoves(t *testing.T) {
-	cl := startAgentCluster(t, 3, leaseTTL)
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-kill")
-	first := cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, first, holder := stepTwoRunning(t, 3, leaseTTL, "agents-kill")
 	t.Logf("replica %d runs step two (agent pid %d); killing it", holder, first)
 	_ = cl.replicas[holder].Signal(t, syscall.SIGKILL)
 	second := cl.started(t)
@@ -295,22 +292,30 @@ func TestKilledReplicaAgentRunMoves(t *testing.T) {
 // lease, so another replica resumes the run while the stopped one's lease
 // would still have been valid; the run finishes with every step's files.
 func TestStoppedReplicaHandsOver(t *testing.T) {
-	cl := startAgentCluster(t, 2, "60s")
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-term")
-	cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	takenOverBeforeExpiry(t, "agents-term", syscall.SIGTERM, "stopped", "interrupted")
+}
+
+// takenOverBeforeExpiry: under a 60 s lease, the replica running step two
+// of run id gets sig; step two starts again on the other replica while
+// that lease would still be valid, and the run finishes with every step's
+// files. ended says what became of the replica ("stopped"), first of the
+// execution it ran ("interrupted").
+func takenOverBeforeExpiry(t *testing.T, id string, sig syscall.Signal, ended, first string) {
+	t.Helper()
+	cl, _, holder := stepTwoRunning(t, 2, "60s", id)
 	expires := leaseExpiry(t, &cl.cluster)
-	_ = cl.replicas[holder].Signal(t, syscall.SIGTERM)
+	signalled := time.Now()
+	_ = cl.replicas[holder].Signal(t, sig)
 	again := cl.started(t)
+	t.Logf("step two started again %v after the replica was %s", time.Since(signalled).Round(time.Millisecond), ended)
 	if !beforeNow(t, &cl.cluster, expires) {
-		t.Fatalf("step two started again only after the stopped replica's lease expired (%v)", expires)
+		t.Fatalf("step two started again only after the %s replica's lease expired (%v)", ended, expires)
 	}
 	cl.release(t, again)
 	s := dial(t, cl.replicas[1-holder])
-	evs := finish(t, s, "agents-term")
+	evs := finish(t, s, id)
 	if twos := executionsOf(evs, "two"); len(twos) != 2 {
-		t.Fatalf("executions of step two %v, want the interrupted one and its rerun", twos)
+		t.Fatalf("executions of step two %v, want the %s one and its rerun", twos, first)
 	}
 	cl.delivered(t, evs)
 }
@@ -319,11 +324,7 @@ func TestStoppedReplicaHandsOver(t *testing.T) {
 // follow the live output of step two running on another: each line
 // once, in order (the stderr line, then the answer), then settled.
 func TestAttachOnAnotherReplica(t *testing.T) {
-	cl := startAgentCluster(t, 2, leaseTTL)
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-attach")
-	pid := cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, pid, holder := stepTwoRunning(t, 2, leaseTTL, "agents-attach")
 	other := dial(t, cl.replicas[1-holder])
 	st, err := other.RunStatus(ctx, "agents-attach")
 	must(t, err)

@@ -31,11 +31,7 @@ func procAlive(pid int) bool {
 // writes nothing more for the run — not the end record of the execution
 // it lost. The run finishes on the new owner.
 func TestStoppedPastItsLeaseReplicaStandsDown(t *testing.T) {
-	cl := startAgentCluster(t, 2, leaseTTL)
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-stop")
-	cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
+	cl, _, holder := stepTwoRunning(t, 2, leaseTTL, "agents-stop")
 	stale := cl.replicas[holder].Cmd.Process
 	must(t, stale.Signal(syscall.SIGSTOP))
 	again := cl.started(t) // the other replica runs step two again
@@ -70,24 +66,5 @@ func TestStoppedPastItsLeaseReplicaStandsDown(t *testing.T) {
 // takes the run over well before the lease would have expired, runs step
 // two again and finishes the run.
 func TestKilledReplicaNoticedBeforeItsLeaseExpires(t *testing.T) {
-	cl := startAgentCluster(t, 2, "60s")
-	a := dial(t, cl.replicas[0])
-	cl.submit(t, a, "agents-dead")
-	cl.started(t)
-	holder := leaseHolder(t, &cl.cluster)
-	expires := leaseExpiry(t, &cl.cluster)
-	killed := time.Now()
-	_ = cl.replicas[holder].Signal(t, syscall.SIGKILL)
-	again := cl.started(t)
-	t.Logf("step two started again %v after the kill", time.Since(killed).Round(time.Millisecond))
-	if !beforeNow(t, &cl.cluster, expires) {
-		t.Fatalf("step two started again only after the killed replica's lease expired (%v)", expires)
-	}
-	cl.release(t, again)
-	s := dial(t, cl.replicas[1-holder])
-	evs := finish(t, s, "agents-dead")
-	if twos := executionsOf(evs, "two"); len(twos) != 2 {
-		t.Fatalf("executions of step two %v, want the lost one and its rerun", twos)
-	}
-	cl.delivered(t, evs)
+	takenOverBeforeExpiry(t, "agents-dead", syscall.SIGKILL, "killed", "lost")
 }

@@ -7,7 +7,6 @@ package wiretest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -154,26 +152,9 @@ func (l *lineWire) closeSend() []string {
 type PipeWire struct {
 	lineWire
 	outR *io.PipeReader
-	diag *syncBuffer
+	diag *testkit.SyncBuffer
 	done chan struct{}
 	Conn *server.Conn
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // NewPipe serves b over an in-process NDJSON pipe until CloseSend.
@@ -181,7 +162,7 @@ func NewPipe(t testing.TB, b server.Backend, o Options) *PipeWire {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &PipeWire{lineWire: lineWire{in: inW, out: bufio.NewReaderSize(outR, 1<<21)}, outR: outR, diag: &syncBuffer{}, done: make(chan struct{})}
+	p := &PipeWire{lineWire: lineWire{in: inW, out: bufio.NewReaderSize(outR, 1<<21)}, outR: outR, diag: testkit.NewSyncBuffer(), done: make(chan struct{})}
 	id := o.Identity
 	if id.Principal == "" {
 		id = identity.Local()
@@ -305,7 +286,7 @@ func (w *WSWire) CloseSend() ([]string, error) {
 type ProcWire struct {
 	lineWire
 	cmd    *exec.Cmd
-	Stderr *syncBuffer
+	Stderr *testkit.SyncBuffer
 }
 
 // BuildBinary builds cmd/oecp into dir and returns its path.
@@ -364,7 +345,7 @@ func StartProc(t testing.TB, bin string, args ...string) *ProcWire {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &ProcWire{lineWire: lineWire{in: in, out: bufio.NewReaderSize(out, 1<<21)}, cmd: cmd, Stderr: &syncBuffer{}}
+	p := &ProcWire{lineWire: lineWire{in: in, out: bufio.NewReaderSize(out, 1<<21)}, cmd: cmd, Stderr: testkit.NewSyncBuffer()}
 	cmd.Stderr = p.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

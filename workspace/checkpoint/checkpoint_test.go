@@ -81,6 +81,15 @@ func source(r *gittest.Remote) workspace.Source {
 	return workspace.Source{Repository: "acme/app", Branch: "main", Revision: r.Head()}
 }
 
+// twoHosts are two hosts of one remote, their checkpoints bounded by
+// maxBytes and pushed when push is set: a takes checkpoints, b restores
+// them elsewhere.
+func twoHosts(t *testing.T, maxBytes int64, push bool) (r *gittest.Remote, a, b *host) {
+	t.Helper()
+	r = gittest.NewRemote(t)
+	return r, newHost(t, r, maxBytes, push), newHost(t, r, maxBytes, push)
+}
+
 // worked prepares the host's workspace and does a step's work in it: a
 // commit of its own (through the workspace's .git, as an agent would), an
 // uncommitted file, a .gitignore and an ignored dependency directory.
@@ -103,8 +112,7 @@ func worked(t *testing.T, r *gittest.Remote, h *host) workspace.Source {
 // workspace on another: the agent's own commit and its uncommitted work,
 // on the run's branch, without the files git ignores.
 func TestRestoreElsewhere(t *testing.T) {
-	r := gittest.NewRemote(t)
-	a, b := newHost(t, r, checkpoint.DefaultMaxBytes, false), newHost(t, r, checkpoint.DefaultMaxBytes, false)
+	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, false)
 	src := worked(t, r, a)
 	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
 	if cp.Skipped != "" || cp.Commit == src.Revision || len(cp.Bundle) == 0 || cp.Ref != "" {
@@ -189,8 +197,7 @@ func TestSourceAloneBeforeTheFirstCheckpoint(t *testing.T) {
 // kept and says why; the host holding the workspace keeps it as it is,
 // another cannot rebuild it and leaves nothing behind.
 func TestOversizedCheckpointIsSkipped(t *testing.T) {
-	r := gittest.NewRemote(t)
-	a, b := newHost(t, r, 16, false), newHost(t, r, 16, false)
+	r, a, b := twoHosts(t, 16, false)
 	src := worked(t, r, a)
 	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
 	if !strings.Contains(cp.Skipped, "over the limit of 16 bytes (--checkpoint-max-bytes)") || len(cp.Bundle) != 0 {
@@ -216,8 +223,7 @@ func TestOversizedCheckpointIsSkipped(t *testing.T) {
 // TestCorruptBundle: a damaged bundle is refused as such, and the
 // workspace cloned for it is removed.
 func TestCorruptBundle(t *testing.T) {
-	r := gittest.NewRemote(t)
-	a, b := newHost(t, r, checkpoint.DefaultMaxBytes, false), newHost(t, r, checkpoint.DefaultMaxBytes, false)
+	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, false)
 	src := worked(t, r, a)
 	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
 	cp.Bundle = cp.Bundle[:len(cp.Bundle)/2]
@@ -233,8 +239,7 @@ func TestCorruptBundle(t *testing.T) {
 // TestVanishedSourceRevision: a source revision the repository no longer
 // has cannot be rebuilt; nothing is left behind.
 func TestVanishedSourceRevision(t *testing.T) {
-	r := gittest.NewRemote(t)
-	a, b := newHost(t, r, checkpoint.DefaultMaxBytes, false), newHost(t, r, checkpoint.DefaultMaxBytes, false)
+	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, false)
 	rev := r.Commit("tmp.txt", "soon gone\n", "temporary")
 	r.Push("refs/heads/tmp")
 	src := workspace.Source{Repository: "acme/app", Branch: "tmp", Revision: rev}
@@ -255,8 +260,7 @@ func TestVanishedSourceRevision(t *testing.T) {
 // TestPushedCheckpoint: with Push the checkpoint goes to a hidden ref of
 // the remote, and another host rebuilds the workspace from it.
 func TestPushedCheckpoint(t *testing.T) {
-	r := gittest.NewRemote(t)
-	a, b := newHost(t, r, checkpoint.DefaultMaxBytes, true), newHost(t, r, checkpoint.DefaultMaxBytes, true)
+	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, true)
 	src := worked(t, r, a)
 	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
 	if cp.Skipped != "" || cp.Ref != checkpoint.HiddenRefPrefix+branch || len(cp.Bundle) != 0 {

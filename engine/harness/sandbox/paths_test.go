@@ -67,14 +67,7 @@ func tmpProgram(t *testing.T) string {
 func TestProgramDirectlyInTmpRunsInTheSandbox(t *testing.T) {
 	prog := tmpProgram(t)
 	h := requireHost(t, Config{Programs: []string{prog}, Commands: []string{prog}})
-	defer h.CloseRun("r")
-	ws := t.TempDir()
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	res := worker.Process{Argv: []string{prog}, Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, MaxStdout: 1 << 16, Confine: e.Confine}.Run(context.Background())
+	res := runConfined(t, h, prog)
 	if res.StartErr != nil || res.Exit != nil || strings.TrimSpace(string(res.Stdout)) != "ran" {
 		t.Fatalf("start %v, exit %v, stdout %q", res.StartErr, res.Exit, res.Stdout)
 	}
@@ -86,14 +79,7 @@ func TestProgramDirectlyInTmpRunsInTheSandbox(t *testing.T) {
 func TestProgramMissingInsideTheSandboxIsNamed(t *testing.T) {
 	prog := tmpProgram(t)
 	h := requireHost(t, Config{})
-	defer h.CloseRun("r")
-	ws := t.TempDir()
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	res := worker.Process{Argv: []string{prog}, Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, MaxStdout: 1 << 16, Confine: e.Confine}.Run(context.Background())
+	res := runConfined(t, h, prog)
 	if !errors.Is(res.StartErr, ErrNotFound) {
 		t.Fatalf("start %v, exit %v", res.StartErr, res.Exit)
 	}
@@ -101,6 +87,20 @@ func TestProgramMissingInsideTheSandboxIsNamed(t *testing.T) {
 	if res.StartErr.Error() != want {
 		t.Fatalf("%q\nwant %q", res.StartErr, want)
 	}
+}
+
+// runConfined runs prog in an execution of run "r" on h, which it
+// closes with the run.
+func runConfined(t *testing.T, h *Host, prog string) worker.ProcessResult {
+	t.Helper()
+	defer h.CloseRun("r")
+	ws := t.TempDir()
+	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	return worker.Process{Argv: []string{prog}, Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, MaxStdout: 1 << 16, Confine: e.Confine}.Run(context.Background())
 }
 
 // TestNewRefusesAHarnessProgramItCannotShow: a harness program directly in

@@ -18,27 +18,28 @@ const RequireEnv = "OECP_REQUIRE_SANDBOX"
 // OECP_REQUIRE_SANDBOX=1 that fails the test instead.
 func Host(t testing.TB, cfg sandbox.Config) *sandbox.Host {
 	t.Helper()
-	h, err := sandbox.New(cfg)
-	if err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("%s=1 but %v", RequireEnv, err)
-		}
-		t.Logf("agents run unconfined: %v", err)
-		return nil
-	}
-	return h
+	return open(t, cfg, func(err error) { t.Logf("agents run unconfined: %v", err) })
 }
 
 // Require returns a sandbox for cfg or skips the test with one line
 // (fails it under OECP_REQUIRE_SANDBOX=1).
 func Require(t testing.TB, cfg sandbox.Config) *sandbox.Host {
 	t.Helper()
+	return open(t, cfg, func(err error) { t.Skipf("needs the agent sandbox: %v", err) })
+}
+
+// open returns a sandbox for cfg; where this host has none it fails the
+// test under OECP_REQUIRE_SANDBOX=1, else hands the reason to without and
+// returns nil.
+func open(t testing.TB, cfg sandbox.Config, without func(error)) *sandbox.Host {
+	t.Helper()
 	h, err := sandbox.New(cfg)
 	if err != nil {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("%s=1 but %v", RequireEnv, err)
 		}
-		t.Skipf("needs the agent sandbox: %v", err)
+		without(err)
+		return nil
 	}
 	return h
 }
