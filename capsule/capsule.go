@@ -263,9 +263,6 @@ func (c *Capsule) Start() {
 		swept := make(chan struct{})
 		go func() { defer close(swept); c.sandbox.SweepEvery(ctx, orphanSweep) }()
 		defer func() { <-swept }()
-		spared := make(chan struct{})
-		go func() { defer close(spared); c.sandbox.KeepSpares(ctx, spareNetworks) }()
-		defer func() { <-spared }()
 		c.sup.Run(ctx)
 	}()
 }
@@ -274,11 +271,6 @@ func (c *Capsule) Start() {
 // server died during their setup (this server's earlier life, or another
 // server's on the same host).
 const orphanSweep = 5 * time.Second
-
-// spareNetworks is how many network namespaces a root server keeps made
-// ahead of any run, so that the first executions of runs starting
-// together do not wait for pasta.
-const spareNetworks = 2
 
 // ErrNotStarted is returned by Close on a capsule that never started.
 var ErrNotStarted = errors.New("capsule: not started")

@@ -38,7 +38,7 @@ type cachedState struct {
 
 // maxCachedStateBytes bounds the record bytes of one generation of the
 // run states kept decoded in memory.
-const maxCachedStateBytes = 2 << 20
+const maxCachedStateBytes = 16 << 20
 
 var states stateCache
 

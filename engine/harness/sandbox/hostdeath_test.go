@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/oecp/oecp/internal/testkit"
 )
@@ -215,72 +213,4 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	if err := syscall.Kill(pasta, 0); err == nil {
 		t.Errorf("the run's pasta (pid %d) outlived the run", pasta)
 	}
-}
-
-// TestSparesServeRunsAndAreNeverShared: a run's first execution enters a
-// spare made ahead, each spare goes to one run only, a taken spare is
-// replaced by a new namespace, and the spares left end with KeepSpares.
-func TestSparesServeRunsAndAreNeverShared(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("runs get network namespaces of their own only on a root server")
-	}
-	h, err := New(Config{})
-	if err != nil {
-		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("needs the agent sandbox: %v", err)
-	}
-	if h.nsenter == "" {
-		t.Skip("no nsenter: each execution connects a namespace of its own")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	kept := make(chan struct{})
-	go func() { defer close(kept); h.KeepSpares(ctx, 1) }()
-	spare := awaitSpare(t, h, nil)
-	h.Prepare("a")
-	ws := t.TempDir()
-	e, err := h.Start(Spec{Run: "a", Workspace: ws, Scratch: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.net != spare {
-		t.Errorf("run a's first execution did not enter the spare")
-	}
-	next := awaitSpare(t, h, spare)
-	f, err := h.Start(Spec{Run: "b", Workspace: ws, Scratch: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.net != next || f.net == e.net {
-		t.Errorf("run b's first execution: %p, want the new spare %p (run a has %p)", f.net, next, e.net)
-	}
-	e.Close()
-	f.Close()
-	h.CloseRun("a")
-	h.CloseRun("b")
-	last := awaitSpare(t, h, next)
-	cancel()
-	testkit.Recv(t, kept)
-	if err := syscall.Kill(last.net.cmd.Process.Pid, 0); err == nil {
-		t.Errorf("a spare's pasta outlived KeepSpares")
-	}
-}
-
-// awaitSpare waits until h holds a spare other than not and returns it.
-func awaitSpare(t *testing.T, h *Host, not *runNetwork) *runNetwork {
-	t.Helper()
-	for end := time.Now().Add(testkit.HangGuard); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		h.mu.Lock()
-		var s *runNetwork
-		if len(h.spares) > 0 && h.spares[0] != not {
-			s = h.spares[0]
-		}
-		h.mu.Unlock()
-		if s != nil {
-			return s
-		}
-	}
-	t.Fatal("no new spare network namespace")
-	return nil
 }

@@ -36,21 +36,15 @@ func (n *runNetwork) close() {
 	n.ns.Close()
 }
 
-// Prepare gives run its first network namespace, a spare when one is
-// ready (spares.go) or else one made in the background, so that its first
-// execution finds it configured; call it when the run's workspace is being
-// made. CloseRun ends it.
+// Prepare makes, in the background, run's first network namespace, so
+// that its first execution finds it configured; call it when the run's
+// workspace is being made. CloseRun ends it.
 func (h *Host) Prepare(run string) {
 	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
 		return
 	}
 	h.mu.Lock()
 	if _, open := h.nets[run]; open {
-		h.mu.Unlock()
-		return
-	}
-	if s := h.takeSpareLocked(); s != nil {
-		h.nets[run] = []*runNetwork{s}
 		h.mu.Unlock()
 		return
 	}
@@ -75,7 +69,7 @@ func (h *Host) Prepare(run string) {
 }
 
 // takeNetwork gives an execution of run a namespace no running execution
-// of the run uses: a free one of the run's, else a spare, else a new one.
+// of the run uses, making one when none is free.
 func (h *Host) takeNetwork(run string) (*runNetwork, error) {
 	h.mu.Lock()
 	if ready, ok := h.making[run]; ok {
@@ -95,11 +89,7 @@ func (h *Host) takeNetwork(run string) (*runNetwork, error) {
 	if !open {
 		h.nets[run] = nil
 	}
-	s := h.takeSpareLocked()
 	h.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
 	return h.newNetwork()
 }
 

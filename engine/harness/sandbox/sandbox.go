@@ -108,10 +108,6 @@ type Host struct {
 	nets    map[string][]*runNetwork // each run's free network namespaces
 	making  map[string]chan struct{} // closed once Prepare's namespace is made
 
-	spares     []*runNetwork // namespaces made ahead of any run (spares.go)
-	spareWant  int           // how many spares KeepSpares keeps; 0 when it is not running
-	spareTaken chan struct{} // a spare was taken: KeepSpares makes another
-
 	// orphans are the sandbox inits without a bwrap parent at the last
 	// sweep, by PID, with their start times (orphans.go).
 	orphanMu sync.Mutex
@@ -125,7 +121,7 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}, nets: map[string][]*runNetwork{}, making: map[string]chan struct{}{}, spareTaken: make(chan struct{}, 1)}
+	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}, nets: map[string][]*runNetwork{}, making: map[string]chan struct{}{}}
 	if cfg.Unconfined {
 		return h, nil
 	}
