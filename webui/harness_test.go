@@ -328,6 +328,14 @@ func until(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(0))
 }
 
+// clickLive clicks the element sel names once there is one, found and
+// clicked in one evaluation: a list the page renders again at each update
+// (runs, executions) replaces its elements between a lookup and a click,
+// which chromedp.Click reports as a node it cannot find.
+func clickLive(sel string) chromedp.Action[chromedp.Void] {
+	return until(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true })()`, sel))
+}
+
 // nodeIs waits until the graph shows node in state.
 func nodeIs(node, state string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`.graph [data-node=%q][data-state=%q]`, node, state)))

@@ -35,9 +35,9 @@ func TestNativeRunIsListedFollowedAndForced(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(runRow(id, "running"))),
 		until(fmt.Sprintf(`document.querySelector('tr[data-run=%q] .active').textContent === 'draft'`, id)))
 	run(t, tab, "its page shows the running execution",
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-run=%q] a`, id))),
+		clickLive(fmt.Sprintf(`tr[data-run=%q] a`, id)),
 		chromedp.WaitVisible(chromedp.CSS(`.executions [data-node="draft"][data-state="running"]`)),
-		chromedp.Click(chromedp.CSS(`.executions [data-node="draft"]`)),
+		clickLive(`.executions [data-node="draft"]`),
 		until(`[...document.querySelectorAll('.output li')].some((li) => li.textContent.startsWith('agent line'))`),
 		// The usage an agent turn reported shows on its execution.
 		until(`(document.querySelector('.executions [data-node="draft"] .node-usage')?.textContent || '') === '120 in (20 cached) · 30 out · $0.0125'`))
