@@ -424,18 +424,15 @@ func procFile(pid int, name string) []byte {
 }
 
 // findAgent returns the PID of the agent process whose arguments hold
-// secret: the sleep the script becomes (one PID), never the sandbox's
-// bwrap processes, whose arguments hold it too. The script says it
-// started just before its exec, so the sleep may not be there yet when
-// the line arrives: it is looked for again until testkit.HangGuard.
+// secret: the shell that says the sleeper started, or the sleep it becomes
+// (one PID; its arguments hold the secret before it says so), never the
+// sandbox's bwrap processes, whose arguments hold it too.
 func findAgent(t *testing.T, secret string) int {
 	t.Helper()
-	for end := time.Now().Add(testkit.HangGuard); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		for _, pid := range procs() {
-			comm, b := procFile(pid, "comm"), procFile(pid, "cmdline")
-			if strings.TrimSpace(string(comm)) != "bwrap" && strings.Contains(string(b), secret) {
-				return pid
-			}
+	for _, pid := range procs() {
+		comm, b := procFile(pid, "comm"), procFile(pid, "cmdline")
+		if strings.TrimSpace(string(comm)) != "bwrap" && strings.Contains(string(b), secret) {
+			return pid
 		}
 	}
 	t.Fatalf("no agent process")

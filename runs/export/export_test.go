@@ -76,7 +76,9 @@ func TestTailEnded(t *testing.T) {
 	for stream, want := range map[string]bool{
 		`{"record":"header"}` + "\n" + footer: true, footer: true,
 		`{"record":"header"}` + "\n" + strings.TrimSuffix(footer, "\n"): false,
-		footer + `{"record":"head`: false, `{"record":"header"}` + "\n": false, "": false,
+		footer + `{"record":"head`:                                      false,
+		`{"record":"header"}` + "\n":                                    false,
+		"":                                                              false,
 		footer + `{"type":"text","text":"` + strings.Repeat("x", 1<<16) + `"}` + "\n": false,
 	} {
 		for _, size := range []int{1, 7, len(stream) + 1} {

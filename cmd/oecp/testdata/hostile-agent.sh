@@ -27,7 +27,9 @@ case "$req" in
 *"MODE fill"*) head -c 67108864 /dev/zero >"$PWD/fill" 2>/dev/null; exec sleep 600 ;;
 *"MODE hog"*) head -c 2000000000 /dev/zero | tail >/dev/null; answer ;;
 *"MODE quiet"*) answer ;;
-*"MODE sleeper"*) echo "sleeper started" >&2; exec -a "oecp-sleeper-$secret" sleep 3600 ;;
+# The sleeper's arguments carry the secret before it says it started, in
+# the process (one PID) that becomes the sleep.
+*"MODE sleeper"*) exec -a "oecp-sleeper-$secret" bash -c 'echo "sleeper started" >&2; exec -a "$0" sleep 3600' ;;
 esac
 read -r server_port allowed_port < "$probe_dir/ports"
 

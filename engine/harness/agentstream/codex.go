@@ -48,7 +48,7 @@ type CodexEvent struct {
 // message's or reasoning's text).
 type CodexItem struct {
 	Fields
-	Type, ID, Text, Status        string
+	Type, ID, Text, Status       string
 	Command, Server, Tool, Query string
 	// Output is a command's aggregated output; Message an error item's
 	// message.
