@@ -27,7 +27,8 @@
 // lines are records too (batched per run) and run/logs replays and follows
 // them. The raw evidence of its agent processes (the exact prompts and
 // every byte they wrote) is kept with the run in a store that implements
-// store.Evidence (evidence.go) and read back by its exports (runexport.go).
+// store.Evidence (package runs/evidence) and read back by its exports
+// (runexport.go).
 // Live agent output (run/attach) is not stored as such: the replica running
 // the execution keeps a window of it in memory and, on a store shared by
 // several replicas, broadcasts it (relay.go), so a client attached to any
