@@ -92,7 +92,7 @@ func New(cfg Config) *Backend {
 // shares.
 func (b *Backend) Close() {
 	b.prep.stop()
-	b.relay.stop()
+	b.relay.Stop()
 	b.logs.wait()
 	b.evidence.Close()
 }
