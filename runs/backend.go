@@ -12,6 +12,7 @@ import (
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs/evidence"
 	"github.com/oecp/oecp/store"
 )
 
@@ -61,8 +62,8 @@ type Backend struct {
 	// changes names each run written to the engine's feeds (changes.go).
 	changes changeFeeds
 
-	// evidence queues agents' raw evidence (evidence.go).
-	evidence evidenceRecorder
+	// evidence queues agents' raw evidence (package runs/evidence).
+	evidence *evidence.Recorder
 
 	// waitLog bounds the repeats of the line the log flusher logs while
 	// the store cannot take lines (logs.go).
@@ -80,7 +81,7 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub(), relay: newRelay(cfg.Store)}
+	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub(), relay: newRelay(cfg.Store), evidence: evidence.NewRecorder(cfg.Store, cfg.Log)}
 	b.logs.flush = b.flushLogs
 	return b
 }
@@ -91,9 +92,9 @@ func New(cfg Config) *Backend {
 // shares.
 func (b *Backend) Close() {
 	b.prep.stop()
-	b.relay.stop()
+	b.relay.Stop()
 	b.logs.wait()
-	b.evidence.close()
+	b.evidence.Close()
 }
 
 // TenantKey is the store key prefix of a connection tenant's runs.

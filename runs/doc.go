@@ -27,10 +27,15 @@
 // lines are records too (batched per run) and run/logs replays and follows
 // them. The raw evidence of its agent processes (the exact prompts and
 // every byte they wrote) is kept with the run in a store that implements
-// store.Evidence (evidence.go) and read back by its exports (runexport.go).
-// Live agent output (run/attach) is not stored as such: the replica running
-// the execution keeps a window of it in memory and, on a store shared by
-// several replicas, broadcasts it (relay.go), so a client attached to any
-// replica follows it. Retention deletes the runs that finished longer ago
-// than the host keeps them (retention.go).
+// store.Evidence, recorded by package runs/evidence and read back by its
+// exports (runexport.go, through the writers of package runs/export).
+// Live agent output (run/attach) is not stored as such: the replica
+// running the execution keeps a window of it in memory and, on a store
+// shared by several replicas, broadcasts it, so a client attached to any
+// replica follows it (package runs/live). Retention deletes the runs that
+// finished longer ago than the host keeps them (retention.go).
+//
+// The Backend holds the wiring: it owns the evidence recorder, the live
+// hub and relay and hands them their keys; the sub-packages import
+// nothing of this package and read none of a run's records.
 package runs

@@ -1,10 +1,7 @@
 package runs
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
-	"strings"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
@@ -79,67 +76,13 @@ func bound(s string, limit int, marker string) string {
 	return s
 }
 
-// outcome redacts the outcome's output and diagnostic.
+// outcome redacts the outcome's output and diagnostic (redact's
+// Secrets.JSON).
 func (r *recordRedactor) outcome(o worker.Outcome) worker.Outcome {
 	if r == nil {
 		return o
 	}
-	o.Output = r.json(o.Output)
-	o.Diagnostic = r.json(o.Diagnostic)
+	o.Output = r.secrets.JSON(o.Output)
+	o.Diagnostic = r.secrets.JSON(o.Diagnostic)
 	return o
-}
-
-// json redacts every string (keys included) of a JSON value that holds a
-// spelling, in any of its JSON spellings; other values are returned as
-// they are.
-func (r *recordRedactor) json(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || !r.mentioned(raw) {
-		return raw
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return json.RawMessage(r.secrets.Replace(string(raw)))
-	}
-	out, err := json.Marshal(r.walk(v))
-	if err != nil {
-		return raw
-	}
-	return out
-}
-
-// mentioned reports whether raw may hold a spelling: as it is, escaped as
-// json.Marshal escapes it, or behind an escape json.Marshal does not write
-// (any \u, or \/ where a spelling has a '/', as base64 may).
-func (r *recordRedactor) mentioned(raw []byte) bool {
-	if bytes.Contains(raw, []byte(`\u`)) {
-		return true
-	}
-	slash := bytes.Contains(raw, []byte(`\/`))
-	for _, v := range r.secrets.Spellings() {
-		esc, _ := json.Marshal(v)
-		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, esc[1:len(esc)-1]) || slash && strings.Contains(v, "/") {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *recordRedactor) walk(v any) any {
-	switch t := v.(type) {
-	case string:
-		return r.secrets.Replace(t)
-	case []any:
-		for i := range t {
-			t[i] = r.walk(t[i])
-		}
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[r.secrets.Replace(k)] = r.walk(e)
-		}
-		return out
-	}
-	return v
 }

@@ -47,7 +47,7 @@ func (b *Backend) Export(ctx context.Context, runID, format string, w io.Writer)
 	}
 	tk := b.tenant(ctx)
 	// What this server's agents wrote up to now is part of the export.
-	b.evidence.waitRun(runKey{tk, runID}, evidenceWait)
+	b.evidence.WaitRun(tk, runID)
 	plan, err := b.planExport(ctx, tk, runID)
 	if err != nil {
 		return exportWire(err)

@@ -1,4 +1,4 @@
-package runs
+package evidence
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/testkit"
+	"github.com/oecp/oecp/redact"
 	"github.com/oecp/oecp/store"
 )
 
@@ -23,15 +25,7 @@ func TestRedactorAcrossPieces(t *testing.T) {
 	text := "a sk-secret-long b sk-sec c sk-se"
 	r := newRedactor([][]byte{[]byte("sk-sec"), []byte("sk-secret-long")})
 	for cut := range len(text) + 1 {
-		var out []byte
-		var held []byte
-		for _, piece := range []string{text[:cut], text[cut:]} {
-			o, h := r.redact(append(held, piece...), false)
-			out, held = append(out, o...), h
-		}
-		o, _ := r.redact(held, true)
-		out = append(out, o...)
-		if got, want := string(out), "a [REDACTED] b [REDACTED] c sk-se"; got != want {
+		if got, want := redactInTwo(r, text, cut), "a [REDACTED] b [REDACTED] c sk-se"; got != want {
 			t.Fatalf("cut at %d: %q, want %q", cut, got, want)
 		}
 	}
@@ -46,19 +40,17 @@ func TestRedactorAcrossPieces(t *testing.T) {
 // the longest spelling.
 func TestRedactorCatchesASpellingCutAcrossPieces(t *testing.T) {
 	key := "sk-??>~~~-0123456789-cut"
-	t.Setenv("OECP_TEST_KEY", key)
-	sub := &Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"a": {Kind: KindAgent, Env: []string{"OECP_TEST_KEY"}}}}}
-	r := newRedactor(newRecordRedactor(sub).byteValues())
+	r := newRedactor(spellings(key))
 	b := []byte(key)
 	const prefix = "PPPPPPP" // the key at offset 1 mod 3 of the blob's data
 	blob := base64.StdEncoding.EncodeToString([]byte(prefix + key + "zz, the rest"))
 	first, end := (8*len(prefix)+5)/6, 8*(len(prefix)+len(key))/6
 	for name, c := range map[string]struct{ in, want string }{
-		"hex":                {hex.EncodeToString(b), redactedEvidence},
-		"HEX":                {strings.ToUpper(hex.EncodeToString(b)), redactedEvidence},
-		"base64":             {base64.StdEncoding.EncodeToString(b), redactedEvidence},
-		"base64url unpadded": {base64.RawURLEncoding.EncodeToString(b), redactedEvidence},
-		"blob":               {blob, blob[:first] + redactedEvidence + blob[end:]},
+		"hex":                {hex.EncodeToString(b), redact.Marker},
+		"HEX":                {strings.ToUpper(hex.EncodeToString(b)), redact.Marker},
+		"base64":             {base64.StdEncoding.EncodeToString(b), redact.Marker},
+		"base64url unpadded": {base64.RawURLEncoding.EncodeToString(b), redact.Marker},
+		"blob":               {blob, blob[:first] + redact.Marker + blob[end:]},
 	} {
 		text := "a " + c.in + " b"
 		for cut := range len(text) + 1 {
@@ -67,6 +59,16 @@ func TestRedactorCatchesASpellingCutAcrossPieces(t *testing.T) {
 			}
 		}
 	}
+}
+
+// spellings are the spellings of the declared values, as package runs
+// hands them to a tap.
+func spellings(values ...string) [][]byte {
+	var out [][]byte
+	for _, v := range redact.New(values).Spellings() {
+		out = append(out, []byte(v))
+	}
+	return out
 }
 
 // redactInTwo redacts text arriving as two pieces cut at cut.
@@ -82,13 +84,13 @@ func redactInTwo(r redactor, text string, cut int) string {
 
 // Consecutive pieces of one stream merge up to the chunk bound; a gap in
 // offsets or another stream starts a new record.
-func TestMergeEvidence(t *testing.T) {
+func TestMerge(t *testing.T) {
 	k := execKey{runKey{"t", "r"}, "e"}
 	piece := func(kind, off, data string) pendingEvidence {
 		return pendingEvidence{key: k, rec: evRecord("e", 0, kind, off, []byte(data))}
 	}
-	big := strings.Repeat("x", evidenceChunk)
-	got := mergeEvidence([]pendingEvidence{
+	big := strings.Repeat("x", chunk)
+	got := merge([]pendingEvidence{
 		piece(evStdout, "0", "ab"), piece(evStdout, "2", "cd"), piece(evStderr, "0", "E"),
 		piece(evStdout, "4", "ef"), piece(evStdout, "9", "gap"), piece(evStdout, "12", big),
 	})
@@ -132,8 +134,8 @@ func (b *blockedEvidence) LastEvidence(context.Context, string, string) (uint64,
 // execution's wait returns.
 func TestEvidenceTapNeverWaitsForTheStore(t *testing.T) {
 	st := &blockedEvidence{Store: store.NewMemory(), release: make(chan struct{})}
-	b := New(Config{Store: st})
-	tap := b.evidenceTap("tk", "run", "run/n/1", nil)
+	r := NewRecorder(st, slog.New(slog.DiscardHandler))
+	tap := r.Tap("tk", "run", "run/n/1", nil)
 	raw, end := tap.Started([]string{"cli", "the prompt"}, nil)
 	chunk := []byte(strings.Repeat("y", 4096))
 	for range 256 {
@@ -141,7 +143,7 @@ func TestEvidenceTapNeverWaitsForTheStore(t *testing.T) {
 	}
 	end()
 	close(st.release)
-	b.evidence.waitSaved(execKey{runKey{"tk", "run"}, "run/n/1"}, time.Minute)
+	r.waitSaved(execKey{runKey{"tk", "run"}, "run/n/1"}, time.Minute)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var out int
@@ -153,7 +155,7 @@ func TestEvidenceTapNeverWaitsForTheStore(t *testing.T) {
 	if first, last := st.got[0], st.got[len(st.got)-1]; first.Kind != evPrompt || string(first.Data) != "the prompt" || first.Attr != "argv" || last.Kind != evEnd || out != 256*4096 {
 		t.Fatalf("written: first %+v, last %+v, %d output bytes", first, last, out)
 	}
-	b.Close()
+	r.Close()
 }
 
 // BenchmarkRedactorSpellings measures the evidence redactor over agent
@@ -162,12 +164,10 @@ func TestEvidenceTapNeverWaitsForTheStore(t *testing.T) {
 // the per-byte cost.
 func BenchmarkRedactorSpellings(b *testing.B) {
 	key := "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
-	b.Setenv("OECP_TEST_KEY", key)
-	sub := &Submission{Runtime: RuntimePlan{Nodes: map[string]Binding{"a": {Kind: KindAgent, Env: []string{"OECP_TEST_KEY"}}}}}
 	// Ordinary output, with the start of the key's base64 ("c2stcHJv")
 	// that a redactor must look past.
 	buf := bytes.Repeat([]byte(`{"type":"item.completed","item":{"text":"some ordinary output with words and c2stcHJv 0123"}}`+"\n"), 1<<14)
-	for name, values := range map[string][][]byte{"key alone": {[]byte(key)}, "every spelling": newRecordRedactor(sub).byteValues()} {
+	for name, values := range map[string][][]byte{"key alone": {[]byte(key)}, "every spelling": spellings(key)} {
 		r := newRedactor(values)
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(buf)))
@@ -195,7 +195,7 @@ func (c *countingEvidence) AppendEvidence(_ context.Context, _, _ string, recs [
 // after Close waited.
 func TestEvidenceRecordedConcurrentlyWithClose(t *testing.T) {
 	st := &countingEvidence{blockedEvidence: blockedEvidence{Store: store.NewMemory()}}
-	b := New(Config{Store: st, Log: slog.New(slog.DiscardHandler)})
+	r := NewRecorder(st, slog.New(slog.DiscardHandler))
 	const writers = 8
 	var accepted atomic.Int64
 	var started, all sync.WaitGroup
@@ -211,7 +211,7 @@ func TestEvidenceRecordedConcurrentlyWithClose(t *testing.T) {
 					started.Done()
 				}
 				// Distinct turns, so that no two records merge.
-				if !b.evidence.add(b, key, evRecord(key.execution, i, evPrompt, "stdin", []byte("p"))) {
+				if !r.add(key, evRecord(key.execution, i, evPrompt, "stdin", []byte("p"))) {
 					if i < 100 {
 						started.Done()
 					}
@@ -222,23 +222,23 @@ func TestEvidenceRecordedConcurrentlyWithClose(t *testing.T) {
 		}()
 	}
 	started.Wait()
-	b.Close()
+	r.Close()
 	writtenAtClose := st.written.Load()
 	all.Wait()
 	late := execKey{runKey{"tk", "run"}, "run/n/late"}
-	if b.evidence.add(b, late, evRecord(late.execution, 0, evPrompt, "stdin", []byte("p"))) {
+	if r.add(late, evRecord(late.execution, 0, evPrompt, "stdin", []byte("p"))) {
 		t.Error("a record reported after Close returned was accepted")
 	}
-	b.evidence.mu.Lock()
-	pending, flushing := len(b.evidence.pending), b.evidence.flushing
-	b.evidence.mu.Unlock()
+	r.mu.Lock()
+	pending, flushing := len(r.pending), r.flushing
+	r.mu.Unlock()
 	if pending != 0 || flushing {
 		t.Fatalf("after Close: %d records pending, flusher running %v", pending, flushing)
 	}
 	if got := accepted.Load(); writtenAtClose != got {
 		t.Fatalf("%d records written by Close, %d accepted", writtenAtClose, got)
 	}
-	if got, want := b.evidence.droppedRecords(), int64(writers+1); got != want {
+	if got, want := r.droppedRecords(), int64(writers+1); got != want {
 		t.Fatalf("%d records counted as dropped, want %d (one per writer and the late one)", got, want)
 	}
 }
@@ -251,57 +251,42 @@ func TestEvidencePendingIsBounded(t *testing.T) {
 	for name, c := range map[string]struct {
 		size, count int
 	}{
-		"bytes":   {1 << 20, maxEvidencePending>>20 + 8},
-		"records": {1, maxEvidencePendingRecords + 8},
+		"bytes":   {1 << 20, maxPending>>20 + 8},
+		"records": {1, maxPendingRecords + 8},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := &blockedEvidence{Store: store.NewMemory(), release: make(chan struct{})}
-			var logs bytes.Buffer
-			var logMu sync.Mutex
-			b := New(Config{Store: st, Log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))})
+			logs := testkit.NewSyncBuffer()
+			r := NewRecorder(st, slog.New(slog.NewTextHandler(logs, nil)))
 			key := execKey{runKey{"tk", "run"}, "run/n/1"}
 			piece := bytes.Repeat([]byte("z"), c.size)
 			accepted := 0
 			for i := range c.count {
 				// Offsets with a gap, so that no two pieces merge.
-				if b.evidence.add(b, key, evRecord(key.execution, 0, evStdout, itoa(int64(i*(c.size+1))), piece)) {
+				if r.add(key, evRecord(key.execution, 0, evStdout, itoa(int64(i*(c.size+1))), piece)) {
 					accepted++
 				}
 			}
-			b.evidence.mu.Lock()
-			held, records := b.evidence.held, b.evidence.records
-			b.evidence.mu.Unlock()
-			if held > maxEvidencePending || records > maxEvidencePendingRecords {
+			r.mu.Lock()
+			held, records := r.held, r.records
+			r.mu.Unlock()
+			if held > maxPending || records > maxPendingRecords {
 				t.Fatalf("%d bytes in %d records held, over the bounds", held, records)
 			}
-			if got := b.evidence.droppedRecords(); got != int64(c.count-accepted) || got == 0 {
+			if got := r.droppedRecords(); got != int64(c.count-accepted) || got == 0 {
 				t.Fatalf("%d counted as dropped, %d of %d accepted", got, accepted, c.count)
 			}
 			close(st.release)
-			b.Close()
+			r.Close()
 			st.mu.Lock()
 			written := len(st.got)
 			st.mu.Unlock()
 			if written != accepted {
 				t.Fatalf("%d records written, %d accepted", written, accepted)
 			}
-			logMu.Lock()
-			defer logMu.Unlock()
 			if !strings.Contains(logs.String(), "agent evidence dropped") || !strings.Contains(logs.String(), "pending bound") {
 				t.Fatalf("no log of the dropped evidence: %s", logs.String())
 			}
 		})
 	}
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
