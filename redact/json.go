@@ -29,21 +29,49 @@ func (s *Secrets) JSON(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
-// mentioned reports whether raw may hold a spelling: as it is, escaped as
-// json.Marshal escapes it, or behind an escape json.Marshal does not write
-// (any \u, or \/ where a spelling has a '/', as base64 may).
+// mentioned reports whether raw may hold a spelling: as it is, escaped
+// with only the escapes JSON requires (quote, backslash, control
+// characters), or behind any other escape (any \u, or \/ where a spelling
+// has a '/', as base64 may). A JSON writer may write every other character
+// as it is, so those are the only forms a spelling can take.
 func (s *Secrets) mentioned(raw []byte) bool {
 	if bytes.Contains(raw, []byte(`\u`)) {
 		return true
 	}
 	slash := bytes.Contains(raw, []byte(`\/`))
 	for _, v := range s.spellings {
-		esc, _ := json.Marshal(v)
-		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, esc[1:len(esc)-1]) || slash && strings.Contains(v, "/") {
+		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, requiredEscapes(v)) || slash && strings.Contains(v, "/") {
 			return true
 		}
 	}
 	return false
+}
+
+// requiredEscapes is v as a JSON string's content with only the escapes
+// JSON requires: quote, backslash and the control characters with a short
+// form (any other control character needs \u, which mentioned finds
+// anyway).
+func requiredEscapes(v string) []byte {
+	out := make([]byte, 0, len(v)+8)
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '"', '\\':
+			out = append(out, '\\', c)
+		case '\b':
+			out = append(out, `\b`...)
+		case '\f':
+			out = append(out, `\f`...)
+		case '\n':
+			out = append(out, `\n`...)
+		case '\r':
+			out = append(out, `\r`...)
+		case '\t':
+			out = append(out, `\t`...)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (s *Secrets) walk(v any) any {

@@ -23,6 +23,7 @@ func TestJSONRedactsEveryStringSpelling(t *testing.T) {
 	for name, c := range map[string]struct{ in, want string }{
 		"plain":     {`{"text":"key: sk-???~~~-0123456789"}`, `{"text":"key: [REDACTED]"}`},
 		"escaped":   {`{"m":"echo sk-\"quoted\"-\u003c1\u003e"}`, `{"m":"echo [REDACTED]"}`},
+		"html kept": {`{"m":"echo sk-\"quoted\"-<1>"}`, `{"m":"echo [REDACTED]"}`},
 		"key":       {`{"k sk-???~~~-0123456789":1}`, `{"k [REDACTED]":1}`},
 		"list":      {`["\u0073k-\"quoted\"-<1>",12345678901234567890]`, `["[REDACTED]",12345678901234567890]`},
 		"slash":     {`{"b64":"` + strings.ReplaceAll(b64, "/", `\/`) + `"}`, `{"b64":"[REDACTED]"}`},
