@@ -14,9 +14,9 @@ import (
 // Retention: a finished run is entered in the finished-run index with the
 // time it finished; Compact deletes, a bounded batch per transaction, the
 // runs that finished before a cutoff — their records, events (log lines
-// included), state, workspace checkpoint, index entries, submission
-// receipt and lease — and
-// raises the store's compaction watermark past their last cursor.
+// included), state, workspace checkpoint (deleted with the run record),
+// index entries, submission receipt and lease — and raises the store's
+// compaction watermark past their last cursor.
 //
 //	clusters table  finishedKey[~I] + ".N" every finished run (wide; tenant key NUL
 //	                                     runId → finish time, Unix ns)
@@ -72,7 +72,7 @@ func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
 				return err
 			}
 		}
-		if err := errors.Join(p.DeleteCluster(stateKey(tk, runID)), p.DeleteCluster(checkpointKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
+		if err := errors.Join(p.DeleteCluster(stateKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,8 @@
 // Package store is the store port of the backends (the v1 clusters and
 // native runs): a small, storage-neutral, transactional interface over
 // per-tenant records, idempotency receipts, run records (with tombstones),
-// an append-only event log keyed by one global sequence, and named
-// counters, with the helpers built on it (indexes, claims, retention) and
+// an append-only event log keyed by one global sequence, runs' checkpoint
+// bundles and named counters, with the helpers built on it (indexes, claims, retention) and
 // optional ports a store may implement, found by type assertion: leases
 // that fence a run's supervisor (Leaser, TxLeaser, ExpiringLeaser),
 // deletion (Pruner), agent evidence (Evidence), messages between replicas
@@ -109,6 +109,10 @@ type ReadTx interface {
 	Events(tenant, runID string, afterSeq uint64, limit int) ([]Event, error)
 	// LastSeq is the highest sequence ever assigned (0 when none).
 	LastSeq() (uint64, error)
+	// Checkpoint returns the run's checkpoint bundle, the one the last
+	// PutCheckpoint of the run kept. The bytes must be treated as
+	// immutable.
+	Checkpoint(tenant, runID string) ([]byte, bool, error)
 }
 
 // Tx is a read-write transaction.
@@ -132,6 +136,12 @@ type Tx interface {
 	// NextCounter increments the named global counter and returns the new
 	// value (the first call returns 1).
 	NextCounter(name string) (uint64, error)
+	// PutCheckpoint keeps bundle (opaque bytes, up to tens of MiB) as the
+	// run's checkpoint, replacing the one before. The run record must
+	// exist (tombstoned or not), else ErrNoRun and nothing is written; a
+	// run has at most one checkpoint, and Pruner.DeleteRun deletes it with
+	// the run.
+	PutCheckpoint(tenant, runID string, bundle []byte) error
 }
 
 // Cluster is one tenant's cluster state: an opaque blob owned by the

@@ -8,9 +8,9 @@
 // It checks the transactional contract the backends rely on: atomic
 // rollback of every kind of write, optimistic cluster versions, write-once
 // idempotency keys, per-run event order over one global sequence,
-// tombstones, tenant isolation, commit wake-ups and serialized concurrent
-// writers, and the optional deletion (store.Pruner) and evidence
-// (store.Evidence) ports, which Run expects. RunLeases checks the optional
+// tombstones, tenant isolation, runs' checkpoints, commit wake-ups and
+// serialized concurrent writers, and the optional deletion (store.Pruner)
+// and evidence (store.Evidence) ports, which Run expects. RunLeases checks the optional
 // lease port (store.Leaser) of a store that has one.
 package storetest
 
@@ -46,6 +46,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteRollsBack", testDeleteRollback},
 		// The evidence port (store.Evidence, evidence.go).
 		{"Evidence", testEvidence},
+		// Runs' checkpoints (checkpoint.go).
+		{"Checkpoints", testCheckpoints},
+		{"LargeCheckpoint", testLargeCheckpoint},
+		{"DeleteRunDeletesCheckpoint", testDeleteRunCheckpoint},
 	})
 }
 
