@@ -19,13 +19,13 @@ import (
 )
 
 // Evidence: for every agent process of a run, the exact prompt it was
-// given and the raw bytes it wrote, kept with the run's records (a store
-// that implements store.Evidence) so that the run can be exported. The
-// processes report through a worker.Tap; the tap only appends to memory
-// and a flusher writes batches to the store, so an agent never waits on
-// the store. Before an execution's outcome is recorded, its evidence is
-// given a bounded time to reach the store, so that a finished run's
-// export is complete.
+// given and the raw bytes it wrote, kept with the run's records
+// (store.Evidence) so that the run can be exported. The processes report
+// through a worker.Tap; the tap only appends to memory and a flusher
+// writes batches to the store, so an agent never waits on the store.
+// Before an execution's outcome is recorded, its evidence is given a
+// bounded time to reach the store, so that a finished run's export is
+// complete.
 
 // Bounds of the evidence kept.
 const (
@@ -101,26 +101,17 @@ type evidenceRecorder struct {
 	dropLog lograte.Limiter
 }
 
-// evidenceTap returns the worker.Tap of one execution of a run; nil when
-// the store keeps no evidence. values are the spellings of the declared
-// variables' values (recordRedactor.byteValues), redacted from what it
-// records.
+// evidenceTap returns the worker.Tap of one execution of a run. values
+// are the spellings of the declared variables' values
+// (recordRedactor.byteValues), redacted from what it records.
 func (b *Backend) evidenceTap(tk, runID, execution string, values [][]byte) worker.Tap {
-	if _, ok := b.store.(store.Evidence); !ok {
-		return nil
-	}
 	return &execTap{b: b, key: execKey{runKey{tk, runID}, execution}, red: newRedactor(values)}
 }
 
-// withEvidence runs an agent execution with the tap of its evidence (nil
-// when the store keeps none), then waits (at most evidenceWait) for the
-// evidence to be written.
+// withEvidence runs an agent execution with the tap of its evidence, then
+// waits (at most evidenceWait) for the evidence to be written.
 func (b *Backend) withEvidence(tk, runID, execution string, values [][]byte, run func(worker.Tap) worker.Outcome) worker.Outcome {
-	t := b.evidenceTap(tk, runID, execution, values)
-	if t == nil {
-		return run(nil)
-	}
-	out := run(t)
+	out := run(b.evidenceTap(tk, runID, execution, values))
 	b.evidence.waitSaved(execKey{runKey{tk, runID}, execution}, evidenceWait)
 	return out
 }
@@ -197,7 +188,6 @@ func (r *evidenceRecorder) droppedRecords() int64 {
 // is left. A record of a run that no longer exists is dropped; a failed
 // write drops its batch (the export then reports the gap).
 func (r *evidenceRecorder) flush(b *Backend) {
-	ev := b.store.(store.Evidence)
 	for {
 		r.linger()
 		batch, ok := r.next()
@@ -206,7 +196,7 @@ func (r *evidenceRecorder) flush(b *Backend) {
 		}
 		recs := mergeEvidence(batch)
 		run := batch[0].key.run
-		err := ev.AppendEvidence(context.Background(), run.tk, run.runID, recs)
+		err := b.store.AppendEvidence(context.Background(), run.tk, run.runID, recs)
 		if err != nil && !errors.Is(err, store.ErrNoRun) {
 			b.cfg.Log.Warn("runs: agent evidence dropped", "run", run.runID, "records", len(recs), "err", err)
 		}

@@ -40,9 +40,9 @@ func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int
 	if err := forgetGone(ctx, b.store, cutoff, limit); err != nil {
 		return 0, err
 	}
-	compact := func(tx store.Tx, p store.Pruner, entry string) error {
+	compact := func(tx store.Tx, entry string) error {
 		tk, runID := splitActive(entry)
-		if err := compactRun(tx, p, tk, runID); err != nil {
+		if err := compactRun(tx, tk, runID); err != nil {
 			return fmt.Errorf("runs: compact %s: %w", runID, err)
 		}
 		return nil
@@ -61,26 +61,26 @@ func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int
 }
 
 // compactRun deletes one finished run's history.
-func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
+func compactRun(tx store.Tx, tk, runID string) error {
 	st, _, ok, err := loadRun(tx, tk, runID)
 	if err != nil {
 		return err
 	}
 	if ok {
 		if st.Key != "" {
-			if err := p.DeleteIdempotency(tk, submissionPrefix+st.Key); err != nil {
+			if err := tx.DeleteIdempotency(tk, submissionPrefix+st.Key); err != nil {
 				return err
 			}
 		}
-		if err := errors.Join(p.DeleteCluster(stateKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
+		if err := errors.Join(tx.DeleteCluster(stateKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
 			return err
 		}
 	}
-	if err := p.DeleteRun(tk, runID); err != nil && !errors.Is(err, store.ErrNoRun) {
+	if err := tx.DeleteRun(tk, runID); err != nil && !errors.Is(err, store.ErrNoRun) {
 		return err
 	}
 	return errors.Join(
-		p.DeleteLease(store.RunLease(tk, runID)),
+		tx.DeleteLease(store.RunLease(tk, runID)),
 		updateIndex(tx, indexKey(tk), runID, 0),
 		markNow(tx, goneKey, tk, runID))
 }

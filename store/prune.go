@@ -1,8 +1,7 @@
 package store
 
-// Pruner is the optional deletion port of a Store's write transactions
-// (Tx), used by retention to delete the history of runs long finished.
-// The memory, SQLite and PostgreSQL stores implement it.
+// Pruner is the deletion port of a Store's write transactions (part of
+// Tx), used by retention to delete the history of runs long finished.
 //
 // Deletion never reuses a sequence: LastSeq does not move back when the
 // events holding it are deleted. A record deleted in a transaction must

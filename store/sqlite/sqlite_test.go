@@ -255,7 +255,7 @@ func TestLeaseTakeoverAcrossRestart(t *testing.T) {
 	s = open(t, dir, "")
 	defer s.Close()
 	must(t, s.View(ctx, func(tx store.ReadTx) error {
-		l, ok, err := tx.(store.LeaseReader).Lease(name)
+		l, ok, err := tx.Lease(name)
 		if err != nil || !ok || l.Owner != "proc-1" || l.Epoch != e1 {
 			return fmt.Errorf("lease after restart %+v %v %v", l, ok, err)
 		}

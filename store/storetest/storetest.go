@@ -9,9 +9,10 @@
 // rollback of every kind of write, optimistic cluster versions, write-once
 // idempotency keys, per-run event order over one global sequence,
 // tombstones, tenant isolation, runs' checkpoints, commit wake-ups and
-// serialized concurrent writers, and the optional deletion (store.Pruner)
-// and evidence (store.Evidence) ports, which Run expects. RunLeases checks the optional
-// lease port (store.Leaser) of a store that has one.
+// serialized concurrent writers, deletion (store.Pruner) and evidence
+// (store.Evidence). RunLeases checks the leases (store.Leaser); it
+// assumes that a lease another owner holds belongs to a process that is
+// gone, so a store whose leases expire runs it with a very short TTL.
 package storetest
 
 import (
