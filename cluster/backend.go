@@ -125,9 +125,9 @@ func (b *Backend) Store() store.Store { return b.store }
 func (b *Backend) Close() error { return b.store.Close() }
 
 // Ping reports whether the backend's store can read and commit a write
-// now (store.Ping); a store that cannot answers an error wrapping
+// now (its store's Ping); a store that cannot answers an error wrapping
 // store.ErrUnavailable.
-func (b *Backend) Ping(ctx context.Context) error { return store.Ping(ctx, b.store) }
+func (b *Backend) Ping(ctx context.Context) error { return b.store.Ping(ctx) }
 
 // tenant maps a caller to its store tenant key.
 func (b *Backend) tenant(ctx context.Context) string {

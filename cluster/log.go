@@ -57,13 +57,13 @@ func appendLog(tx store.Tx, st *state) error {
 
 // deleteLog deletes run's execution log (its chunks are numbered from 0
 // without a gap).
-func deleteLog(tx store.Tx, p store.Pruner, runID string) error {
+func deleteLog(tx store.Tx, runID string) error {
 	for k := uint64(0); ; k++ {
 		_, ok, err := tx.Cluster(logKey(runID, k))
 		if err != nil || !ok {
 			return err
 		}
-		if err := p.DeleteCluster(logKey(runID, k)); err != nil {
+		if err := tx.DeleteCluster(logKey(runID, k)); err != nil {
 			return err
 		}
 	}

@@ -34,9 +34,9 @@ func markEnded(tx store.Tx, tenant, runID string) error {
 // cutoff, oldest first, in one transaction, and returns how many it
 // deleted (fewer than limit: none is left).
 func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	return store.CompactIndex(ctx, b.store, endedKey, cutoff, limit, func(tx store.Tx, p store.Pruner, entry string) error {
+	return store.CompactIndex(ctx, b.store, endedKey, cutoff, limit, func(tx store.Tx, entry string) error {
 		tenant, runID, _ := strings.Cut(entry, "\x00")
-		if err := compactRun(tx, p, tenant, runID); err != nil {
+		if err := compactRun(tx, tenant, runID); err != nil {
 			return fmt.Errorf("cluster: compact %s: %w", runID, err)
 		}
 		return nil
@@ -45,7 +45,7 @@ func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int
 
 // compactRun deletes one ended run and drops it from its cluster's run
 // list (unless it became current again, which a run id never does).
-func compactRun(tx store.Tx, p store.Pruner, tenant, runID string) error {
+func compactRun(tx store.Tx, tenant, runID string) error {
 	r, ok, err := tx.Run(tenant, runID)
 	if err != nil || !ok {
 		return err
@@ -63,7 +63,7 @@ func compactRun(tx store.Tx, p store.Pruner, tenant, runID string) error {
 			return err
 		}
 	}
-	return errors.Join(p.DeleteRun(tenant, runID), p.DeleteLease(store.RunLease(tenant, runID)), deleteLog(tx, p, runID),
+	return errors.Join(tx.DeleteRun(tenant, runID), tx.DeleteLease(store.RunLease(tenant, runID)), deleteLog(tx, runID),
 		store.RaiseCompacted(tx, r.LastSeq))
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// Readiness answers /readyz: 200 only while the store answers (store.Ping:
-// the store's own health check — on SQLite a read and a write probe —
-// else a read) and the server is not draining. /healthz (liveness) stays unconditional.
+// Readiness answers /readyz: 200 only while the store answers (its Ping:
+// on SQLite and PostgreSQL a read and a write probe) and the server is not
+// draining. /healthz (liveness) stays unconditional.
 type Readiness struct {
 	// Store is checked on every probe (nil: no store, always answers).
 	Store store.Store
@@ -44,7 +44,7 @@ func (r *Readiness) Check(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return store.Ping(ctx, r.Store)
+	return r.Store.Ping(ctx)
 }
 
 // ServeHTTP answers 200 "ready" or 503 with the reason.

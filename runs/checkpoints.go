@@ -38,10 +38,6 @@ type RestoreError struct {
 func (e *RestoreError) Error() string { return e.Why + ": " + e.Err.Error() }
 func (e *RestoreError) Unwrap() error { return e.Err }
 
-// checkpointKey is the clusters-table record of a run's latest
-// checkpoint; retention deletes it with the run.
-func checkpointKey(tk, runID string) string { return stateKey(tk, runID) + "#checkpoint" }
-
 // checkpointExec names one execution of a run.
 type checkpointExec struct {
 	run runKey
@@ -91,28 +87,22 @@ func (b *Backend) takeCheckpoint(ctx context.Context, k runKey, id uint64, src S
 }
 
 // saveCheckpoint writes the checkpoint taken after execution id, if any,
-// as the run's latest, inside its settlement's transaction.
+// as the run's latest (the store's checkpoint of the run, which retention
+// deletes with the run), inside its settlement's transaction.
 func (b *Backend) saveCheckpoint(tx store.Tx, k runKey, id uint64) error {
 	rec := b.cps.get(checkpointExec{k, id})
 	if rec == nil {
 		return nil
 	}
-	key := checkpointKey(k.tk, k.runID)
-	c, _, err := tx.Cluster(key)
-	if err != nil {
-		return err
-	}
-	return tx.PutCluster(key, store.Cluster{Version: c.Version + 1, Data: rec})
+	return tx.PutCheckpoint(k.tk, k.runID, rec)
 }
 
 // latestCheckpoint reads the run's latest checkpoint (nil: none yet).
 func (b *Backend) latestCheckpoint(ctx context.Context, k runKey) ([]byte, error) {
 	var rec []byte
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
-		c, ok, err := tx.Cluster(checkpointKey(k.tk, k.runID))
-		if ok {
-			rec = c.Data
-		}
+		var err error
+		rec, _, err = tx.Checkpoint(k.tk, k.runID)
 		return err
 	})
 	return rec, err

@@ -99,14 +99,14 @@ func TestTakeoverRestoresTheLatestCheckpoint(t *testing.T) {
 	if !strings.Contains(logs, "workspace: rebuilt from") || !strings.Contains(logs, "was running on a server that was lost") {
 		t.Fatalf("logs:\n%s", logs)
 	}
-	key := second.TenantKey("alice") + "/r#checkpoint"
-	if !hasRecord(t, st, key) {
+	tk := second.TenantKey("alice")
+	if !hasCheckpoint(t, st, tk, "r") {
 		t.Fatal("no checkpoint record")
 	}
 	if n, err := second.Compact(context.Background(), time.Now().Add(time.Hour), 10); err != nil || n != 1 {
 		t.Fatalf("compact %d %v", n, err)
 	}
-	if hasRecord(t, st, key) {
+	if hasCheckpoint(t, st, tk, "r") {
 		t.Fatal("retention left the run's checkpoint")
 	}
 }
@@ -137,12 +137,12 @@ func TestUnrestorableWorkspaceEndsRuntimeLost(t *testing.T) {
 	}
 }
 
-func hasRecord(t *testing.T, st store.Store, key string) bool {
+func hasCheckpoint(t *testing.T, st store.Store, tk, runID string) bool {
 	t.Helper()
 	var ok bool
 	if err := st.View(context.Background(), func(tx store.ReadTx) error {
 		var err error
-		_, ok, err = tx.Cluster(key)
+		_, ok, err = tx.Checkpoint(tk, runID)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -20,14 +20,14 @@
 //
 // Durable state per run: an immutable admission record (the run's store
 // seed), a small mutable state record (phase, executions, terminal result,
-// last cursor, spending), the latest workspace checkpoint in a record of
-// its own, and the run's event log in the store, whose global sequence is
+// last cursor, spending), the latest workspace checkpoint (the store's
+// checkpoint of the run), and the run's event log in the store, whose global sequence is
 // the opaque cursor "v2:N". Every record carries the run's status
 // projection after it, so run/watch replays any cursor without folding; log
 // lines are records too (batched per run) and run/logs replays and follows
 // them. The raw evidence of its agent processes (the exact prompts and
-// every byte they wrote) is kept with the run in a store that implements
-// store.Evidence, recorded by package runs/evidence and read back by its
+// every byte they wrote) is kept with the run in the store's evidence,
+// recorded by package runs/evidence and read back by its
 // exports (runexport.go, through the writers of package runs/export).
 // Live agent output (run/attach) is not stored as such: the replica
 // running the execution keeps a window of it in memory and, on a store

@@ -3,8 +3,8 @@ package runs
 import "github.com/oecp/oecp/engine/worker"
 
 // withEvidence runs an agent execution with the tap of its evidence
-// (package runs/evidence; nil when the store keeps none), then waits a
-// bounded time for the evidence to be written. values are the spellings
+// (package runs/evidence), then waits a bounded time for the evidence to
+// be written. values are the spellings
 // of the declared variables' values (recordRedactor.byteValues), redacted
 // from what it records.
 func (b *Backend) withEvidence(tk, runID, execution string, values [][]byte, run func(worker.Tap) worker.Outcome) worker.Outcome {

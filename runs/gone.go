@@ -22,7 +22,7 @@ const goneKey = "\x00native-gone"
 // before cutoff.
 func forgetGone(ctx context.Context, s store.Store, cutoff time.Time, limit int) error {
 	for {
-		n, err := store.CompactIndex(ctx, s, goneKey, cutoff, limit, func(store.Tx, store.Pruner, string) error { return nil })
+		n, err := store.CompactIndex(ctx, s, goneKey, cutoff, limit, func(store.Tx, string) error { return nil })
 		if err != nil || n < limit {
 			return err
 		}

@@ -62,9 +62,10 @@ func echoRun(t *testing.T, st store.Store) (*runs.Backend, context.Context, engi
 func TestLogLinesOutliveTheStoreBeingDown(t *testing.T) {
 	st := &flaky{Store: store.NewMemory(), failed: make(chan struct{}, 2)}
 	b, ctx, ref := echoRun(t, st)
+	l := b.Ledger("test")
+	must(t, l.Claim(ctx, ref)) // the lines are written under the run's lease
 	st.down.Store(true)
 	const logged = 1005 // past the bound of 1,000 lines per execution
-	l := b.Ledger("test")
 	for i := range logged {
 		l.Log(ref, "", "info", fmt.Sprintf("line %d", i))
 	}
@@ -136,8 +137,10 @@ func (f *readsFail) Update(ctx context.Context, fn func(store.Tx) error) error {
 func TestLogLinesHeldWhenAReadFailsUnavailable(t *testing.T) {
 	st := &readsFail{Store: store.NewMemory(), failed: make(chan struct{}, 1)}
 	b, ctx, ref := echoRun(t, st)
+	l := b.Ledger("test")
+	must(t, l.Claim(ctx, ref)) // the line is written under the run's lease
 	st.down.Store(true)
-	b.Ledger("test").Log(ref, "", "info", "held line")
+	l.Log(ref, "", "info", "held line")
 	testkit.Recv(t, st.failed)
 	st.down.Store(false)
 	lines := forcedLogs(t, ctx, b, "r")

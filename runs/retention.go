@@ -14,9 +14,9 @@ import (
 // Retention: a finished run is entered in the finished-run index with the
 // time it finished; Compact deletes, a bounded batch per transaction, the
 // runs that finished before a cutoff — their records, events (log lines
-// included), state, workspace checkpoint, index entries, submission
-// receipt and lease — and
-// raises the store's compaction watermark past their last cursor.
+// included), state, workspace checkpoint (deleted with the run record),
+// index entries, submission receipt and lease — and raises the store's
+// compaction watermark past their last cursor.
 //
 //	clusters table  finishedKey[~I] + ".N" every finished run (wide; tenant key NUL
 //	                                     runId → finish time, Unix ns)
@@ -40,9 +40,9 @@ func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int
 	if err := forgetGone(ctx, b.store, cutoff, limit); err != nil {
 		return 0, err
 	}
-	compact := func(tx store.Tx, p store.Pruner, entry string) error {
+	compact := func(tx store.Tx, entry string) error {
 		tk, runID := splitActive(entry)
-		if err := compactRun(tx, p, tk, runID); err != nil {
+		if err := compactRun(tx, tk, runID); err != nil {
 			return fmt.Errorf("runs: compact %s: %w", runID, err)
 		}
 		return nil
@@ -61,26 +61,26 @@ func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int
 }
 
 // compactRun deletes one finished run's history.
-func compactRun(tx store.Tx, p store.Pruner, tk, runID string) error {
+func compactRun(tx store.Tx, tk, runID string) error {
 	st, _, ok, err := loadRun(tx, tk, runID)
 	if err != nil {
 		return err
 	}
 	if ok {
 		if st.Key != "" {
-			if err := p.DeleteIdempotency(tk, submissionPrefix+st.Key); err != nil {
+			if err := tx.DeleteIdempotency(tk, submissionPrefix+st.Key); err != nil {
 				return err
 			}
 		}
-		if err := errors.Join(p.DeleteCluster(stateKey(tk, runID)), p.DeleteCluster(checkpointKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
+		if err := errors.Join(tx.DeleteCluster(stateKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
 			return err
 		}
 	}
-	if err := p.DeleteRun(tk, runID); err != nil && !errors.Is(err, store.ErrNoRun) {
+	if err := tx.DeleteRun(tk, runID); err != nil && !errors.Is(err, store.ErrNoRun) {
 		return err
 	}
 	return errors.Join(
-		p.DeleteLease(store.RunLease(tk, runID)),
+		tx.DeleteLease(store.RunLease(tk, runID)),
 		updateIndex(tx, indexKey(tk), runID, 0),
 		markNow(tx, goneKey, tk, runID))
 }

@@ -104,9 +104,7 @@ func (b *Backend) planExport(ctx context.Context, tk, runID string) (exportPlan,
 	if err != nil {
 		return plan, err
 	}
-	if ev, ok := b.store.(store.Evidence); ok {
-		plan.evidence, err = ev.LastEvidence(ctx, tk, runID)
-	}
+	plan.evidence, err = b.store.LastEvidence(ctx, tk, runID)
 	return plan, err
 }
 
@@ -139,12 +137,8 @@ func (b *Backend) exportLedger(ctx context.Context, plan exportPlan, t *export.T
 // exportEvidence passes the run's evidence up to the plan's last record
 // to see.
 func (b *Backend) exportEvidence(ctx context.Context, plan exportPlan, see func(export.Item)) error {
-	ev, ok := b.store.(store.Evidence)
-	if !ok {
-		return nil
-	}
 	for after := uint64(0); after < plan.evidence; {
-		recs, err := ev.EvidenceAfter(ctx, plan.tk, plan.runID, after, min(plan.evidence, math.MaxInt64), exportPage)
+		recs, err := b.store.EvidenceAfter(ctx, plan.tk, plan.runID, after, min(plan.evidence, math.MaxInt64), exportPage)
 		if err != nil {
 			return err
 		}

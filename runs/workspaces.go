@@ -119,7 +119,7 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 	// What follows is written only while this process still holds the
 	// run under the claim it prepared the workspace for.
 	b.prep.mu.Lock()
-	fence := store.FenceOf(b.store, store.RunLease(k.tk, k.runID), b.prep.epoch[k])
+	fence := store.FenceOf(store.RunLease(k.tk, k.runID), b.prep.epoch[k])
 	b.prep.mu.Unlock()
 	if err == nil && restore {
 		b.logFenced(k.tk, k.runID, fence, "", "info", "workspace: rebuilt from "+src.Repository+" at "+src.Revision+

@@ -12,9 +12,7 @@ import (
 // Claims are the leases one supervising process holds, by lease name, and
 // the epochs it holds them under. A process claims a lease once before it
 // writes for what the lease guards, then fences each such write with
-// Check (or a Fence taken earlier) inside the writing transaction. On a
-// store that keeps no leases (not a Leaser) claiming is a no-op and every
-// write passes.
+// Check (or a Fence taken earlier) inside the writing transaction.
 //
 // A claim lasts until it is released or found lost: a process that stops
 // acting on a lease (its run finished) releases it, so that it renews
@@ -48,11 +46,7 @@ func (c *Claims) Store() Store { return c.st }
 // Claim acquires the named lease (taking it over from an owner that is
 // gone) and remembers its epoch.
 func (c *Claims) Claim(ctx context.Context, name string) error {
-	lr, ok := c.st.(Leaser)
-	if !ok {
-		return nil
-	}
-	epoch, err := lr.AcquireLease(ctx, name, c.owner)
+	epoch, err := c.st.AcquireLease(ctx, name, c.owner)
 	if err == nil {
 		c.Claimed(name, epoch)
 	}
@@ -95,7 +89,7 @@ func (c *Claims) Check(tx ReadTx, name string) error {
 // made later on its behalf (a log line written by a flusher): the write
 // passes only while the lease is still held under the same epoch.
 func (c *Claims) Fence(name string) Fence {
-	return FenceOf(c.st, name, c.Epoch(name))
+	return FenceOf(name, c.Epoch(name))
 }
 
 // Fence fences a write with a lease held under a given epoch. The zero
@@ -103,22 +97,18 @@ func (c *Claims) Fence(name string) Fence {
 type Fence struct {
 	name  string
 	epoch uint64
-	// leased: the store keeps leases, so an epoch of 0 (never claimed, or
-	// lost) fails Check.
-	leased bool
 }
 
-// FenceOf is the fence of the named lease held under epoch (0: not held)
-// on st; on a store that keeps no leases it fences nothing.
-func FenceOf(st Store, name string, epoch uint64) Fence {
-	_, leased := st.(Leaser)
-	return Fence{name: name, epoch: epoch, leased: leased}
+// FenceOf is the fence of the named lease held under epoch (0: not held,
+// which fails every Check).
+func FenceOf(name string, epoch uint64) Fence {
+	return Fence{name: name, epoch: epoch}
 }
 
 // Check fails with ErrLeaseLost unless, inside tx, the lease is held under
 // the fence's epoch.
 func (f Fence) Check(tx ReadTx) error {
-	if !f.leased {
+	if f == (Fence{}) {
 		return nil
 	}
 	if f.epoch == 0 {

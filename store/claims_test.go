@@ -24,7 +24,7 @@ type expiring struct {
 func newExpiring() *expiring { return &expiring{Store: store.NewMemory(), held: map[string]uint64{}} }
 
 func (e *expiring) AcquireLease(ctx context.Context, name, owner string) (uint64, error) {
-	epoch, err := e.Store.(store.Leaser).AcquireLease(ctx, name, owner)
+	epoch, err := e.Store.AcquireLease(ctx, name, owner)
 	if err == nil {
 		e.mu.Lock()
 		e.held[name] = epoch
@@ -40,7 +40,7 @@ func (e *expiring) ReleaseLease(ctx context.Context, name, owner string, epoch u
 	if down {
 		return fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 	}
-	err := e.Store.(store.Leaser).ReleaseLease(ctx, name, owner, epoch)
+	err := e.Store.ReleaseLease(ctx, name, owner, epoch)
 	if err == nil {
 		e.mu.Lock()
 		delete(e.held, name)
@@ -112,7 +112,7 @@ func TestFenceOfALostClaimFails(t *testing.T) {
 	if err := check(f); err != nil {
 		t.Fatalf("fence of a held lease: %v", err)
 	}
-	if _, err := st.(store.Leaser).AcquireLease(ctx, name, "other"); err != nil {
+	if _, err := st.AcquireLease(ctx, name, "other"); err != nil {
 		t.Fatal(err)
 	}
 	for what, f := range map[string]store.Fence{"lost": f, "unclaimed": unclaimed} {

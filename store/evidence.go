@@ -2,13 +2,12 @@ package store
 
 import "context"
 
-// Evidence is the optional port of a Store that keeps runs' raw agent
-// evidence: the exact prompt each agent process received and the bytes it
-// wrote, in the order they were recorded. Evidence belongs to a run: it is
+// Evidence is the port of a Store that keeps runs' raw agent evidence:
+// the exact prompt each agent process received and the bytes it wrote, in
+// the order they were recorded. Evidence belongs to a run: it is
 // written only while the run record exists, read under the run's tenant
 // only, and Pruner.DeleteRun deletes it with the run. Writing it wakes no
-// watcher (it is not part of the run's event log). The memory, SQLite and
-// PostgreSQL stores implement it.
+// watcher (it is not part of the run's event log).
 type Evidence interface {
 	// AppendEvidence appends recs to a run's evidence in one transaction,
 	// assigning each an ID greater than every earlier one of the run. An

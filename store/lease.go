@@ -42,9 +42,8 @@ type Lease struct {
 	Epoch uint64
 }
 
-// Leaser is the optional lease port of a Store; both local stores implement
-// it. Lease changes are not watched data: they never close the channels
-// returned by Changed.
+// Leaser is the lease port of a Store. Lease changes are not watched
+// data: they never close the channels returned by Changed.
 type Leaser interface {
 	// AcquireLease makes owner the holder of the named lease and returns
 	// the epoch it holds it under. A new lease starts at epoch 1. If owner
@@ -84,8 +83,8 @@ type ExpiringLeaser interface {
 	RenewLeases(ctx context.Context, owner string) (map[string]uint64, error)
 }
 
-// LeaseReader is the read side of leases, implemented by the transactions
-// (ReadTx and Tx) of every Store that implements Leaser.
+// LeaseReader is the read side of leases, part of every transaction
+// (ReadTx and Tx).
 type LeaseReader interface {
 	// Lease returns the named lease row.
 	Lease(name string) (Lease, bool, error)
@@ -95,11 +94,7 @@ type LeaseReader interface {
 // and ErrLeaseLost otherwise. Called inside Update, it fences the
 // transaction's writes: they commit only if the lease was not taken over.
 func CheckLease(tx ReadTx, name string, epoch uint64) error {
-	lr, ok := tx.(LeaseReader)
-	if !ok {
-		return fmt.Errorf("store: transaction %T has no leases", tx)
-	}
-	l, ok, err := lr.Lease(name)
+	l, ok, err := tx.Lease(name)
 	if err != nil {
 		return err
 	}

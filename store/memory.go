@@ -32,6 +32,8 @@ type runEntry struct {
 	events []Event
 	// evidence is the run's agent evidence (memory_evidence.go).
 	evidence []EvidenceRecord
+	// checkpoint is the run's checkpoint bundle (memory_checkpoint.go).
+	checkpoint []byte
 }
 
 type memory struct {
@@ -131,6 +133,8 @@ type memTx struct {
 	counters   map[string]uint64
 	seq        uint64      // last sequence assigned in this tx (0: none)
 	deletes    *memDeletes // memory_prune.go
+	// checkpoints are the bundles put in this tx (memory_checkpoint.go).
+	checkpoints map[tkey][]byte
 }
 
 type pendingEvent struct {
@@ -139,7 +143,7 @@ type pendingEvent struct {
 }
 
 func (t *memTx) dirty() bool {
-	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0 || t.deletes != nil
+	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0 || t.deletes != nil || len(t.checkpoints) > 0
 }
 
 func (t *memTx) Cluster(tenant string) (Cluster, bool, error) {
@@ -428,5 +432,6 @@ func (t *memTx) commit() {
 	if t.seq > m.seq {
 		m.seq = t.seq
 	}
+	t.commitCheckpoints()
 	t.commitDeletes()
 }

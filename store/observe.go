@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Observer sees a store's commits and lease takeovers (metrics). Its
 // methods are called on the commit path, after the store's locks are
@@ -16,9 +19,9 @@ type Observer interface {
 	LeaseTakenOver()
 }
 
-// Observable is implemented by the stores that report to an Observer
-// (memory, SQLite). SetObserver must be called before the store is used
-// by more than one goroutine.
+// Observable is the part of a Store that reports to an Observer.
+// SetObserver must be called before the store is used by more than one
+// goroutine.
 type Observable interface {
 	SetObserver(o Observer)
 }
@@ -32,4 +35,10 @@ func ReportCommit(o Observer, start time.Time, failed bool) {
 	if o != nil {
 		o.Commit(time.Since(start), failed)
 	}
+}
+
+// Ping implements Pinger: the memory store can serve until it is closed,
+// which an empty read tells.
+func (m *memory) Ping(ctx context.Context) error {
+	return m.View(ctx, func(ReadTx) error { return nil })
 }

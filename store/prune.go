@@ -1,18 +1,18 @@
 package store
 
-// Pruner is the optional deletion port of a Store's write transactions
-// (Tx), used by retention to delete the history of runs long finished.
-// The memory, SQLite and PostgreSQL stores implement it.
+// Pruner is the deletion port of a Store's write transactions (part of
+// Tx), used by retention to delete the history of runs long finished.
 //
 // Deletion never reuses a sequence: LastSeq does not move back when the
 // events holding it are deleted. A record deleted in a transaction must
 // not be read again in that transaction (what such a read sees is not
 // specified); the transaction's other reads and writes behave as usual.
 type Pruner interface {
-	// DeleteRun deletes a run record and every event of it. Afterwards the
-	// run and its events are not found (Run, Event, Events,
-	// FirstRunAfter), as if they had never been written, and the run id
-	// may be created again. An unknown run is ErrNoRun.
+	// DeleteRun deletes a run record, every event of it and its
+	// checkpoint (and evidence). Afterwards the run, its events and its
+	// checkpoint are not found (Run, Event, Events, FirstRunAfter,
+	// Checkpoint), as if they had never been written, and the run id may
+	// be created again. An unknown run is ErrNoRun.
 	DeleteRun(tenant, runID string) error
 	// DeleteIdempotency deletes a receipt; an absent one is no error.
 	DeleteIdempotency(tenant, key string) error

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -40,21 +39,14 @@ func RaiseCompacted(tx Tx, seq uint64) error {
 	return tx.PutCluster(compactedKey, Cluster{Version: c.Version + 1, Data: strconv.AppendUint(nil, seq, 10)})
 }
 
-// ErrNoPruner: the store's transactions cannot delete (store.Pruner).
-var ErrNoPruner = errors.New("store: this store cannot delete records")
-
 // CompactIndex is the loop of a retention pass over an index whose
 // numbers are times (Unix ns): in one Update it calls compact for at most
 // limit entries below cutoff, oldest first, removes each from the index
 // and returns how many it compacted (fewer than limit: none is left).
-func CompactIndex(ctx context.Context, s Store, key string, cutoff time.Time, limit int, compact func(tx Tx, p Pruner, entry string) error) (int, error) {
+func CompactIndex(ctx context.Context, s Store, key string, cutoff time.Time, limit int, compact func(tx Tx, entry string) error) (int, error) {
 	n := 0
 	err := s.Update(ctx, func(tx Tx) error {
 		n = 0
-		p, ok := tx.(Pruner)
-		if !ok {
-			return ErrNoPruner
-		}
 		ix, err := LoadIndex(tx, key)
 		if err != nil {
 			return err
@@ -63,7 +55,7 @@ func CompactIndex(ctx context.Context, s Store, key string, cutoff time.Time, li
 			if n >= limit || ix[entry] >= uint64(cutoff.UnixNano()) {
 				break
 			}
-			if err := compact(tx, p, entry); err != nil {
+			if err := compact(tx, entry); err != nil {
 				return err
 			}
 			if err := UpdateIndex(tx, key, entry, 0); err != nil {

@@ -1,13 +1,16 @@
 // Package store is the store port of the backends (the v1 clusters and
 // native runs): a small, storage-neutral, transactional interface over
 // per-tenant records, idempotency receipts, run records (with tombstones),
-// an append-only event log keyed by one global sequence, and named
-// counters, with the helpers built on it (indexes, claims, retention) and
-// optional ports a store may implement, found by type assertion: leases
-// that fence a run's supervisor (Leaser, TxLeaser, ExpiringLeaser),
-// deletion (Pruner), agent evidence (Evidence), messages between replicas
-// (Broadcaster, Shared, ForeignWakes), a health check (Pinger) and an
-// observer (Observable). The backends run every check that guards a write
+// an append-only event log keyed by one global sequence, runs' checkpoint
+// bundles and named counters, with supervision leases that fence a run's
+// supervisor (Leaser, LeaseReader), deletion (Pruner), agent evidence
+// (Evidence), a health check (Pinger) and an observer (Observable), and the
+// helpers built on it (indexes, claims, retention). What only some stores
+// can do are optional ports, found by type assertion: leases acquired
+// inside a write transaction (TxLeaser, SQLite), leases that expire
+// (ExpiringLeaser) and messages between replicas (Shared, Broadcaster,
+// ForeignWakes), all three of a store several processes share
+// (PostgreSQL). The backends run every check that guards a write
 // (idempotency replay, generation and run compare-and-set, phase rules, the
 // lease fence) inside one Update transaction, so the same logic holds on
 // any implementation that gives Update serializable semantics: the
@@ -51,7 +54,7 @@ var (
 	ErrUnavailable = errors.New("store: unavailable")
 )
 
-// Pinger is the optional health check of a Store.
+// Pinger is the health check of a Store.
 type Pinger interface {
 	// Ping returns nil when the store can read and commit a write now,
 	// else an error that wraps ErrUnavailable (or ErrClosed). It changes
@@ -59,19 +62,14 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Ping checks s: its own Ping when it has one, else a read.
-func Ping(ctx context.Context, s Store) error {
-	if p, ok := s.(Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return s.View(ctx, func(tx ReadTx) error {
-		_, err := tx.LastSeq()
-		return err
-	})
-}
-
-// Store is the transactional store.
+// Store is the transactional store, with its leases (lease.go), runs'
+// agent evidence (evidence.go), health check and observer (observe.go).
 type Store interface {
+	Leaser
+	Evidence
+	Pinger
+	Observable
+
 	// Update runs fn in one serializable read-write transaction. If fn
 	// returns an error nothing it wrote is kept (counters and sequences
 	// included) and Update returns that error unchanged. After a commit
@@ -92,6 +90,7 @@ type Store interface {
 // ReadTx is the read side of a transaction. All lookups are scoped by
 // tenant: a record of one tenant is never visible under another.
 type ReadTx interface {
+	LeaseReader
 	// Cluster returns the tenant's cluster record.
 	Cluster(tenant string) (Cluster, bool, error)
 	// Idempotency returns the receipt recorded under key.
@@ -109,11 +108,16 @@ type ReadTx interface {
 	Events(tenant, runID string, afterSeq uint64, limit int) ([]Event, error)
 	// LastSeq is the highest sequence ever assigned (0 when none).
 	LastSeq() (uint64, error)
+	// Checkpoint returns the run's checkpoint bundle, the one the last
+	// PutCheckpoint of the run kept. The bytes must be treated as
+	// immutable.
+	Checkpoint(tenant, runID string) ([]byte, bool, error)
 }
 
-// Tx is a read-write transaction.
+// Tx is a read-write transaction, deletions (prune.go) included.
 type Tx interface {
 	ReadTx
+	Pruner
 	// PutCluster stores the tenant's cluster record. c.Version must be the
 	// stored version + 1 (1 for a new record), else ErrVersionConflict.
 	PutCluster(tenant string, c Cluster) error
@@ -132,6 +136,12 @@ type Tx interface {
 	// NextCounter increments the named global counter and returns the new
 	// value (the first call returns 1).
 	NextCounter(name string) (uint64, error)
+	// PutCheckpoint keeps bundle (opaque bytes, up to tens of MiB) as the
+	// run's checkpoint, replacing the one before. The run record must
+	// exist (tombstoned or not), else ErrNoRun and nothing is written; a
+	// run has at most one checkpoint, and Pruner.DeleteRun deletes it with
+	// the run.
+	PutCheckpoint(tenant, runID string, bundle []byte) error
 }
 
 // Cluster is one tenant's cluster state: an opaque blob owned by the

@@ -174,9 +174,7 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 		}
 	}
 	if cfg.metrics != nil {
-		if o, ok := st.(store.Observable); ok {
-			o.SetObserver(cfg.metrics)
-		}
+		st.SetObserver(cfg.metrics)
 	}
 	if cfg.onStore != nil {
 		cfg.onStore(st)

@@ -35,11 +35,11 @@ func (e *expiring) AcquireLease(ctx context.Context, name, owner string) (uint64
 	if elsewhere {
 		return 0, fmt.Errorf("%w: %s", store.ErrLeaseHeld, name)
 	}
-	return e.Store.(store.Leaser).AcquireLease(ctx, name, owner)
+	return e.Store.AcquireLease(ctx, name, owner)
 }
 
 func (e *expiring) ReleaseLease(ctx context.Context, name, owner string, epoch uint64) error {
-	return e.Store.(store.Leaser).ReleaseLease(ctx, name, owner, epoch)
+	return e.Store.ReleaseLease(ctx, name, owner, epoch)
 }
 
 func (e *expiring) LeaseTTL() time.Duration { return time.Minute }
@@ -48,7 +48,7 @@ func (e *expiring) RenewLeases(ctx context.Context, owner string) (map[string]ui
 	held := map[string]uint64{}
 	err := e.View(ctx, func(tx store.ReadTx) error {
 		for _, name := range []string{"other", runclaims.Lease(refA), runclaims.Lease(refB)} {
-			l, ok, err := tx.(store.LeaseReader).Lease(name)
+			l, ok, err := tx.Lease(name)
 			if err != nil {
 				return err
 			}

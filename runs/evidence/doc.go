@@ -1,7 +1,6 @@
 // Package evidence records the raw evidence of a native run's agent
 // processes: for every process, the exact prompt it was given and the raw
-// bytes it wrote, kept with the run's records in a store that implements
-// store.Evidence, so that the run can be exported (the records' kinds and
+// bytes it wrote, kept with the run's records in the store's evidence, so that the run can be exported (the records' kinds and
 // their reading are package runs/export's). The processes report through
 // a worker.Tap; the tap only appends to memory and a flusher writes
 // batches to the store, so an agent never waits on the store. What is

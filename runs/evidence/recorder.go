@@ -76,7 +76,7 @@ type pendingEvidence struct {
 // dropped, never left pending with nobody to write it. It is safe for
 // concurrent use.
 type Recorder struct {
-	st  store.Evidence // nil: the store keeps no evidence
+	st  store.Evidence
 	log *slog.Logger
 
 	mu       sync.Mutex
@@ -97,36 +97,26 @@ type Recorder struct {
 	dropLog lograte.Limiter
 }
 
-// NewRecorder returns the recorder of st's evidence; it records nothing
-// when st does not implement store.Evidence. log receives the lines
-// about dropped evidence.
-func NewRecorder(st store.Store, log *slog.Logger) *Recorder {
-	r := &Recorder{log: log, unsaved: map[execKey]int{}, runs: map[runKey]int{}, kick: make(chan struct{}, 1)}
+// NewRecorder returns the recorder of st's evidence. log receives the
+// lines about dropped evidence.
+func NewRecorder(st store.Evidence, log *slog.Logger) *Recorder {
+	r := &Recorder{st: st, log: log, unsaved: map[execKey]int{}, runs: map[runKey]int{}, kick: make(chan struct{}, 1)}
 	r.changed = sync.NewCond(&r.mu)
-	r.st, _ = st.(store.Evidence)
 	return r
 }
 
 // Tap returns the worker.Tap of one execution of a run (tenant: the
-// run's store tenant key); nil when the store keeps no evidence. values
-// are the spellings of the declared variables' values, redacted from
-// what it records.
+// run's store tenant key). values are the spellings of the declared
+// variables' values, redacted from what it records.
 func (r *Recorder) Tap(tenant, runID, execution string, values [][]byte) worker.Tap {
-	if r.st == nil {
-		return nil
-	}
 	return &execTap{r: r, key: execKey{runKey{tenant, runID}, execution}, red: newRedactor(values)}
 }
 
-// Run runs an agent execution with the tap of its evidence (nil when the
-// store keeps none), then waits (a bounded time) for the evidence to be
-// written, and returns the execution's outcome.
+// Run runs an agent execution with the tap of its evidence, then waits
+// (a bounded time) for the evidence to be written, and returns the
+// execution's outcome.
 func (r *Recorder) Run(tenant, runID, execution string, values [][]byte, run func(worker.Tap) worker.Outcome) worker.Outcome {
-	t := r.Tap(tenant, runID, execution, values)
-	if t == nil {
-		return run(nil)
-	}
-	out := run(t)
+	out := run(r.Tap(tenant, runID, execution, values))
 	r.waitSaved(execKey{runKey{tenant, runID}, execution}, saveWait)
 	return out
 }

@@ -52,3 +52,20 @@ func TestConformance(t *testing.T) {
 		storetest.RunLeases(t, func(t *testing.T) store.Store { return open(t, postgres.Options{LeaseTTL: time.Microsecond}) })
 	})
 }
+
+// TestMigrateCheckpoints opens a schema whose runs' checkpoints are
+// clusters records: Open moves each of an existing run to the
+// checkpoints table.
+func TestMigrateCheckpoints(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	must(t, postgres.MigrateTo(bounded, dsn, postgres.CheckpointsVersion-1))
+	for _, r := range storetest.LegacyRuns {
+		pgtest.Exec(t, "INSERT INTO "+schema+".runs (tenant, id, seed) VALUES ($1, $2, '')", []byte(r[0]), []byte(r[1]))
+	}
+	for _, r := range storetest.LegacyRecords {
+		pgtest.Exec(t, "INSERT INTO "+schema+".clusters (tenant, version, data) VALUES ($1, 1, $2)", []byte(r.Key), r.Data)
+	}
+	storetest.CheckLegacyMigrated(t, openOn(t, dsn, postgres.Options{}))
+}

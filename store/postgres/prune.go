@@ -16,6 +16,7 @@ func (t *txn) DeleteRun(tenant, runID string) error {
 	t.queue(`DELETE FROM runs WHERE tenant = $1 AND id = $2`, tenant, runID)
 	// After the run row: an evidence append holding it is waited for.
 	t.queue(`DELETE FROM evidence WHERE tenant = $1 AND run_id = $2`, tenant, runID)
+	t.queue(`DELETE FROM checkpoints WHERE tenant = $1 AND run_id = $2`, tenant, runID)
 	r.exists, r.dirty = false, false
 	return nil
 }

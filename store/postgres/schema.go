@@ -100,6 +100,32 @@ CREATE TABLE replicas (
 	locked_since timestamptz NOT NULL
 );
 `,
+	// checkpoints: runs' checkpoint bundles (store.Tx.PutCheckpoint),
+	// deleted with the run. The bundles kept before in the clusters table,
+	// each under its run's tenant key + "/" + run id + "#checkpoint" (a
+	// run id holds no '/'), move here when their run exists; a record
+	// whose run is gone stays, read by no one. The key is split at its
+	// last '/' in its escape form, in which every byte but a backslash
+	// and the non-printable ones stands for itself.
+	`
+CREATE TABLE checkpoints (
+	tenant bytea NOT NULL,
+	run_id bytea NOT NULL,
+	bundle bytea NOT NULL,
+	PRIMARY KEY (tenant, run_id)
+);
+
+INSERT INTO checkpoints (tenant, run_id, bundle)
+SELECT r.tenant, r.id, coalesce(l.data, '')
+FROM (SELECT data,
+		decode(substring(encode(tenant, 'escape') from '^(.*)/[^/]*#checkpoint$'), 'escape') AS tk,
+		decode(substring(encode(tenant, 'escape') from '/([^/]*)#checkpoint$'), 'escape') AS id
+	FROM clusters WHERE tenant LIKE '%/%#checkpoint') AS l
+JOIN runs r ON r.tenant = l.tk AND r.id = l.id;
+
+DELETE FROM clusters c USING checkpoints p
+WHERE c.tenant = p.tenant || '/'::bytea || p.run_id || '#checkpoint'::bytea;
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -1,6 +1,10 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"slices"
+	"strings"
+)
 
 // OpenAtVersion opens a store whose schema is migrated to version v only,
 // to build old-version databases for the migration tests. Only Close may be
@@ -19,3 +23,9 @@ const CheckpointPages = checkpointPages
 // ReadsWALIndex reports whether the checkpointer follows the log's length
 // in the WAL index (rather than counting commits).
 func ReadsWALIndex(s *Store) bool { return s.ckpt.shm != nil }
+
+// CheckpointsVersion is the schema version that made the checkpoints
+// table.
+var CheckpointsVersion = slices.IndexFunc(migrations, func(m string) bool {
+	return strings.Contains(m, "CREATE TABLE checkpoints")
+}) + 1

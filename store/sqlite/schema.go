@@ -89,6 +89,29 @@ CREATE TABLE evidence (
 ) STRICT;
 CREATE INDEX evidence_by_run ON evidence (tenant, run_id, id);
 `,
+	// checkpoints: runs' checkpoint bundles (store.Tx.PutCheckpoint),
+	// deleted with the run. The bundles kept before in the clusters table,
+	// each under its run's tenant key + "/" + run id + "#checkpoint" (a
+	// run id holds no '/'), move here when their run exists; a record
+	// whose run is gone stays, read by no one.
+	`
+CREATE TABLE checkpoints (
+	tenant TEXT NOT NULL,
+	run_id TEXT NOT NULL,
+	bundle BLOB NOT NULL,
+	PRIMARY KEY (tenant, run_id)
+) STRICT;
+
+-- rtrim(k, replace(k, '/', '')) is k up to and including its last '/'.
+INSERT INTO checkpoints (tenant, run_id, bundle)
+SELECT r.tenant, r.id, coalesce(l.data, x'')
+FROM (SELECT tenant AS k, data, length(rtrim(tenant, replace(tenant, '/', ''))) AS slash
+	FROM clusters WHERE tenant GLOB '*/*#checkpoint') AS l
+JOIN runs r ON r.tenant = substr(l.k, 1, l.slash - 1)
+	AND r.id = substr(l.k, l.slash + 1, length(l.k) - l.slash - length('#checkpoint'));
+
+DELETE FROM clusters WHERE tenant IN (SELECT tenant || '/' || run_id || '#checkpoint' FROM checkpoints);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

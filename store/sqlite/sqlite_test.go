@@ -255,7 +255,7 @@ func TestLeaseTakeoverAcrossRestart(t *testing.T) {
 	s = open(t, dir, "")
 	defer s.Close()
 	must(t, s.View(ctx, func(tx store.ReadTx) error {
-		l, ok, err := tx.(store.LeaseReader).Lease(name)
+		l, ok, err := tx.Lease(name)
 		if err != nil || !ok || l.Owner != "proc-1" || l.Epoch != e1 {
 			return fmt.Errorf("lease after restart %+v %v %v", l, ok, err)
 		}
@@ -391,4 +391,27 @@ func TestReadersDuringWrites(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// TestMigrateCheckpoints opens a database whose runs' checkpoints are
+// clusters records: Open moves each of an existing run to the
+// checkpoints table.
+func TestMigrateCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	old, err := sqlite.OpenAtVersion(ctx, sqlite.Options{Dir: dir}, sqlite.CheckpointsVersion-1)
+	must(t, err)
+	must(t, old.Close())
+	db := rawDB(t, dir)
+	for _, r := range storetest.LegacyRuns {
+		_, err := db.Exec(`INSERT INTO runs (tenant, id, seed) VALUES (?, ?, x'')`, r[0], r[1])
+		must(t, err)
+	}
+	for _, r := range storetest.LegacyRecords {
+		_, err := db.Exec(`INSERT INTO clusters (tenant, version, data) VALUES (?, 1, ?)`, r.Key, r.Data)
+		must(t, err)
+	}
+	must(t, db.Close())
+	s := open(t, dir, "")
+	defer s.Close()
+	storetest.CheckLegacyMigrated(t, s)
 }

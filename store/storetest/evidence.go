@@ -12,10 +12,7 @@ import (
 // testEvidence checks the evidence port: order, tenant scope, the unknown
 // run refusal, that appends wake no watcher, and deletion with the run.
 func testEvidence(t *testing.T, s store.Store) {
-	ev, ok := s.(store.Evidence)
-	if !ok {
-		t.Fatalf("%T does not implement store.Evidence", s)
-	}
+	ev := store.Evidence(s)
 	if err := ev.AppendEvidence(ctx, "a", "r1", []store.EvidenceRecord{{Kind: "prompt"}}); !errors.Is(err, store.ErrNoRun) {
 		t.Fatalf("append to an unknown run: %v, want ErrNoRun", err)
 	}
@@ -56,7 +53,7 @@ func testEvidence(t *testing.T, s store.Store) {
 	if len(page) != 1 || page[0].ID != got[1].ID {
 		t.Fatalf("page (after, through] = %+v, want the second record only", page)
 	}
-	must(t, prune(s, func(_ store.Tx, p store.Pruner) error { return p.DeleteRun("a", "r1") }))
+	must(t, s.Update(ctx, func(p store.Tx) error { return p.DeleteRun("a", "r1") }))
 	if got, _ := ev.EvidenceAfter(ctx, "a", "r1", 0, math.MaxInt64, 10); len(got) != 0 {
 		t.Fatalf("evidence of a deleted run still read: %+v", got)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// RunLeases is the conformance suite of the optional lease port
-// (store.Leaser); open returns a fresh, empty store that implements it.
+// RunLeases is the conformance suite of the lease port (store.Leaser);
+// open returns a fresh, empty store.
 func RunLeases(t *testing.T, open func(t *testing.T) store.Store) {
 	subtests(t, open, []subtest{
 		{"AcquireTakeoverRelease", leased(testLeaseLifecycle)},
@@ -17,16 +17,9 @@ func RunLeases(t *testing.T, open func(t *testing.T) store.Store) {
 	})
 }
 
-// leased adapts a check of the lease port to a check of a store, which
-// must implement it.
+// leased adapts a check of the lease port to a check of a store.
 func leased(fn func(t *testing.T, s store.Store, l store.Leaser)) func(t *testing.T, s store.Store) {
-	return func(t *testing.T, s store.Store) {
-		l, ok := s.(store.Leaser)
-		if !ok {
-			t.Fatalf("%T does not implement store.Leaser", s)
-		}
-		fn(t, s, l)
-	}
+	return func(t *testing.T, s store.Store) { fn(t, s, s) }
 }
 
 func acquire(t *testing.T, l store.Leaser, name, owner string, want uint64) {
@@ -107,15 +100,11 @@ func testLeaseFence(t *testing.T, s store.Store, l store.Leaser) {
 func testLeaseView(t *testing.T, s store.Store, l store.Leaser) {
 	acquire(t, l, "x", "A", 1)
 	must(t, s.View(ctx, func(tx store.ReadTx) error {
-		lr, ok := tx.(store.LeaseReader)
-		if !ok {
-			return errors.New("ReadTx is not a LeaseReader")
-		}
-		got, ok, err := lr.Lease("x")
+		got, ok, err := tx.Lease("x")
 		if err != nil || !ok || got != (store.Lease{Name: "x", Owner: "A", Epoch: 1}) {
 			return errors.New("lease row not readable from View")
 		}
-		if _, ok, _ := lr.Lease("y"); ok {
+		if _, ok, _ := tx.Lease("y"); ok {
 			return errors.New("unknown lease found")
 		}
 		return store.CheckLease(tx, "x", 1)

@@ -8,17 +8,6 @@ import (
 	"github.com/oecp/oecp/store"
 )
 
-// prune runs fn with the store's Pruner in one Update.
-func prune(s store.Store, fn func(tx store.Tx, p store.Pruner) error) error {
-	return s.Update(ctx, func(tx store.Tx) error {
-		p, ok := tx.(store.Pruner)
-		if !ok {
-			return fmt.Errorf("%T does not implement store.Pruner", tx)
-		}
-		return fn(tx, p)
-	})
-}
-
 func testDeleteRun(t *testing.T, s store.Store) {
 	createRun(t, s, "b", "r1") // another tenant's run of the same id
 	appendN(t, s, "b", "r1", 1)
@@ -27,7 +16,7 @@ func testDeleteRun(t *testing.T, s store.Store) {
 	createRun(t, s, "a", "r1")
 	gone := appendN(t, s, "a", "r1", 3) // holds the highest sequence
 	ch := s.Changed()
-	must(t, prune(s, func(_ store.Tx, p store.Pruner) error { return p.DeleteRun("a", "r1") }))
+	must(t, s.Update(ctx, func(p store.Tx) error { return p.DeleteRun("a", "r1") }))
 	select {
 	case <-ch:
 	default:
@@ -62,7 +51,7 @@ func testDeleteRun(t *testing.T, s store.Store) {
 	if again := appendN(t, s, "a", "r1", 1); again[0].Seq <= gone[2].Seq || again[0].Index != 1 {
 		t.Fatalf("event of the recreated run %+v", again[0])
 	}
-	if err := prune(s, func(_ store.Tx, p store.Pruner) error { return p.DeleteRun("a", "zz") }); !errors.Is(err, store.ErrNoRun) {
+	if err := s.Update(ctx, func(p store.Tx) error { return p.DeleteRun("a", "zz") }); !errors.Is(err, store.ErrNoRun) {
 		t.Fatalf("delete unknown run: %v", err)
 	}
 }
@@ -77,12 +66,10 @@ func testDeleteRecords(t *testing.T, s store.Store) {
 		return errors.Join(tx.PutIdempotency("a", "key", store.Receipt{Fingerprint: "f"}), tx.PutIdempotency("b", "key", store.Receipt{Fingerprint: "g"}))
 	}))
 	lease := store.RunLease("a", "r")
-	if l, ok := s.(store.Leaser); ok {
-		if _, err := l.AcquireLease(ctx, lease, "owner"); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := s.AcquireLease(ctx, lease, "owner"); err != nil {
+		t.Fatal(err)
 	}
-	must(t, prune(s, func(_ store.Tx, p store.Pruner) error {
+	must(t, s.Update(ctx, func(p store.Tx) error {
 		return errors.Join(p.DeleteCluster("k"), p.DeleteIdempotency("a", "key"), p.DeleteCluster("absent"), p.DeleteIdempotency("a", "absent"),
 			p.DeleteLease(lease), p.DeleteLease("absent"))
 	}))
@@ -96,10 +83,8 @@ func testDeleteRecords(t *testing.T, s store.Store) {
 		if _, ok, _ := tx.Idempotency("b", "key"); !ok {
 			return errors.New("another tenant's receipt was deleted")
 		}
-		if lr, ok := tx.(store.LeaseReader); ok {
-			if l, found, _ := lr.Lease(lease); found {
-				return fmt.Errorf("deleted lease still found: %+v", l)
-			}
+		if l, found, _ := tx.Lease(lease); found {
+			return fmt.Errorf("deleted lease still found: %+v", l)
 		}
 		return nil
 	}))
@@ -112,7 +97,7 @@ func testDeleteRollback(t *testing.T, s store.Store) {
 	createRun(t, s, "a", "r")
 	appendN(t, s, "a", "r", 2)
 	boom := errors.New("boom")
-	if err := prune(s, func(_ store.Tx, p store.Pruner) error {
+	if err := s.Update(ctx, func(p store.Tx) error {
 		if err := p.DeleteRun("a", "r"); err != nil {
 			return err
 		}

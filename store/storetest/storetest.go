@@ -8,10 +8,11 @@
 // It checks the transactional contract the backends rely on: atomic
 // rollback of every kind of write, optimistic cluster versions, write-once
 // idempotency keys, per-run event order over one global sequence,
-// tombstones, tenant isolation, commit wake-ups and serialized concurrent
-// writers, and the optional deletion (store.Pruner) and evidence
-// (store.Evidence) ports, which Run expects. RunLeases checks the optional
-// lease port (store.Leaser) of a store that has one.
+// tombstones, tenant isolation, runs' checkpoints, commit wake-ups and
+// serialized concurrent writers, deletion (store.Pruner) and evidence
+// (store.Evidence). RunLeases checks the leases (store.Leaser); it
+// assumes that a lease another owner holds belongs to a process that is
+// gone, so a store whose leases expire runs it with a very short TTL.
 package storetest
 
 import (
@@ -46,6 +47,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteRollsBack", testDeleteRollback},
 		// The evidence port (store.Evidence, evidence.go).
 		{"Evidence", testEvidence},
+		// Runs' checkpoints (checkpoint.go).
+		{"Checkpoints", testCheckpoints},
+		{"LargeCheckpoint", testLargeCheckpoint},
+		{"DeleteRunDeletesCheckpoint", testDeleteRunCheckpoint},
 	})
 }
 

@@ -1,0 +1,65 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/oecp/oecp/store"
+)
+
+// LegacyRecord is a clusters-table record of a database written before
+// runs' checkpoints had a table of their own: a checkpoint was kept under
+// its run's tenant key + "/" + run id + "#checkpoint".
+type LegacyRecord struct {
+	Key  string
+	Data []byte
+	// RunTenant and RunID name the run whose checkpoint it is, when the
+	// record is one and the run exists: the migration moves it.
+	RunTenant, RunID string
+}
+
+// LegacyRuns are the runs (tenant, id) of the legacy database.
+var LegacyRuns = [][2]string{
+	{`n:"a/b"`, "r1"}, {`n:"ü"`, "r2"}, {"n*", "r3"}, {`n:"q\\"`, "r4"}, {`n:"c"`, "r5"},
+}
+
+// LegacyRecords are its clusters records: checkpoints of runs that exist
+// (tenant keys with '/', a backslash, non-ASCII), one of a run that is
+// gone, and records that are no checkpoint.
+var LegacyRecords = []LegacyRecord{
+	{Key: `n:"a/b"/r1#checkpoint`, Data: []byte("bundle of r1"), RunTenant: `n:"a/b"`, RunID: "r1"},
+	{Key: `n:"ü"/r2#checkpoint`, Data: []byte("bundle of r2"), RunTenant: `n:"ü"`, RunID: "r2"},
+	{Key: "n*/r3#checkpoint", Data: []byte("bundle of r3"), RunTenant: "n*", RunID: "r3"},
+	{Key: `n:"q\\"/r4#checkpoint`, Data: []byte("bundle of r4"), RunTenant: `n:"q\\"`, RunID: "r4"},
+	{Key: `n:"x"/gone#checkpoint`, Data: []byte("run is gone")},
+	{Key: "t:v1#checkpoint", Data: []byte("a v1 tenant's cluster")},
+	{Key: `n:"a/b"/r1`, Data: []byte("state of r1")},
+}
+
+// CheckLegacyMigrated checks a store opened on the legacy database: each
+// checkpoint of an existing run is its run's Checkpoint and no longer a
+// clusters record; every other record is where it was.
+func CheckLegacyMigrated(t *testing.T, s store.Store) {
+	t.Helper()
+	must(t, s.View(ctx, func(tx store.ReadTx) error {
+		for _, r := range LegacyRecords {
+			c, inClusters, err := tx.Cluster(r.Key)
+			if err != nil {
+				return err
+			}
+			if r.RunID == "" {
+				if !inClusters || string(c.Data) != string(r.Data) {
+					return fmt.Errorf("record %q lost by the migration: %q %v", r.Key, c.Data, inClusters)
+				}
+				continue
+			}
+			if inClusters {
+				return fmt.Errorf("checkpoint %q left in the clusters table", r.Key)
+			}
+			if err := checkpointIn(tx, r.RunTenant, r.RunID, r.Data); err != nil {
+				return err
+			}
+		}
+		return checkpointIn(tx, `n:"c"`, "r5", nil)
+	}))
+}
