@@ -4,7 +4,6 @@ import (
 	"os"
 
 	"github.com/oecp/oecp/engine/worker"
-	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/redact"
 )
 
@@ -55,25 +54,7 @@ func (r *recordRedactor) sinks(s worker.Sinks) worker.Sinks {
 	if r == nil {
 		return s
 	}
-	out := worker.Sinks{}
-	if s.Log != nil {
-		out.Log = func(level, msg string) {
-			s.Log(level, bound(r.secrets.Replace(msg), protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
-		}
-	}
-	if s.Output != nil {
-		out.Output = func(text string) {
-			s.Output(bound(r.secrets.Replace(text), protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
-		}
-	}
-	return out
-}
-
-func bound(s string, limit int, marker string) string {
-	if len(s) > limit {
-		return marker
-	}
-	return s
+	return s.Redacted(r.secrets)
 }
 
 // outcome redacts the outcome's output and diagnostic (redact's

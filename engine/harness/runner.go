@@ -144,7 +144,7 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		log.WarnContext(ctx, "declared env variable unset on the server", "env", missing)
 		return worker.Failed(worker.CodeRefusal, ReasonAuthenticationRequired)
 	}
-	ex.Sinks = redacting(ex.Sinks, values)
+	ex.Sinks = ex.Sinks.Redacted(redact.New(values))
 	var entry *sessionEntry
 	conv := conversation{r: r, job: job, ex: ex, c: c, log: log}
 	if job.Binding.SessionScope == ScopeNodeInstance {
@@ -331,35 +331,6 @@ func envValues(names []string) (values []string, missing string) {
 		}
 	}
 	return values, ""
-}
-
-// redacting wraps sinks so every spelling of a declared value
-// (redact.Spellings: the value, its hex and base64) becomes [REDACTED].
-func redacting(s worker.Sinks, values []string) worker.Sinks {
-	rep := redact.New(values)
-	if rep == nil {
-		return s
-	}
-	out := worker.Sinks{}
-	if s.Log != nil {
-		out.Log = func(level, msg string) {
-			s.Log(level, bounded(rep.Replace(msg), protocol.MaxLogMessageBytes, protocol.RedactedLogMessage))
-		}
-	}
-	if s.Output != nil {
-		out.Output = func(text string) {
-			s.Output(bounded(rep.Replace(text), protocol.MaxAttachOutputBytes, protocol.RedactedAttachOutput))
-		}
-	}
-	return out
-}
-
-// bounded keeps the bound of a line the redaction may have lengthened.
-func bounded(s string, bound int, marker string) string {
-	if len(s) > bound {
-		return marker
-	}
-	return s
 }
 
 // system publishes a runtime notice.
