@@ -1,18 +1,20 @@
 // Package store is the store port of the backends (the v1 clusters and
 // native runs): a small, storage-neutral, transactional interface over
 // per-tenant records, idempotency receipts, run records (with tombstones),
-// an append-only event log keyed by one global sequence, and named
-// counters, with the helpers built on it (indexes, claims, retention) and
-// optional ports a store may implement, found by type assertion: leases
-// that fence a run's supervisor (Leaser, TxLeaser, ExpiringLeaser),
-// deletion (Pruner), agent evidence (Evidence), messages between replicas
-// (Broadcaster, Shared, ForeignWakes), a health check (Pinger) and an
-// observer (Observable). The backends run every check that guards a write
-// (idempotency replay, generation and run compare-and-set, phase rules, the
-// lease fence) inside one Update transaction, so the same logic holds on
-// any implementation that gives Update serializable semantics: the
-// in-memory store here (NewMemory), the SQLite store of package
-// store/sqlite and the PostgreSQL store of package store/postgres.
+// an append-only event log keyed by one global sequence, named counters
+// and indexes (sets of entries with a number each, read by entry, whole
+// or below a number), with the helpers built on it (claims, retention)
+// and optional ports a store may implement, found by type assertion:
+// leases that fence a run's supervisor (Leaser, TxLeaser,
+// ExpiringLeaser), deletion (Pruner), agent evidence (Evidence), messages
+// between replicas (Broadcaster, Shared, ForeignWakes), a health check
+// (Pinger) and an observer (Observable). The backends run every check
+// that guards a write (idempotency replay, generation and run
+// compare-and-set, phase rules, the lease fence) inside one Update
+// transaction, so the same logic holds on any implementation that gives
+// Update serializable semantics: the in-memory store here (NewMemory),
+// the SQLite store of package store/sqlite and the PostgreSQL store of
+// package store/postgres.
 //
 // The event sequence is the watch cursor. Watchers never receive events
 // from the store directly: they are woken after a commit (Changed) and
@@ -109,6 +111,15 @@ type ReadTx interface {
 	Events(tenant, runID string, afterSeq uint64, limit int) ([]Event, error)
 	// LastSeq is the highest sequence ever assigned (0 when none).
 	LastSeq() (uint64, error)
+	// IndexEntry returns entry's number in the index named key; ok is
+	// false when the entry is not in it.
+	IndexEntry(key, entry string) (n uint64, ok bool, err error)
+	// IndexEntries returns every entry of the index named key, ordered by
+	// number, then by entry (byte order), smallest first.
+	IndexEntries(key string) ([]Indexed, error)
+	// IndexBelow returns, in IndexEntries' order, up to limit entries of
+	// the index named key whose number is below below.
+	IndexBelow(key string, below uint64, limit int) ([]Indexed, error)
 }
 
 // Tx is a read-write transaction.
@@ -132,6 +143,11 @@ type Tx interface {
 	// NextCounter increments the named global counter and returns the new
 	// value (the first call returns 1).
 	NextCounter(name string) (uint64, error)
+	// SetIndexEntry sets entry's number in the index named key (adding
+	// the entry, or replacing its number) or, with n == 0, removes the
+	// entry (nothing when it is absent). n must be at most MaxIndexNumber,
+	// else the error wraps ErrIndexNumber.
+	SetIndexEntry(key, entry string, n uint64) error
 }
 
 // Cluster is one tenant's cluster state: an opaque blob owned by the

@@ -89,6 +89,17 @@ CREATE TABLE evidence (
 ) STRICT;
 CREATE INDEX evidence_by_run ON evidence (tenant, run_id, id);
 `,
+	// 4: indexes (store.ReadTx.IndexEntry and the rest): entries with a
+	// number each, read by entry and in number order.
+	`
+CREATE TABLE indexes (
+	key   TEXT NOT NULL,
+	entry TEXT NOT NULL,
+	n     INTEGER NOT NULL,
+	PRIMARY KEY (key, entry)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX indexes_by_n ON indexes (key, n, entry);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -8,8 +8,8 @@
 // It checks the transactional contract the backends rely on: atomic
 // rollback of every kind of write, optimistic cluster versions, write-once
 // idempotency keys, per-run event order over one global sequence,
-// tombstones, tenant isolation, commit wake-ups and serialized concurrent
-// writers, and the optional deletion (store.Pruner) and evidence
+// tombstones, tenant isolation, commit wake-ups, serialized concurrent
+// writers and indexes, and the optional deletion (store.Pruner) and evidence
 // (store.Evidence) ports, which Run expects. RunLeases checks the optional
 // lease port (store.Leaser) of a store that has one.
 package storetest
@@ -40,6 +40,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReadOnlyView", testReadOnly},
 		{"ConcurrentWritersSerialize", testConcurrent},
 		{"ReadYourWrites", testReadYourWrites},
+		// Indexes (index.go).
+		{"IndexEntries", testIndexEntries},
+		{"IndexBelow", testIndexBelow},
+		{"IndexTransactions", testIndexTransactions},
 		// The deletion port (store.Pruner, prune.go).
 		{"DeleteRun", testDeleteRun},
 		{"DeleteReceiptAndCluster", testDeleteRecords},
