@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"math"
 
 	"github.com/jackc/pgx/v5"
@@ -66,10 +67,7 @@ func (t *txn) IndexBelow(key string, below uint64, limit int) ([]store.Indexed, 
 }
 
 func (t *txn) SetIndexEntry(key, entry string, n uint64) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := store.CheckIndexNumber(key, entry, n); err != nil {
+	if err := errors.Join(t.writable(), store.CheckIndexNumber(key, entry, n)); err != nil {
 		return err
 	}
 	if n == 0 {
