@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql"
 	"errors"
 	"math"
 
@@ -25,22 +26,31 @@ func (t *txn) IndexBelow(key string, below uint64, limit int) ([]store.Indexed, 
 		return nil, nil
 	}
 	rows, err := t.st(stIndexBelow).QueryContext(bg, key, int64(min(below-1, store.MaxIndexNumber)), limit)
+	return scanRows(rows, err, "read index", func(rows *sql.Rows) (e store.Indexed, err error) {
+		var n int64
+		err = rows.Scan(&e.Entry, &n)
+		e.N = uint64(n)
+		return e, err
+	})
+}
+
+// scanRows reads every row of the result of a query (err: its failure)
+// with scan; a failure is reported as op.
+func scanRows[T any](rows *sql.Rows, err error, op string, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if err != nil {
-		return nil, dbErr("read index", err)
+		return nil, dbErr(op, err)
 	}
 	defer rows.Close()
-	var out []store.Indexed
+	var out []T
 	for rows.Next() {
-		var e store.Indexed
-		var n int64
-		if err := rows.Scan(&e.Entry, &n); err != nil {
-			return nil, dbErr("read index", err)
+		v, err := scan(rows)
+		if err != nil {
+			return nil, dbErr(op, err)
 		}
-		e.N = uint64(n)
-		out = append(out, e)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("read index", err)
+		return nil, dbErr(op, err)
 	}
 	return out, nil
 }
