@@ -223,6 +223,11 @@ func New(o Options) (*Capsule, error) {
 		}
 	}
 	rb := runs.New(rc)
+	// Indexes an earlier release wrote move into the store's indexes
+	// before anything reads them.
+	if err := errors.Join(b.Upgrade(context.Background()), rb.Upgrade(context.Background())); err != nil {
+		return nil, fmt.Errorf("capsule: upgrade the store: %w", err)
+	}
 	var ledger engine.Ledger = newLedgers(o.Store, b, rb, ownerID())
 	if o.WrapLedger != nil {
 		ledger = o.WrapLedger(ledger)

@@ -102,3 +102,10 @@ func (b *Backend) HoldWatchRole() (release func()) {
 		_ = f.leaveWatch(context.Background(), nil)
 	}
 }
+
+// EndedKey names the ended-run index; UpgradedKey the record that says
+// it was moved out of the earlier layout.
+const (
+	EndedKey    = endedKey
+	UpgradedKey = upgradedKey
+)

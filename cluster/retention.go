@@ -20,14 +20,14 @@ import (
 // the store's compaction watermark past their last event. Idempotency
 // receipts are kept: nothing ties a receipt to a run.
 //
-//	clusters table  endedKey + ".N"   tenant key NUL runId → end time (Unix ns)
+//	index  endedKey   tenant key NUL runId → end time (Unix ns)
 
 const endedKey = "\x00ended-runs"
 
 // markEnded enters a run that has just been superseded or deleted in the
 // ended-run index.
 func markEnded(tx store.Tx, tenant, runID string) error {
-	return store.UpdateIndex(tx, endedKey, tenant+"\x00"+runID, uint64(time.Now().UnixNano()))
+	return tx.SetIndexEntry(endedKey, tenant+"\x00"+runID, uint64(time.Now().UnixNano()))
 }
 
 // Compact deletes the history of at most limit v1 runs that ended before

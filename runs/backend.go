@@ -45,8 +45,6 @@ type Backend struct {
 	cfg   Config
 	store store.Store
 
-	layout wideLayout // wide indexes found free of earlier layouts
-
 	subSeq atomic.Uint64
 	live   *attachHub
 	relay  *relay
@@ -271,10 +269,10 @@ func commitSubmission(tx store.Tx, tk, runID string, sub *Submission, digest str
 	if err := appendRecord(tx, tk, runID, st, record{Kind: recAdmitted}); err != nil {
 		return "", err
 	}
-	if err := updateIndex(tx, indexKey(tk), runID, st.Cursor); err != nil {
+	if err := tx.SetIndexEntry(indexKey(tk), runID, st.Cursor); err != nil {
 		return "", err
 	}
-	if err := updateIndex(tx, activeKey, activeEntry(tk, runID), st.Cursor); err != nil {
+	if err := tx.SetIndexEntry(activeKey, activeEntry(tk, runID), st.Cursor); err != nil {
 		return "", err
 	}
 	if err := setUnfinished(tx, tk, unfinished+1); err != nil {
@@ -306,17 +304,16 @@ func (b *Backend) List(ctx context.Context) (*ListResult, error) {
 	tk := b.tenant(ctx)
 	res := &ListResult{Runs: []StatusResult{}}
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
-		ix, err := loadIndex(tx, indexKey(tk))
+		ix, err := tx.IndexEntries(indexKey(tk))
 		if err != nil {
 			return err
 		}
-		ids := ix.Ordered()
-		for i := len(ids) - 1; i >= 0; i-- {
-			st, _, ok, err := loadRun(tx, tk, ids[i])
+		for i := len(ix) - 1; i >= 0; i-- {
+			st, _, ok, err := loadRun(tx, tk, ix[i].Entry)
 			if err != nil || !ok {
 				return orNoRun(err)
 			}
-			res.Runs = append(res.Runs, project(ids[i], st))
+			res.Runs = append(res.Runs, project(ix[i].Entry, st))
 		}
 		return nil
 	})
@@ -393,7 +390,7 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 			return orNoRun(err)
 		}
 		from := st.Cursor
-		if lines, err = fencedLines(storeTx(tx), lines); err != nil {
+		if lines, err = fencedLines(tx, lines); err != nil {
 			return err
 		}
 		if err := appendLogs(tx, tk, runID, st, lines); err != nil {
@@ -407,7 +404,7 @@ func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store
 		if st.Phase != PhaseFinished && st.Cursor != from {
 			// The unfinished-run index carries each run's latest cursor:
 			// the engine's version of the run.
-			if err := updateIndex(tx, activeKey, activeEntry(tk, runID), st.Cursor); err != nil {
+			if err := tx.SetIndexEntry(activeKey, activeEntry(tk, runID), st.Cursor); err != nil {
 				return err
 			}
 		}
@@ -460,5 +457,5 @@ func finishRun(tx store.Tx, tk, runID string, st *runState, t protocol.TerminalR
 	if err := setUnfinished(tx, tk, unfinished-1); err != nil {
 		return err
 	}
-	return updateIndex(tx, activeKey, activeEntry(tk, runID), 0)
+	return tx.SetIndexEntry(activeKey, activeEntry(tk, runID), 0)
 }

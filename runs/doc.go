@@ -22,7 +22,12 @@
 // seed), a small mutable state record (phase, executions, terminal result,
 // last cursor, spending), the latest workspace checkpoint (the store's
 // checkpoint of the run), and the run's event log in the store, whose global sequence is
-// the opaque cursor "v2:N". Every record carries the run's status
+// the opaque cursor "v2:N". The store's indexes list the runs: a tenant's
+// (the inventory, by admission cursor), every unfinished run (what the
+// engine supervises, by latest cursor), the finished and deleted runs (by
+// time, for retention) and each tenant's count of unfinished runs (the
+// quota); Upgrade moves the indexes an earlier release kept in cluster
+// records into them (upgrade.go). Every record carries the run's status
 // projection after it, so run/watch replays any cursor without folding; log
 // lines are records too (batched per run) and run/logs replays and follows
 // them. The raw evidence of its agent processes (the exact prompts and

@@ -13,8 +13,8 @@ import (
 // answers GONE (its history was deleted) rather than NOT_FOUND (no such
 // run).
 //
-//	clusters table  goneKey + ".N"   every recently deleted run (tenant
-//	                                 key NUL runId → deletion time, Unix ns)
+//	index  goneKey   every recently deleted run (tenant key NUL runId →
+//	                 deletion time, Unix ns)
 
 const goneKey = "\x00native-gone"
 
@@ -31,10 +31,6 @@ func forgetGone(ctx context.Context, s store.Store, cutoff time.Time, limit int)
 
 // wasDeleted reports whether retention deleted the run recently.
 func wasDeleted(tx store.ReadTx, tk, runID string) (bool, error) {
-	ix, err := store.LoadIndex(tx, goneKey)
-	if err != nil {
-		return false, err
-	}
-	_, ok := ix[activeEntry(tk, runID)]
-	return ok, nil
+	_, ok, err := tx.IndexEntry(goneKey, activeEntry(tk, runID))
+	return ok, err
 }

@@ -143,18 +143,17 @@ func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]lo
 		for _, c := range cs {
 			c.err = nil
 		}
-		w := &batchTx{Tx: tx, layout: &b.layout}
 		for _, c := range cs {
 			var ls []logLine
 			if c.key != (runKey{}) && !used[c.key] {
 				ls, used[c.key] = lines[c.key], true
 			}
-			if err := c.apply(w, ls); err != nil {
+			if err := c.apply(tx, ls); err != nil {
 				c.err = err
 				return err
 			}
 		}
-		return w.ix.Flush(tx)
+		return nil
 	})
 	if err == nil {
 		for k := range used {
@@ -174,25 +173,4 @@ func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]lo
 		}
 	}
 	return err
-}
-
-// batchTx is the transaction of a group commit as its changes see it:
-// their index updates are buffered (store.IndexWrites) and written once
-// per bucket when the last change has applied, so that a batch rewrites
-// each bucket of the unfinished-run index it touches once, not once per
-// run. Code that hands the transaction to the store itself (a lease
-// check or acquisition) passes storeTx(tx).
-type batchTx struct {
-	store.Tx
-	ix store.IndexWrites
-	// layout is the backend's memory of its wide indexes' layout.
-	layout *wideLayout
-}
-
-// storeTx is the store's own transaction under tx.
-func storeTx(tx store.Tx) store.Tx {
-	if w, ok := tx.(*batchTx); ok {
-		return w.Tx
-	}
-	return tx
 }

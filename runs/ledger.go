@@ -79,15 +79,15 @@ func (l *Ledger) Running(ctx context.Context) ([]engine.RunRef, error) {
 	var out []engine.RunRef
 	versions := map[engine.RunRef]uint64{}
 	err := l.b.store.View(ctx, func(tx store.ReadTx) error {
-		ix, err := loadIndex(tx, activeKey)
+		ix, err := tx.IndexEntries(activeKey)
 		if err != nil {
 			return err
 		}
-		for _, entry := range ix.Ordered() {
-			tk, runID := splitActive(entry)
+		for _, e := range ix {
+			tk, runID := splitActive(e.Entry)
 			ref := engine.RunRef{Tenant: tk, RunID: runID}
 			out = append(out, ref)
-			versions[ref] = ix[entry]
+			versions[ref] = e.N
 		}
 		return nil
 	})
@@ -117,7 +117,7 @@ func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	var epoch uint64
 	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
 		var err error
-		epoch, err = l.Claims().ClaimTx(storeTx(tx), name)
+		epoch, err = l.Claims().ClaimTx(tx, name)
 		return err
 	})
 	if err == nil {
@@ -132,7 +132,7 @@ func (l *Ledger) write(ctx context.Context, ref engine.RunRef, fn func(tx store.
 		if st.Phase == PhaseFinished {
 			return engine.ErrStale
 		}
-		if err := l.Check(storeTx(tx), ref); err != nil {
+		if err := l.Check(tx, ref); err != nil {
 			return err
 		}
 		return fn(tx, st)

@@ -14,7 +14,7 @@ var errTenantBusy = errors.New("runs: the tenant has its quota of unfinished run
 // unfinishedKey is the index of each tenant's number of unfinished runs
 // (tenant key → the number plus one, so that a tenant counted at zero
 // stays in it). Admissions and finishes keep it, so the quota check reads
-// one small bucket instead of every unfinished run. A tenant not in it
+// one entry instead of every unfinished run. A tenant not in it
 // (none of its runs was admitted or finished since the index exists) is
 // counted from the unfinished-run index once.
 const unfinishedKey = "\x00native-unfinished"
@@ -22,21 +22,17 @@ const unfinishedKey = "\x00native-unfinished"
 // unfinishedOf is the number of tenant key tk's unfinished runs, read
 // inside the transaction that changes it.
 func unfinishedOf(tx store.Tx, tk string) (int, error) {
-	w := &store.IndexWrites{}
-	if b, ok := tx.(*batchTx); ok {
-		w = &b.ix
-	}
-	n, err := w.Lookup(tx, unfinishedKey, tk)
-	if err != nil || n > 0 {
+	n, ok, err := tx.IndexEntry(unfinishedKey, tk)
+	if err != nil || ok {
 		return int(n) - 1, err
 	}
-	ix, err := loadIndex(tx, activeKey)
+	ix, err := tx.IndexEntries(activeKey)
 	if err != nil {
 		return 0, err
 	}
 	count := 0
-	for entry := range ix {
-		if strings.HasPrefix(entry, tk+"\x00") {
+	for _, e := range ix {
+		if strings.HasPrefix(e.Entry, tk+"\x00") {
 			count++
 		}
 	}
@@ -45,7 +41,7 @@ func unfinishedOf(tx store.Tx, tk string) (int, error) {
 
 // setUnfinished records tenant key tk's number of unfinished runs.
 func setUnfinished(tx store.Tx, tk string, n int) error {
-	return updateIndex(tx, unfinishedKey, tk, uint64(max(n, 0))+1)
+	return tx.SetIndexEntry(unfinishedKey, tk, uint64(max(n, 0))+1)
 }
 
 // checkTenantActive fails with errTenantBusy when tenant key tk already

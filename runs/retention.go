@@ -18,8 +18,8 @@ import (
 // index entries, submission receipt and lease — and raises the store's
 // compaction watermark past their last cursor.
 //
-//	clusters table  finishedKey[~I] + ".N" every finished run (wide; tenant key NUL
-//	                                     runId → finish time, Unix ns)
+//	index  finishedKey   every finished run (tenant key NUL runId → finish
+//	                     time, Unix ns)
 
 const finishedKey = "\x00native-finished"
 
@@ -30,7 +30,7 @@ func markFinished(tx store.Tx, tk, runID string) error { return markNow(tx, fini
 // markNow enters a run in the time index key (the numbers
 // store.CompactIndex compares with its cutoff: Unix ns) with the time now.
 func markNow(tx store.Tx, key, tk, runID string) error {
-	return updateIndex(tx, key, activeEntry(tk, runID), uint64(time.Now().UnixNano()))
+	return tx.SetIndexEntry(key, activeEntry(tk, runID), uint64(time.Now().UnixNano()))
 }
 
 // Compact deletes the history of at most limit native runs that finished
@@ -47,17 +47,7 @@ func (b *Backend) Compact(ctx context.Context, cutoff time.Time, limit int) (int
 		}
 		return nil
 	}
-	// The finished-run index is wide: each sub-index is compacted in
-	// turn, oldest first within it, within one limit in all.
-	total := 0
-	for i := range wideFanout {
-		n, err := store.CompactIndex(ctx, b.store, subKey(finishedKey, i), cutoff, limit-total, compact)
-		total += n
-		if err != nil || total >= limit {
-			return total, err
-		}
-	}
-	return total, nil
+	return store.CompactIndex(ctx, b.store, finishedKey, cutoff, limit, compact)
 }
 
 // compactRun deletes one finished run's history.
@@ -81,7 +71,7 @@ func compactRun(tx store.Tx, tk, runID string) error {
 	}
 	return errors.Join(
 		tx.DeleteLease(store.RunLease(tk, runID)),
-		updateIndex(tx, indexKey(tk), runID, 0),
+		tx.SetIndexEntry(indexKey(tk), runID, 0),
 		markNow(tx, goneKey, tk, runID))
 }
 

@@ -22,8 +22,9 @@ import (
 //	runs table      (tenant key, runId)        seed = the admitted Submission
 //	events          (tenant key, runId)        one record each (record)
 //	clusters table  tenant key + "/" + runId   the mutable runState
-//	clusters table  tenant key + "#runs[~I].N" the tenant's runs (runIndex, wide)
-//	clusters table  activeKey[~I] + ".N"       every unfinished run (runIndex, wide)
+//	index           tenant key + "#runs"       the tenant's runs (runId → admission cursor)
+//	index           activeKey                  every unfinished run (tenant key NUL
+//	                                           runId → the run's latest cursor)
 //	idempotency     (tenant key, "submission/" + submissionKey)
 const (
 	activeKey        = "\x00native-runs"
@@ -267,46 +268,6 @@ type record struct {
 	Execution string          `json:"execution,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
 	Status    json.RawMessage `json:"status,omitempty"`
-}
-
-// runIndex is a set of runs with a sequence each: a tenant's runs (runId
-// → admission sequence), every unfinished run (tenant key NUL runId →
-// the run's latest cursor) or every finished run (→ finish time): a
-// store.Index, kept in small bucket records.
-type runIndex = store.Index
-
-// loadIndex reads an index, with the updates of the group commit tx
-// belongs to.
-func loadIndex(tx store.ReadTx, key string) (runIndex, error) {
-	if isWide(key) {
-		return loadWide(tx, key, loadNarrow)
-	}
-	return loadNarrow(tx, key)
-}
-
-// loadNarrow reads one store index.
-func loadNarrow(tx store.ReadTx, key string) (runIndex, error) {
-	if w, ok := tx.(*batchTx); ok {
-		return w.ix.Load(w.Tx, key)
-	}
-	return store.LoadIndex(tx, key)
-}
-
-// updateIndex sets (seq > 0) or deletes (seq == 0) one entry; in a group
-// commit the bucket is written when the batch's changes have applied.
-func updateIndex(tx store.Tx, key, entry string, seq uint64) error {
-	if isWide(key) {
-		return updateWide(tx, key, entry, seq)
-	}
-	return updateNarrow(tx, key, entry, seq)
-}
-
-// updateNarrow updates one store index.
-func updateNarrow(tx store.Tx, key, entry string, seq uint64) error {
-	if w, ok := tx.(*batchTx); ok {
-		return w.ix.Update(w.Tx, key, entry, seq)
-	}
-	return store.UpdateIndex(tx, key, entry, seq)
 }
 
 func activeEntry(tk, runID string) string { return tk + "\x00" + runID }

@@ -167,7 +167,7 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		if st.Phase == PhaseFinished {
 			return nil
 		}
-		if err := fence.Check(storeTx(tx)); err != nil {
+		if err := fence.Check(tx); err != nil {
 			return err // the run is another process's now: it decides
 		}
 		line := logLine{record: protocol.LogRecord{Level: "error", Target: logTarget, Message: SafeText(note, protocol.RedactedLogMessage)}}

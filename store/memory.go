@@ -20,6 +20,7 @@ func NewMemory() Store {
 		tenants:  map[string][]*runEntry{},
 		bySeq:    map[uint64]*runEntry{},
 		counters: map[string]uint64{},
+		indexes:  memIndexes{},
 		changed:  make(chan struct{}),
 	}
 }
@@ -49,6 +50,7 @@ type memory struct {
 	tenants  map[string][]*runEntry // creation order
 	bySeq    map[uint64]*runEntry
 	counters map[string]uint64
+	indexes  memIndexes // memory_index.go
 	seq      uint64
 	changed  chan struct{}
 	obs      Observer // set before use; nil: none
@@ -131,6 +133,7 @@ type memTx struct {
 	events     []pendingEvent
 	tombstones map[tkey]bool
 	counters   map[string]uint64
+	indexes    memIndexes  // index changes (memory_index.go)
 	seq        uint64      // last sequence assigned in this tx (0: none)
 	deletes    *memDeletes // memory_prune.go
 	// checkpoints are the bundles put in this tx (memory_checkpoint.go).
@@ -143,7 +146,7 @@ type pendingEvent struct {
 }
 
 func (t *memTx) dirty() bool {
-	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0 || t.deletes != nil || len(t.checkpoints) > 0
+	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0 || len(t.indexes) > 0 || t.deletes != nil || len(t.checkpoints) > 0
 }
 
 func (t *memTx) Cluster(tenant string) (Cluster, bool, error) {
@@ -433,5 +436,6 @@ func (t *memTx) commit() {
 		m.seq = t.seq
 	}
 	t.commitCheckpoints()
+	t.commitIndexes()
 	t.commitDeletes()
 }

@@ -47,18 +47,15 @@ func CompactIndex(ctx context.Context, s Store, key string, cutoff time.Time, li
 	n := 0
 	err := s.Update(ctx, func(tx Tx) error {
 		n = 0
-		ix, err := LoadIndex(tx, key)
+		old, err := tx.IndexBelow(key, uint64(max(cutoff.UnixNano(), 0)), limit)
 		if err != nil {
 			return err
 		}
-		for _, entry := range ix.Ordered() {
-			if n >= limit || ix[entry] >= uint64(cutoff.UnixNano()) {
-				break
-			}
-			if err := compact(tx, entry); err != nil {
+		for _, e := range old {
+			if err := compact(tx, e.Entry); err != nil {
 				return err
 			}
-			if err := UpdateIndex(tx, key, entry, 0); err != nil {
+			if err := tx.SetIndexEntry(key, e.Entry, 0); err != nil {
 				return err
 			}
 			n++

@@ -2,14 +2,15 @@
 // native runs): a small, storage-neutral, transactional interface over
 // per-tenant records, idempotency receipts, run records (with tombstones),
 // an append-only event log keyed by one global sequence, runs' checkpoint
-// bundles and named counters, with supervision leases that fence a run's
-// supervisor (Leaser, LeaseReader), deletion (Pruner), agent evidence
-// (Evidence), a health check (Pinger) and an observer (Observable), and the
-// helpers built on it (indexes, claims, retention). What only some stores
-// can do are optional ports, found by type assertion: leases acquired
-// inside a write transaction (TxLeaser, SQLite), leases that expire
-// (ExpiringLeaser) and messages between replicas (Shared, Broadcaster,
-// ForeignWakes), all three of a store several processes share
+// bundles, named counters and indexes (sets of entries with a number each,
+// read by entry, whole or below a number), with supervision leases that
+// fence a run's supervisor (Leaser, LeaseReader), deletion (Pruner), agent
+// evidence (Evidence), a health check (Pinger) and an observer
+// (Observable), and the helpers built on it (claims, retention). What only
+// some stores can do are optional ports, found by type assertion: leases
+// acquired inside a write transaction (TxLeaser, SQLite), leases that
+// expire (ExpiringLeaser) and messages between replicas (Shared,
+// Broadcaster, ForeignWakes), all three of a store several processes share
 // (PostgreSQL). The backends run every check that guards a write
 // (idempotency replay, generation and run compare-and-set, phase rules, the
 // lease fence) inside one Update transaction, so the same logic holds on
@@ -112,6 +113,15 @@ type ReadTx interface {
 	// PutCheckpoint of the run kept. The bytes must be treated as
 	// immutable.
 	Checkpoint(tenant, runID string) ([]byte, bool, error)
+	// IndexEntry returns entry's number in the index named key; ok is
+	// false when the entry is not in it.
+	IndexEntry(key, entry string) (n uint64, ok bool, err error)
+	// IndexEntries returns every entry of the index named key, ordered by
+	// number, then by entry (byte order), smallest first.
+	IndexEntries(key string) ([]Indexed, error)
+	// IndexBelow returns, in IndexEntries' order, up to limit entries of
+	// the index named key whose number is below below.
+	IndexBelow(key string, below uint64, limit int) ([]Indexed, error)
 }
 
 // Tx is a read-write transaction, deletions (prune.go) included.
@@ -142,6 +152,11 @@ type Tx interface {
 	// run has at most one checkpoint, and Pruner.DeleteRun deletes it with
 	// the run.
 	PutCheckpoint(tenant, runID string, bundle []byte) error
+	// SetIndexEntry sets entry's number in the index named key (adding
+	// the entry, or replacing its number) or, with n == 0, removes the
+	// entry (nothing when it is absent). n must be at most MaxIndexNumber,
+	// else the error wraps ErrIndexNumber.
+	SetIndexEntry(key, entry string, n uint64) error
 }
 
 // Cluster is one tenant's cluster state: an opaque blob owned by the

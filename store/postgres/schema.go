@@ -76,7 +76,7 @@ CREATE TABLE leases (
 );
 CREATE INDEX leases_by_owner ON leases (owner);
 `,
-	// 3: runs' agent evidence (store.Evidence), deleted with the run.
+	// 2: runs' agent evidence (store.Evidence), deleted with the run.
 	`
 CREATE TABLE evidence (
 	id        bigserial PRIMARY KEY,
@@ -100,7 +100,18 @@ CREATE TABLE replicas (
 	locked_since timestamptz NOT NULL
 );
 `,
-	// checkpoints: runs' checkpoint bundles (store.Tx.PutCheckpoint),
+	// 4: indexes (store.ReadTx.IndexEntry and the rest): entries with a
+	// number each, read by entry and in number order.
+	`
+CREATE TABLE indexes (
+	key   bytea NOT NULL,
+	entry bytea NOT NULL,
+	n     bigint NOT NULL,
+	PRIMARY KEY (key, entry)
+);
+CREATE INDEX indexes_by_n ON indexes (key, n, entry);
+`,
+	// 5: checkpoints: runs' checkpoint bundles (store.Tx.PutCheckpoint),
 	// deleted with the run. The bundles kept before in the clusters table,
 	// each under its run's tenant key + "/" + run id + "#checkpoint" (a
 	// run id holds no '/'), move here when their run exists; a record

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/oecp/oecp/store"
@@ -51,23 +52,12 @@ func (s *Store) EvidenceAfter(ctx context.Context, tenant, runID string, afterID
 	defer s.gate.Exit()
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, execution, turn, kind, attr, data FROM evidence
 		WHERE tenant = ? AND run_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`, tenant, runID, int64(afterID), int64(throughID), limit)
-	if err != nil {
-		return nil, dbErr("read evidence", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r store.EvidenceRecord
+	return scanRows(rows, err, "read evidence", func(rows *sql.Rows) (r store.EvidenceRecord, err error) {
 		var id int64
-		if err := rows.Scan(&id, &r.Execution, &r.Turn, &r.Kind, &r.Attr, &r.Data); err != nil {
-			return nil, dbErr("read evidence", err)
-		}
+		err = rows.Scan(&id, &r.Execution, &r.Turn, &r.Kind, &r.Attr, &r.Data)
 		r.ID = uint64(id)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbErr("read evidence", err)
-	}
-	return out, nil
+		return r, err
+	})
 }
 
 // LastEvidence implements store.Evidence.

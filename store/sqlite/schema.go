@@ -89,7 +89,18 @@ CREATE TABLE evidence (
 ) STRICT;
 CREATE INDEX evidence_by_run ON evidence (tenant, run_id, id);
 `,
-	// checkpoints: runs' checkpoint bundles (store.Tx.PutCheckpoint),
+	// 4: indexes (store.ReadTx.IndexEntry and the rest): entries with a
+	// number each, read by entry and in number order.
+	`
+CREATE TABLE indexes (
+	key   TEXT NOT NULL,
+	entry TEXT NOT NULL,
+	n     INTEGER NOT NULL,
+	PRIMARY KEY (key, entry)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX indexes_by_n ON indexes (key, n, entry);
+`,
+	// 5: checkpoints: runs' checkpoint bundles (store.Tx.PutCheckpoint),
 	// deleted with the run. The bundles kept before in the clusters table,
 	// each under its run's tenant key + "/" + run id + "#checkpoint" (a
 	// run id holds no '/'), move here when their run exists; a record

@@ -34,6 +34,10 @@ const (
 	stNextCounter
 	stLease
 	stPutLease
+	stIndexEntry
+	stIndexBelow
+	stSetIndexEntry
+	stDeleteIndexEntry
 	nStmts
 )
 
@@ -63,11 +67,17 @@ var stmtSQL = [nStmts]string{
 	stLease: `SELECT owner, epoch FROM leases WHERE name = ?`,
 	stPutLease: `INSERT INTO leases (name, owner, epoch) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch`,
+	stIndexEntry: `SELECT n FROM indexes WHERE key = ? AND entry = ?`,
+	stIndexBelow: `SELECT entry, n FROM indexes WHERE key = ? AND n <= ? ORDER BY n, entry LIMIT ?`,
+	stSetIndexEntry: `INSERT INTO indexes (key, entry, n) VALUES (?, ?, ?)
+		ON CONFLICT (key, entry) DO UPDATE SET n = excluded.n`,
+	stDeleteIndexEntry: `DELETE FROM indexes WHERE key = ? AND entry = ?`,
 }
 
 var readOnlyStmt = [nStmts]bool{
 	stCluster: true, stIdem: true, stRun: true, stFirstRunAfter: true,
 	stEvent: true, stEvents: true, stLastSeq: true, stLease: true,
+	stIndexEntry: true, stIndexBelow: true,
 }
 
 // txn is a transaction: a write transaction on the writer connection (rtx

@@ -8,9 +8,9 @@
 // It checks the transactional contract the backends rely on: atomic
 // rollback of every kind of write, optimistic cluster versions, write-once
 // idempotency keys, per-run event order over one global sequence,
-// tombstones, tenant isolation, runs' checkpoints, commit wake-ups and
-// serialized concurrent writers, deletion (store.Pruner) and evidence
-// (store.Evidence). RunLeases checks the leases (store.Leaser); it
+// tombstones, tenant isolation, runs' checkpoints, indexes, commit
+// wake-ups and serialized concurrent writers, deletion (store.Pruner) and
+// evidence (store.Evidence). RunLeases checks the leases (store.Leaser); it
 // assumes that a lease another owner holds belongs to a process that is
 // gone, so a store whose leases expire runs it with a very short TTL.
 package storetest
@@ -41,6 +41,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReadOnlyView", testReadOnly},
 		{"ConcurrentWritersSerialize", testConcurrent},
 		{"ReadYourWrites", testReadYourWrites},
+		// Indexes (index.go).
+		{"IndexEntries", testIndexEntries},
+		{"IndexBelow", testIndexBelow},
+		{"IndexTransactions", testIndexTransactions},
 		// The deletion port (store.Pruner, prune.go).
 		{"DeleteRun", testDeleteRun},
 		{"DeleteReceiptAndCluster", testDeleteRecords},
