@@ -150,9 +150,9 @@ func (s *server) stepOn(body []byte, last int) (Step, int) {
 	return s.steps[s.next-1], noRoute
 }
 
-// peekStatus takes the next step when it is an HTTP error and returns its
+// takeErrorStep consumes the next step when it is an HTTP error and returns its
 // status: a connection upgrade is refused the way the call would be.
-func (s *server) peekStatus() (int, bool) {
+func (s *server) takeErrorStep() (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.next < len(s.steps) && s.steps[s.next].Status != 0 {

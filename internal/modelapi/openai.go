@@ -57,7 +57,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "websocket unavailable", http.StatusInternalServerError)
 			return
 		}
-		if st, ok := o.peekStatus(); ok {
+		if st, ok := o.takeErrorStep(); ok {
 			writeOpenAIError(w, st)
 			return
 		}
