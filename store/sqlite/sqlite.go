@@ -158,7 +158,7 @@ type Store struct {
 
 	// ckpt copies the WAL into the database file beside the writer; nil
 	// until Open has prepared everything else.
-	ckpt *checkpointer
+	ckpt *walCheckpointer
 
 	signal store.Signal // Changed
 
@@ -233,7 +233,7 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 	if err := s.openReaders(ctx, path); err != nil {
 		return nil, err
 	}
-	if s.ckpt, err = openCheckpointer(ctx, path, syncPragma, s.checkpointFailed, s.noWALIndex); err != nil {
+	if s.ckpt, err = openWALCheckpointer(ctx, path, syncPragma, s.checkpointFailed, s.noWALIndex); err != nil {
 		return nil, err
 	}
 	logger.Info("ledger open", "path", path, "schema", schema, "sync", syncMode, "last_seq", s.lastSeq)

@@ -33,7 +33,7 @@ const (
 	fallbackCommits = 64
 )
 
-// checkpointer checkpoints the WAL from its own connection when
+// walCheckpointer checkpoints the WAL from its own connection when
 // checkpointPages pages were added to the log since the last checkpoint.
 // It learns the log's length from the WAL index (the "-shm" file, which
 // every connection maps): a header of 48 bytes, written twice, whose
@@ -43,7 +43,7 @@ const (
 //
 // The writer calls committed after each commit; everything else is the
 // checkpointer goroutine's.
-type checkpointer struct {
+type walCheckpointer struct {
 	db   *sql.DB
 	conn *sql.Conn
 	shm  *os.File    // the WAL index; nil: count commits instead
@@ -59,11 +59,11 @@ type checkpointer struct {
 	commits int    // commits since the last checkpoint (shm nil)
 }
 
-// openCheckpointer opens the checkpointer's connection on path with the
+// openWALCheckpointer opens the checkpointer's connection on path with the
 // writer's synchronous setting (a checkpoint fsyncs as that setting says)
 // and starts it. noIndex is told why the WAL index cannot be read, if it
 // cannot.
-func openCheckpointer(ctx context.Context, path, syncPragma string, fail, noIndex func(error)) (*checkpointer, error) {
+func openWALCheckpointer(ctx context.Context, path, syncPragma string, fail, noIndex func(error)) (*walCheckpointer, error) {
 	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-%d)", path, busyTimeoutMS, syncPragma, checkpointCacheKiB))
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: %w", err)
@@ -74,7 +74,7 @@ func openCheckpointer(ctx context.Context, path, syncPragma string, fail, noInde
 		_ = db.Close()
 		return nil, fmt.Errorf("store/sqlite: open checkpointer: %w", err)
 	}
-	c := &checkpointer{db: db, conn: conn, fail: fail, kick: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{})}
+	c := &walCheckpointer{db: db, conn: conn, fail: fail, kick: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{})}
 	if c.shm, err = os.Open(path + "-shm"); err == nil {
 		if _, err = c.frames(); err != nil {
 			_ = c.shm.Close()
@@ -102,7 +102,7 @@ const walIndexVersion = 3007000
 var errIndexChanging = errors.New("WAL index header being written")
 
 // frames reads the number of frames in the log from the WAL index.
-func (c *checkpointer) frames() (uint32, error) {
+func (c *walCheckpointer) frames() (uint32, error) {
 	var hdr [96]byte
 	if _, err := c.shm.ReadAt(hdr[:], 0); err != nil {
 		return 0, fmt.Errorf("read WAL index: %w", err)
@@ -117,14 +117,14 @@ func (c *checkpointer) frames() (uint32, error) {
 }
 
 // committed wakes the checkpointer after a commit. It never blocks.
-func (c *checkpointer) committed() {
+func (c *walCheckpointer) committed() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (c *checkpointer) run() {
+func (c *walCheckpointer) run() {
 	defer c.done.Done()
 	for {
 		select {
@@ -141,7 +141,7 @@ func (c *checkpointer) run() {
 
 // ifDue runs a checkpoint if checkpointPages pages were logged since the
 // last one (fallbackCommits commits, without the WAL index).
-func (c *checkpointer) ifDue() {
+func (c *walCheckpointer) ifDue() {
 	if c.shm == nil {
 		if c.commits++; c.commits >= fallbackCommits {
 			c.commits = 0
@@ -162,7 +162,7 @@ func (c *checkpointer) ifDue() {
 }
 
 // settle returns once a checkpoint due by the commits so far has run.
-func (c *checkpointer) settle() {
+func (c *walCheckpointer) settle() {
 	reply := make(chan struct{})
 	select {
 	case c.flush <- reply:
@@ -176,7 +176,7 @@ func (c *checkpointer) settle() {
 // whether or not readers on older snapshots kept this one from copying
 // them all, or it failed (a full disk is not tried again, and logged, at
 // every commit).
-func (c *checkpointer) checkpoint(frames uint32) {
+func (c *walCheckpointer) checkpoint(frames uint32) {
 	var busy, log, moved int64
 	err := c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &moved)
 	if err != nil {
@@ -190,7 +190,7 @@ func (c *checkpointer) checkpoint(frames uint32) {
 }
 
 // close stops the goroutine and closes the connection.
-func (c *checkpointer) close() error {
+func (c *walCheckpointer) close() error {
 	close(c.stop)
 	c.done.Wait()
 	errs := []error{c.conn.Close(), c.db.Close()}
