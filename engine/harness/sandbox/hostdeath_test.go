@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/oecp/oecp/internal/testkit"
@@ -208,9 +207,10 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	}
 	third.Close()
 	second.Close()
-	pasta := firstNet.net.cmd.Process.Pid
+	pasta := testkit.Pidfd(t, firstNet.net.cmd.Process.Pid)
 	h.CloseRun("r")
-	if err := syscall.Kill(pasta, 0); err == nil {
-		t.Errorf("the run's pasta (pid %d) outlived the run", pasta)
+	if !testkit.Exited(pasta, testkit.HangGuard) {
+		t.Errorf("the run's pasta (pid %d) outlived the run", firstNet.net.cmd.Process.Pid)
 	}
+	testkit.Recv(t, firstNet.net.reaped)
 }
