@@ -36,9 +36,9 @@ func (n *runNetwork) close() {
 	n.ns.Close()
 }
 
-// Prepare makes, in the background, run's first network namespace, so
-// that its first execution finds it configured; call it when the run's
-// workspace is being made. CloseRun ends it.
+// Prepare leases, in the background, run's writer UID and makes its
+// first network namespace, so that its first execution finds both ready;
+// call it when the run's workspace is being made. CloseRun ends them.
 func (h *Host) Prepare(run string) {
 	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
 		return
@@ -59,6 +59,7 @@ func (h *Host) Prepare(run string) {
 			h.mu.Unlock()
 			close(ready)
 		}()
+		h.leaseWriter(run)
 		n, err := h.newNetwork()
 		if err != nil {
 			h.log.Warn("sandbox: preparing a run's network", "err", err)
@@ -66,6 +67,34 @@ func (h *Host) Prepare(run string) {
 		}
 		h.giveBack(run, n)
 	}()
+}
+
+// leaseWriter leases run's writer UID ahead of its first execution,
+// unless the run has one or has ended meanwhile.
+func (h *Host) leaseWriter(run string) {
+	h.mu.Lock()
+	_, leased := h.writers[run]
+	h.mu.Unlock()
+	if leased {
+		return
+	}
+	l, err := h.leases.acquire()
+	if err != nil {
+		h.log.Warn("sandbox: leasing a run's writer UID ahead", "err", err)
+		return
+	}
+	h.mu.Lock()
+	_, open := h.nets[run]
+	_, leased = h.writers[run]
+	if open && !leased {
+		h.writers[run], l = l, nil
+	}
+	h.mu.Unlock()
+	if l != nil {
+		if err := l.release(); err != nil {
+			h.log.Error("sandbox: giving back a spare writer UID", "uid", l.uid, "err", err)
+		}
+	}
 }
 
 // takeNetwork gives an execution of run a namespace no running execution
