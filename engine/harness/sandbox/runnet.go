@@ -53,13 +53,18 @@ func (h *Host) Prepare(run string) {
 	h.making[run] = ready
 	h.mu.Unlock()
 	go func() {
+		leased := make(chan struct{})
+		go func() {
+			defer close(leased)
+			h.leaseWriter(run)
+		}()
 		defer func() {
+			<-leased
 			h.mu.Lock()
 			delete(h.making, run)
 			h.mu.Unlock()
 			close(ready)
 		}()
-		h.leaseWriter(run)
 		n, err := h.newNetwork()
 		if err != nil {
 			h.log.Warn("sandbox: preparing a run's network", "err", err)
@@ -67,6 +72,17 @@ func (h *Host) Prepare(run string) {
 		}
 		h.giveBack(run, n)
 	}()
+}
+
+// awaitPrepared waits for what Prepare makes for run, when it is being
+// made.
+func (h *Host) awaitPrepared(run string) {
+	h.mu.Lock()
+	ready, making := h.making[run]
+	h.mu.Unlock()
+	if making {
+		<-ready
+	}
 }
 
 // leaseWriter leases run's writer UID ahead of its first execution,
