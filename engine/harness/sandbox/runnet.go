@@ -3,9 +3,10 @@ package sandbox
 import (
 	"fmt"
 	"os"
-	"os/exec"
+	"runtime"
 	"strconv"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // A root server gives each run network namespaces of its own, each made
@@ -181,21 +182,28 @@ func (h *Host) closeNetworks(run string) {
 }
 
 // newNetNamespace makes a network namespace and returns a descriptor
-// that keeps it: a process started in a new one, whose namespace is
-// opened before it is ended.
+// that keeps it. A thread of this process's own moves into the new
+// namespace and opens it; the thread is never given back to the Go
+// runtime, which ends it once the namespace is open. No process is
+// started: a fork holds the runtime's fork lock, which every other
+// process start of the server (its git commands) waits for, for as long
+// as the kernel takes to make the namespace.
 func newNetNamespace() (*os.File, error) {
-	cmd := exec.Command("/bin/sh", "-c", "read -r _")
-	cmd.Env = []string{}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
+	type opened struct {
+		f   *os.File
+		err error
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	ns, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net")
-	stdin.Close()
-	_ = cmd.Wait()
-	return ns, err
+	done := make(chan opened, 1)
+	go func() {
+		// Not unlocked: the thread ends with this goroutine.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			done <- opened{nil, fmt.Errorf("unshare: %w", err)}
+			return
+		}
+		f, err := os.Open("/proc/thread-self/ns/net")
+		done <- opened{f, err}
+	}()
+	o := <-done
+	return o.f, o.err
 }

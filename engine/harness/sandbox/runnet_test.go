@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 
 	"github.com/oecp/oecp/internal/testkit"
+	"golang.org/x/sys/unix"
 )
 
 // A run's writer UID leased while its workspace is made is the one its
@@ -50,5 +52,47 @@ func TestWriterLeasedAheadIsTheRuns(t *testing.T) {
 	h.leases.mu.Unlock()
 	if _, ok := h.writers["late"]; ok || held != 0 {
 		t.Fatalf("a run ended during its lease keeps a writer UID (%d held)", held)
+	}
+}
+
+// newNetNamespace makes a namespace of its own each time, neither the
+// server's nor another's, and the server stays in its own.
+func TestNewNetNamespaceIsNew(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a network namespace needs root")
+	}
+	ino := func(f *os.File) uint64 {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	own, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	a, err := newNetNamespace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := newNetNamespace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if ino(a) == ino(own) || ino(b) == ino(own) || ino(a) == ino(b) {
+		t.Fatalf("namespaces %d and %d, the server's %d", ino(a), ino(b), ino(own))
+	}
+	after, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if ino(after) != ino(own) {
+		t.Fatal("the server left its own network namespace")
 	}
 }
