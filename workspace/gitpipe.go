@@ -134,6 +134,20 @@ var ErrOutputLimit = errors.New("git printed more than its bound")
 // bytes: past them the command is killed and the error wraps
 // ErrOutputLimit.
 func (g Git) Output(ctx context.Context, max int64, args ...string) ([]byte, error) {
+	return g.output(ctx, nil, max, args...)
+}
+
+// OutputOf runs `git <args>` with input as its standard input and returns
+// its standard output, as Output does.
+func (g Git) OutputOf(ctx context.Context, input string, max int64, args ...string) ([]byte, error) {
+	feed := func(w io.Writer) error {
+		_, err := io.WriteString(w, input)
+		return err
+	}
+	return g.output(ctx, feed, max, args...)
+}
+
+func (g Git) output(ctx context.Context, feed func(io.Writer) error, max int64, args ...string) ([]byte, error) {
 	var out bytes.Buffer
 	read := func(r io.Reader) error {
 		n, err := io.Copy(&out, io.LimitReader(r, max+1))
@@ -142,7 +156,7 @@ func (g Git) Output(ctx context.Context, max int64, args ...string) ([]byte, err
 		}
 		return err
 	}
-	if err := g.pipe(ctx, nil, read, args...); err != nil {
+	if err := g.pipe(ctx, feed, read, args...); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil

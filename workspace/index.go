@@ -200,10 +200,15 @@ func blobID(content []byte) string {
 
 // primeIndex writes the index of a work tree the host has just written
 // from commit (nothing else writes it before the host returns), so that
-// the first snapshot reads only what agents changed. Failing, it leaves
+// the first snapshot reads only what agents changed. It takes commit's
+// tree from the git index that wrote the work tree, or from git
+// (ls-tree) when that index is not one it reads. Failing, it leaves
 // no index (the first snapshot reads everything).
 func (m *Manager) primeIndex(ctx context.Context, home string, p Paths, commit string) {
-	x, err := listTree(ctx, Git{GitDir: p.Host, Home: home}, commit)
+	x, err := readGitIndex(p.Host, commit)
+	if err != nil {
+		x, err = listTree(ctx, Git{GitDir: p.Host, Home: home}, commit)
+	}
 	if err == nil {
 		for path, e := range x.entries {
 			if e.mode != modeFile && e.mode != modeExec {

@@ -160,6 +160,11 @@ func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, 
 		}
 	}
 	g := Git{Dir: dir, Home: remote.Home}
+	// One git process pins a revision the mirror holds: the ref's new
+	// value is revision peeled to a commit, which fails for anything else.
+	if _, err := g.Run(ctx, "update-ref", ref, revision+"^{commit}"); err == nil {
+		return filepath.Join(dir, "objects"), nil
+	}
 	if !hasCommit(ctx, g, revision) {
 		fetch := remote
 		fetch.Dir = dir

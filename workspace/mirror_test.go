@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -147,6 +148,38 @@ func TestRevisionFetchedOnDemand(t *testing.T) {
 	remote.Git(h.mirror(), "gc", "--quiet", "--prune=now")
 	h.healthy(p2, pushed)
 	h.healthy(p3, hidden)
+}
+
+// A revision the mirror holds is pinned for the run as it is; an object
+// of the mirror that is not a commit (a tree here) is refused as a
+// revision, and pins nothing.
+func TestMirrorPinsOnlyCommits(t *testing.T) {
+	remote := gittest.NewRemote(t)
+	h := newHost(t, remote, time.Hour)
+	head := remote.Head()
+	h.prepare("run-1", head)
+	p2 := h.prepare("run-2", head) // the mirror holds it now
+	h.healthy(p2, head)
+	pins := map[string]string{}
+	for _, ref := range h.runRefs() {
+		pins[ref] = h.remote.Git(h.mirror(), "rev-parse", ref)
+	}
+	if len(pins) != 2 {
+		t.Fatalf("run refs %v, want one per run", pins)
+	}
+	for ref, rev := range pins {
+		if rev != head {
+			t.Errorf("%s pins %s, want %s", ref, rev, head)
+		}
+	}
+	tree := remote.Git(remote.Dir, "rev-parse", head+"^{tree}")
+	err := h.m.Prepare(context.Background(), workspace.Key("t", "run-3"), workspace.Source{Repository: "acme/app", Branch: "main", Revision: tree}, workspace.Branch("t", "run-3"))
+	if !errors.Is(err, workspace.ErrRevisionNotFound) {
+		t.Fatalf("a tree as the revision: %v", err)
+	}
+	if refs := h.runRefs(); len(refs) != 2 {
+		t.Fatalf("run refs after the refusal %v", refs)
+	}
 }
 
 // Removing a run drops its pin and nothing else: the mirror and the

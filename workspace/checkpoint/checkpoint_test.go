@@ -149,6 +149,39 @@ func TestRestoreElsewhere(t *testing.T) {
 	}
 }
 
+// TestRestoreElsewhereAfterTwoSteps: the checkpoint after a second step
+// carries the run's whole history since its source revision, the first
+// step's work too, and git reads it as a bundle that requires that
+// revision alone.
+func TestRestoreElsewhereAfterTwoSteps(t *testing.T) {
+	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, false)
+	src := worked(t, r, a)
+	first := a.k.Take(ctx, key, src, branch, "run-a/one/1")
+	a.write(t, "two.txt", "step two\n")
+	cp := a.k.Take(ctx, key, src, branch, "run-a/two/1")
+	if cp.Skipped != "" || cp.Commit == first.Commit || len(cp.Bundle) == 0 {
+		t.Fatalf("second checkpoint %+v", cp)
+	}
+	file := filepath.Join(t.TempDir(), "cp.bundle")
+	if err := os.WriteFile(file, cp.Bundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if heads := r.Git(r.Dir, "bundle", "list-heads", file); heads != cp.Commit+" "+workspace.CheckpointRef {
+		t.Errorf("the bundle's heads: %q", heads)
+	}
+	if err := b.k.Restore(ctx, key, src, branch, &cp); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"committed.txt": "by the agent\n", "one.txt": "step one\n", "two.txt": "step two\n"} {
+		if s, ok := b.read(file); !ok || s != want {
+			t.Errorf("%s: %q %v", file, s, ok)
+		}
+	}
+	if head, err := b.m.Head(ctx, key, t.TempDir()); err != nil || head != cp.Commit {
+		t.Errorf("the run's branch is at %s (%v), want the checkpoint %s", head, err, cp.Commit)
+	}
+}
+
 // TestRestoreHereDropsUnfinishedWork: on the host that holds the
 // workspace, a restore resets it to the checkpoint: the work of an
 // execution that did not end is gone, ignored files stay.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/oecp/oecp/workspace"
 )
@@ -75,21 +73,30 @@ func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, bra
 	return cp, err
 }
 
-// bundle packs the history from cp.Base to cp.Commit, read as git
-// writes it and refused as soon as it passes MaxBytes: no more than that
-// is ever held or written.
+// bundleHeader is a git bundle's header (version 2): cp.Base as the one
+// commit the bundle requires, cp.Commit as localRef.
+func bundleHeader(cp Checkpoint) string {
+	return "# v2 git bundle\n-" + cp.Base + "\n" + cp.Commit + " " + localRef + "\n\n"
+}
+
+// bundle packs the history from cp.Base to cp.Commit as a git bundle, the
+// pack read as git writes it (one pack-objects) and refused as soon as
+// the bundle passes MaxBytes: no more than that is ever held or written.
 func (k *Keeper) bundle(ctx context.Context, g workspace.Git, cp Checkpoint) ([]byte, error) {
-	// A snapshot that commits moves localRef with the branch.
-	if b, err := os.ReadFile(filepath.Join(g.GitDir, filepath.FromSlash(localRef))); err != nil || strings.TrimSpace(string(b)) != cp.Commit {
-		if _, err := g.Run(ctx, "update-ref", localRef, cp.Commit); err != nil {
-			return nil, err
-		}
+	header := bundleHeader(cp)
+	tooLarge := fmt.Errorf("%w: over the limit of %d bytes (--checkpoint-max-bytes)", ErrTooLarge, k.MaxBytes)
+	if int64(len(header)) >= k.MaxBytes {
+		return nil, tooLarge
 	}
-	b, err := g.Output(ctx, k.MaxBytes, "bundle", "create", "--quiet", "-", localRef, "^"+cp.Base)
+	pack, err := g.OutputOf(ctx, cp.Commit+"\n^"+cp.Base+"\n", k.MaxBytes-int64(len(header)),
+		"pack-objects", "--stdout", "--revs", "--thin", "--delta-base-offset", "-q")
 	if errors.Is(err, workspace.ErrOutputLimit) {
-		return nil, fmt.Errorf("%w: over the limit of %d bytes (--checkpoint-max-bytes)", ErrTooLarge, k.MaxBytes)
+		return nil, tooLarge
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(header), pack...), nil
 }
 
 // push sends cp.Commit to the hidden ref cp.Ref of the repository's

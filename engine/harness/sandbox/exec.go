@@ -83,6 +83,7 @@ func (h *Host) Start(spec Spec) (*Execution, error) {
 		}
 	}()
 	if h.root {
+		h.awaitPrepared(spec.Run) // the run's writer UID may be being leased
 		if err := e.identity(); err != nil {
 			return nil, err
 		}

@@ -6,9 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/oecp/oecp/internal/testkit"
@@ -208,9 +208,35 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	}
 	third.Close()
 	second.Close()
-	pasta := firstNet.net.cmd.Process.Pid
+	pasta := testkit.Pidfd(t, firstNet.net.cmd.Process.Pid)
 	h.CloseRun("r")
-	if err := syscall.Kill(pasta, 0); err == nil {
-		t.Errorf("the run's pasta (pid %d) outlived the run", pasta)
+	if !testkit.Exited(pasta, testkit.HangGuard) {
+		t.Errorf("the run's pasta (pid %d) outlived the run", firstNet.net.cmd.Process.Pid)
 	}
+	testkit.Recv(t, firstNet.net.reaped)
+
+	// Prepare makes a run's first namespace and leases its writer UID
+	// while the run's workspace is made: its first execution takes both.
+	h.Prepare("p")
+	h.mu.Lock()
+	ready := h.making["p"]
+	h.mu.Unlock()
+	if ready != nil {
+		testkit.Recv(t, ready)
+	}
+	h.mu.Lock()
+	ahead, nets := h.writers["p"], slices.Clone(h.nets["p"])
+	h.mu.Unlock()
+	if ahead == nil || len(nets) != 1 {
+		t.Fatalf("prepared: writer %v, networks %d", ahead, len(nets))
+	}
+	e, err := h.Start(Spec{Run: "p", Workspace: t.TempDir(), Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.uid != int(ahead.uid) || e.net != nets[0] {
+		t.Errorf("the first execution runs as %d in %p, not as the UID (%d) and in the namespace (%p) made ahead", e.uid, e.net, ahead.uid, nets[0])
+	}
+	e.Close()
+	h.CloseRun("p")
 }

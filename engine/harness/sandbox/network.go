@@ -21,6 +21,8 @@ const maxNetworkDiagnostic = 2 << 10
 type network struct {
 	cmd  *exec.Cmd
 	once sync.Once
+	// reaped is closed once pasta's process was waited for.
+	reaped chan struct{}
 }
 
 // connectPid connects the network namespace of process pid (connect).
@@ -76,12 +78,13 @@ func (h *Host) connect(netns *os.File) (*network, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pasta: %w", err)
 	}
-	n := &network{cmd: cmd}
+	n := &network{cmd: cmd, reaped: make(chan struct{})}
 	// pasta writes its PID file once the namespace is configured; EOF
 	// means it exited first.
 	line, _ := bufio.NewReader(ready).ReadString('\n')
 	if _, err := strconv.Atoi(strings.TrimSpace(line)); err != nil {
 		n.stop()
+		<-n.reaped // its stderr is whole once it is reaped
 		return nil, fmt.Errorf("pasta did not start: %s", strings.TrimSpace(stderr.String()))
 	}
 	return n, nil
@@ -99,14 +102,21 @@ func tcpPorts(ports []int) string {
 	return strings.Join(s, ",")
 }
 
-// stop kills pasta and reaps it; a nil network has nothing to stop.
+// stop kills pasta; a nil network has nothing to stop. It returns once
+// SIGKILL is sent, after which pasta runs nothing more: the kernel's
+// teardown of its process takes tens of milliseconds, and the caller (a
+// run's end, on the engine's path) does not wait for it. pasta is reaped
+// on a goroutine of its own, which closes reaped.
 func (n *network) stop() {
 	if n == nil {
 		return
 	}
 	n.once.Do(func() {
 		_ = n.cmd.Process.Kill()
-		_ = n.cmd.Wait()
+		go func() {
+			defer close(n.reaped)
+			_ = n.cmd.Wait()
+		}()
 	})
 }
 

@@ -3,9 +3,10 @@ package sandbox
 import (
 	"fmt"
 	"os"
-	"os/exec"
+	"runtime"
 	"strconv"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // A root server gives each run network namespaces of its own, each made
@@ -36,9 +37,9 @@ func (n *runNetwork) close() {
 	n.ns.Close()
 }
 
-// Prepare makes, in the background, run's first network namespace, so
-// that its first execution finds it configured; call it when the run's
-// workspace is being made. CloseRun ends it.
+// Prepare leases, in the background, run's writer UID and makes its
+// first network namespace, so that its first execution finds both ready;
+// call it when the run's workspace is being made. CloseRun ends them.
 func (h *Host) Prepare(run string) {
 	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
 		return
@@ -53,7 +54,13 @@ func (h *Host) Prepare(run string) {
 	h.making[run] = ready
 	h.mu.Unlock()
 	go func() {
+		leased := make(chan struct{})
+		go func() {
+			defer close(leased)
+			h.leaseWriter(run)
+		}()
 		defer func() {
+			<-leased
 			h.mu.Lock()
 			delete(h.making, run)
 			h.mu.Unlock()
@@ -66,6 +73,45 @@ func (h *Host) Prepare(run string) {
 		}
 		h.giveBack(run, n)
 	}()
+}
+
+// awaitPrepared waits for what Prepare makes for run, when it is being
+// made.
+func (h *Host) awaitPrepared(run string) {
+	h.mu.Lock()
+	ready, making := h.making[run]
+	h.mu.Unlock()
+	if making {
+		<-ready
+	}
+}
+
+// leaseWriter leases run's writer UID ahead of its first execution,
+// unless the run has one or has ended meanwhile.
+func (h *Host) leaseWriter(run string) {
+	h.mu.Lock()
+	_, leased := h.writers[run]
+	h.mu.Unlock()
+	if leased {
+		return
+	}
+	l, err := h.leases.acquire()
+	if err != nil {
+		h.log.Warn("sandbox: leasing a run's writer UID ahead", "err", err)
+		return
+	}
+	h.mu.Lock()
+	_, open := h.nets[run]
+	_, leased = h.writers[run]
+	if open && !leased {
+		h.writers[run], l = l, nil
+	}
+	h.mu.Unlock()
+	if l != nil {
+		if err := l.release(); err != nil {
+			h.log.Error("sandbox: giving back a spare writer UID", "uid", l.uid, "err", err)
+		}
+	}
 }
 
 // takeNetwork gives an execution of run a namespace no running execution
@@ -136,21 +182,28 @@ func (h *Host) closeNetworks(run string) {
 }
 
 // newNetNamespace makes a network namespace and returns a descriptor
-// that keeps it: a process started in a new one, whose namespace is
-// opened before it is ended.
+// that keeps it. A thread of this process's own moves into the new
+// namespace and opens it; the thread is never given back to the Go
+// runtime, which ends it once the namespace is open. No process is
+// started: a fork holds the runtime's fork lock, which every other
+// process start of the server (its git commands) waits for, for as long
+// as the kernel takes to make the namespace.
 func newNetNamespace() (*os.File, error) {
-	cmd := exec.Command("/bin/sh", "-c", "read -r _")
-	cmd.Env = []string{}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
+	type opened struct {
+		f   *os.File
+		err error
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	ns, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net")
-	stdin.Close()
-	_ = cmd.Wait()
-	return ns, err
+	done := make(chan opened, 1)
+	go func() {
+		// Not unlocked: the thread ends with this goroutine.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			done <- opened{nil, fmt.Errorf("unshare: %w", err)}
+			return
+		}
+		f, err := os.Open("/proc/thread-self/ns/net")
+		done <- opened{f, err}
+	}()
+	o := <-done
+	return o.f, o.err
 }
