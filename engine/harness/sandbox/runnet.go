@@ -183,11 +183,14 @@ func (h *Host) closeNetworks(run string) {
 
 // newNetNamespace makes a network namespace and returns a descriptor
 // that keeps it. A thread of this process's own moves into the new
-// namespace and opens it; the thread is never given back to the Go
-// runtime, which ends it once the namespace is open. No process is
-// started: a fork holds the runtime's fork lock, which every other
-// process start of the server (its git commands) waits for, for as long
-// as the kernel takes to make the namespace.
+// namespace, opens it and moves back into the namespace it came from
+// before the Go runtime may use it again. No process is started: a fork
+// holds the runtime's fork lock, which every other process start of the
+// server (its git commands) waits for, for as long as the kernel takes to
+// make the namespace. The thread must not end either: a child started
+// from it with a parent-death signal (the server's git commands) would be
+// killed with it. Only when it cannot move back does it end, as its
+// goroutine returns still locked to it.
 func newNetNamespace() (*os.File, error) {
 	type opened struct {
 		f   *os.File
@@ -195,13 +198,28 @@ func newNetNamespace() (*os.File, error) {
 	}
 	done := make(chan opened, 1)
 	go func() {
-		// Not unlocked: the thread ends with this goroutine.
 		runtime.LockOSThread()
+		back, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- opened{nil, err}
+			return
+		}
+		defer back.Close()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread() // the thread is where it was
 			done <- opened{nil, fmt.Errorf("unshare: %w", err)}
 			return
 		}
 		f, err := os.Open("/proc/thread-self/ns/net")
+		if serr := unix.Setns(int(back.Fd()), unix.CLONE_NEWNET); serr != nil {
+			if f != nil {
+				f.Close()
+			}
+			done <- opened{nil, fmt.Errorf("setns back: %w", serr)}
+			return // still locked: the thread ends with this goroutine
+		}
+		runtime.UnlockOSThread()
 		done <- opened{f, err}
 	}()
 	o := <-done

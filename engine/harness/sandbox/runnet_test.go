@@ -1,9 +1,14 @@
 package sandbox
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/oecp/oecp/internal/testkit"
@@ -94,5 +99,60 @@ func TestNewNetNamespaceIsNew(t *testing.T) {
 	defer after.Close()
 	if ino(after) != ino(own) {
 		t.Fatal("the server left its own network namespace")
+	}
+}
+
+// Making network namespaces ends no thread of the server: a process the
+// server started with a parent-death signal (its git commands) lives on
+// whichever thread started it. Each child here is started from a thread
+// of its own, so that the namespaces' threads are likely to be threads
+// that started one.
+func TestNewNetNamespaceKillsNoChild(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a network namespace needs root")
+	}
+	const children = 16
+	var cmds []*exec.Cmd
+	for range children {
+		started := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cmd := exec.Command("sleep", "60")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			err := cmd.Start()
+			if err == nil {
+				cmds = append(cmds, cmd)
+			}
+			started <- err
+		}()
+		if err := <-started; err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}()
+	for range 4 * children {
+		f, err := newNetNamespace()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for _, c := range cmds {
+		// A killed child is a zombie until it is waited for: its state
+		// (the field after the command's closing parenthesis) says so.
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := strings.Cut(string(stat), ") ")
+		if strings.HasPrefix(after, "Z") {
+			t.Fatalf("child %d was killed while namespaces were made", c.Process.Pid)
+		}
 	}
 }
