@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs/evidence"
+	"github.com/oecp/oecp/runs/live"
 	"github.com/oecp/oecp/store"
 )
 
@@ -46,8 +47,8 @@ type Backend struct {
 	store store.Store
 
 	subSeq atomic.Uint64
-	live   *attachHub
-	relay  *relay
+	live   *live.Hub
+	relay  *live.Relay
 	logs   logBuffer
 	seeds  seedCache
 	wake   signals
@@ -79,7 +80,7 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub(), relay: newRelay(cfg.Store), evidence: evidence.NewRecorder(cfg.Store, cfg.Log)}
+	b := &Backend{cfg: cfg, store: cfg.Store, live: live.NewHub(), relay: live.NewRelay(cfg.Store), evidence: evidence.NewRecorder(cfg.Store, cfg.Log)}
 	b.logs.flush = b.flushLogs
 	return b
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/oecp/oecp/internal/terminal"
 	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs/live"
 	"github.com/oecp/oecp/store"
 )
 
@@ -418,21 +419,21 @@ func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
 
 // Output publishes one chunk of an execution's live output.
 func (l *Ledger) Output(ref engine.RunRef, execution, text string) {
-	key, ev := attachKey(ref.Tenant, ref.RunID, execution), outputEvent(SafeText(text, protocol.RedactedAttachOutput))
-	l.b.live.publish(key, ev)
-	l.b.relay.send(key, ev, false)
+	key, ev := attachKey(ref.Tenant, ref.RunID, execution), live.OutputEvent(SafeText(text, protocol.RedactedAttachOutput))
+	l.b.live.Publish(key, ev)
+	l.b.relay.Send(key, ev, false)
 }
 
 // ExecutionStarted opens an execution's live attach stream.
 func (l *Ledger) ExecutionStarted(ref engine.RunRef, execution string) {
-	l.b.live.start(attachKey(ref.Tenant, ref.RunID, execution))
+	l.b.live.Start(attachKey(ref.Tenant, ref.RunID, execution))
 }
 
 // ExecutionEnded closes an execution's live attach stream.
 func (l *Ledger) ExecutionEnded(ref engine.RunRef, execution string) {
 	key := attachKey(ref.Tenant, ref.RunID, execution)
-	l.b.live.end(key)
-	l.b.relay.send(key, nil, true)
+	l.b.live.End(key)
+	l.b.relay.Send(key, nil, true)
 }
 
 func errorOutcome(code, reason string) json.RawMessage {
