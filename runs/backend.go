@@ -10,10 +10,10 @@ import (
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
-	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs/evidence"
 	"github.com/oecp/oecp/runs/live"
+	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
 
@@ -49,7 +49,7 @@ type Backend struct {
 	subSeq atomic.Uint64
 	live   *live.Hub
 	relay  *live.Relay
-	logs   logBuffer
+	logs   *logbuf.Buffer
 	seeds  seedCache
 	wake   signals
 	prep   preparations
@@ -63,11 +63,10 @@ type Backend struct {
 
 	// evidence queues agents' raw evidence (package runs/evidence).
 	evidence *evidence.Recorder
-
-	// waitLog bounds the repeats of the line the log flusher logs while
-	// the store cannot take lines (logs.go).
-	waitLog lograte.Limiter
 }
+
+// runKey names one run: its tenant key and run id.
+type runKey struct{ tk, runID string }
 
 // New builds a backend.
 func New(cfg Config) *Backend {
@@ -81,7 +80,7 @@ func New(cfg Config) *Backend {
 		cfg.Log = slog.Default()
 	}
 	b := &Backend{cfg: cfg, store: cfg.Store, live: live.NewHub(), relay: live.NewRelay(cfg.Store), evidence: evidence.NewRecorder(cfg.Store, cfg.Log)}
-	b.logs.flush = b.flushLogs
+	b.logs = logbuf.New(b.writeLogs, cfg.Log)
 	return b
 }
 
@@ -92,7 +91,7 @@ func New(cfg Config) *Backend {
 func (b *Backend) Close() {
 	b.prep.stop()
 	b.relay.Stop()
-	b.logs.wait()
+	b.logs.Close()
 	b.evidence.Close()
 }
 
@@ -209,7 +208,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	digest := digestOf(seed)
 	tk := b.tenant(ctx)
 	res := &SubmitResult{}
-	err = b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
+	err = b.commit(ctx, runKey{}, func(tx store.Tx, _ []logbuf.Line) error {
 		var err error
 		res.RunID, err = commitSubmission(tx, tk, runID, sub, digest, seed, b.cfg.MaxActivePerTenant)
 		return err
@@ -385,13 +384,13 @@ func (b *Backend) closeRun(tk, runID string) {
 // after appending the run's pending log lines, and saves the state. An
 // unknown run is errNoRun.
 func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store.Tx, st *runState) error) error {
-	return b.commit(ctx, runKey{tk, runID}, func(tx store.Tx, lines []logLine) error {
+	return b.commit(ctx, runKey{tk, runID}, func(tx store.Tx, lines []logbuf.Line) error {
 		st, version, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {
 			return orNoRun(err)
 		}
 		from := st.Cursor
-		if lines, err = fencedLines(tx, lines); err != nil {
+		if lines, err = logbuf.Fenced(tx, lines); err != nil {
 			return err
 		}
 		if err := appendLogs(tx, tk, runID, st, lines); err != nil {

@@ -29,8 +29,8 @@
 // quota); Upgrade moves the indexes an earlier release kept in cluster
 // records into them (upgrade.go). Every record carries the run's status
 // projection after it, so run/watch replays any cursor without folding; log
-// lines are records too (batched per run) and run/logs replays and follows
-// them. The raw evidence of its agent processes (the exact prompts and
+// lines are records too, buffered per run until a write of the run takes
+// them (package runs/logbuf), and run/logs replays and follows them. The raw evidence of its agent processes (the exact prompts and
 // every byte they wrote) is kept with the run in the store's evidence,
 // recorded by package runs/evidence and read back by its
 // exports (runexport.go, through the writers of package runs/export).
@@ -41,6 +41,6 @@
 // finished longer ago than the host keeps them (retention.go).
 //
 // The Backend holds the wiring: it owns the evidence recorder, the live
-// hub and relay and hands them their keys; the sub-packages import
+// hub and relay and the log buffer, and hands them their keys; the sub-packages import
 // nothing of this package and read none of a run's records.
 package runs

@@ -16,6 +16,7 @@ import (
 	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs/live"
+	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
 
@@ -116,7 +117,7 @@ func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	}
 	name := runclaims.Lease(ref)
 	var epoch uint64
-	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
+	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logbuf.Line) error {
 		var err error
 		epoch, err = l.Claims().ClaimTx(tx, name)
 		return err
@@ -252,8 +253,8 @@ func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, en
 				continue // voided, or already settled
 			}
 			if note != "" {
-				line := logLine{execution: x.Ref, record: protocol.LogRecord{Level: "warn", Target: logTarget, Message: note}}
-				if err := appendLogs(tx, ref.Tenant, ref.RunID, st, []logLine{line}); err != nil {
+				line := logbuf.Line{Execution: x.Ref, Record: protocol.LogRecord{Level: "warn", Target: logTarget, Message: note}}
+				if err := appendLogs(tx, ref.Tenant, ref.RunID, st, []logbuf.Line{line}); err != nil {
 					return err
 				}
 			}
