@@ -12,6 +12,7 @@ import (
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs/evidence"
+	"github.com/oecp/oecp/runs/graphcache"
 	"github.com/oecp/oecp/runs/live"
 	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
@@ -54,7 +55,7 @@ type Backend struct {
 	wake   signals
 	prep   preparations
 	cps    checkpoints
-	graphs graphCache
+	graphs graphcache.Cache
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
@@ -194,11 +195,11 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	if err := ValidRunID(runID); err != nil {
 		return nil, protocol.SchemaReason(err.Error())
 	}
-	sub, graphRaw, err := decodeSubmission(raw, b.graphs.decode)
+	sub, graphRaw, err := decodeSubmission(raw, b.graphs.Decode)
 	if err != nil {
 		return nil, wire(err)
 	}
-	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.graphs.verify(graphRaw, b.cfg.Verify)); err != nil {
+	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.graphs.Verify(graphRaw, b.cfg.Verify)); err != nil {
 		return nil, wire(err)
 	}
 	seed, err := sub.Encode()

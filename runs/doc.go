@@ -13,10 +13,11 @@
 // executables, a runtime plan that binds exactly the executables, the
 // closed model catalogue, declared environments, writers that never overlap
 // another execution) and then verified by the production verifier over a
-// graph-local worker registry (package nativegraph). The commit, one change
-// of the group commit (group.go) inside one store transaction, answers a
-// replayed submission, a run id or submission key conflict, or records the
-// run and its admission record.
+// graph-local worker registry (package nativegraph); a graph's decoding
+// and its acceptance are kept by their wire bytes (package
+// runs/graphcache). The commit, one change of the group commit (group.go)
+// inside one store transaction, answers a replayed submission, a run id
+// or submission key conflict, or records the run and its admission record.
 //
 // Durable state per run: an immutable admission record (the run's store
 // seed), a small mutable state record (phase, executions, terminal result,
