@@ -33,7 +33,7 @@ type changeFeeds struct {
 type runFeed struct {
 	runs     map[runKey]struct{}
 	overflow bool
-	// named is woken after a run is named (engine.NamedSignal): the
+	// named is woken after a run is named (engine.TrailingFeed): the
 	// store announces a commit before the feed names its runs.
 	named store.Signal
 }
@@ -100,7 +100,7 @@ func (l *Ledger) Changes(context.Context) ([]engine.RunRef, bool, error) {
 }
 
 // Named returns a channel closed once the feed names a run after the
-// call (engine.NamedSignal).
+// call (engine.TrailingFeed).
 func (l *Ledger) Named() <-chan struct{} { return l.feed.named.Changed() }
 
 // remoteChanges is what a reader on a shared store waits on besides its

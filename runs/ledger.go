@@ -49,14 +49,10 @@ type Ledger struct {
 }
 
 var (
-	_ engine.Ledger      = (*Ledger)(nil)
-	_ engine.Versioner   = (*Ledger)(nil)
-	_ engine.Recovery    = (*Ledger)(nil)
-	_ engine.LeaseKeeper = (*Ledger)(nil)
-
+	_ engine.Ledger         = (*Ledger)(nil)
+	_ engine.Versioner      = (*Ledger)(nil)
 	_ engine.SettleFinisher = (*Ledger)(nil)
-	_ engine.ChangeFeed     = (*Ledger)(nil)
-	_ engine.NamedSignal    = (*Ledger)(nil)
+	_ engine.TrailingFeed   = (*Ledger)(nil)
 )
 
 // Ledger returns the engine.Ledger view of b for the supervising process
