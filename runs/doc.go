@@ -21,9 +21,10 @@
 //
 // Durable state per run: an immutable admission record (the run's store
 // seed), a small mutable state record (phase, executions, terminal result,
-// last cursor, spending), the latest workspace checkpoint (the store's
-// checkpoint of the run), and the run's event log in the store, whose global sequence is
-// the opaque cursor "v2:N". The store's indexes list the runs: a tenant's
+// last cursor, spending; kept decoded by package runs/statecache), the
+// latest workspace checkpoint (the store's checkpoint of the run), and the
+// run's event log in the store, whose global sequence is the opaque cursor
+// "v2:N". The store's indexes list the runs: a tenant's
 // (the inventory, by admission cursor), every unfinished run (what the
 // engine supervises, by latest cursor), the finished and deleted runs (by
 // time, for retention) and each tenant's count of unfinished runs (the
