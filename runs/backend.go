@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs/changefeed"
 	"github.com/oecp/oecp/runs/evidence"
 	"github.com/oecp/oecp/runs/graphcache"
 	"github.com/oecp/oecp/runs/live"
@@ -59,8 +61,9 @@ type Backend struct {
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
-	// changes names each run written to the engine's feeds (changes.go).
-	changes changeFeeds
+	// changes names each run written to the engine's feeds (package
+	// runs/changefeed).
+	changes changefeed.Feeds
 
 	// evidence queues agents' raw evidence (package runs/evidence).
 	evidence *evidence.Recorder
@@ -68,6 +71,9 @@ type Backend struct {
 
 // runKey names one run: its tenant key and run id.
 type runKey struct{ tk, runID string }
+
+// ref is the engine's name of the run.
+func (k runKey) ref() engine.RunRef { return engine.RunRef{Tenant: k.tk, RunID: k.runID} }
 
 // New builds a backend.
 func New(cfg Config) *Backend {
@@ -229,7 +235,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 		// recorded (it encodes to the same seed).
 		b.seeds.put(runKey{tk, runID}, sub)
 		traceSubmitted(ctx, tk, runID)
-		b.changes.changed(runKey{tk, runID})
+		b.changes.Changed(runKey{tk, runID}.ref())
 	}
 	return res, nil
 }

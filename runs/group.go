@@ -106,7 +106,7 @@ func (b *Backend) commitBatch(ctx context.Context, batch []*change) {
 	for _, c := range batch {
 		if c.key != (runKey{}) {
 			b.wake.notify(c.key)
-			b.changes.changed(c.key)
+			b.changes.Changed(c.key.ref())
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/oecp/oecp/internal/terminal"
 	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs/changefeed"
 	"github.com/oecp/oecp/runs/live"
 	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
@@ -44,7 +45,7 @@ type Ledger struct {
 	// feed is this ledger's feed of changed runs (changes.go); foreign is
 	// the store's count of foreign wake-ups at the last Changes (under
 	// mu).
-	feed    *runFeed
+	feed    *changefeed.Feed
 	foreign uint64
 }
 
@@ -65,7 +66,7 @@ func (b *Backend) Ledger(owner string) *Ledger {
 // it may share with the ledger of another backend on the same store (one
 // renewal then judges both).
 func (b *Backend) LedgerOf(claims *store.Claims) *Ledger {
-	return &Ledger{b: b, Keeper: runclaims.New(claims), feed: b.changes.subscribe()}
+	return &Ledger{b: b, Keeper: runclaims.New(claims), feed: b.changes.Subscribe()}
 }
 
 // Changed is closed after the next commit.

@@ -134,7 +134,7 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		}
 		b.prep.mu.Unlock()
 		if current {
-			b.changes.changed(k) // the run may dispatch now
+			b.changes.Changed(k.ref()) // the run may dispatch now
 			b.logFenced(k.tk, k.runID, fence, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
 		} else {
 			// The run finished while its clone was landing: it is closed
