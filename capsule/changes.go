@@ -6,32 +6,23 @@ import (
 	"github.com/oecp/oecp/engine"
 )
 
-var (
-	_ engine.ChangeFeed  = ledgers{}
-	_ engine.NamedSignal = ledgers{}
-)
+var _ engine.TrailingFeed = ledgers{}
 
 // Named is the native ledger's: the cluster ledger's feed reads the
 // store when asked, so the store's announcement of a commit covers it.
 func (l ledgers) Named() <-chan struct{} {
-	if n, ok := l.native.(engine.NamedSignal); ok {
+	if n, ok := l.native.(engine.TrailingFeed); ok {
 		return n.Named()
 	}
 	return nil
 }
 
-// Changes joins the two backends' change feeds; a backend without one
-// asks for a full pass every time.
+// Changes joins the two backends' change feeds.
 func (l ledgers) Changes(ctx context.Context) ([]engine.RunRef, bool, error) {
 	var out []engine.RunRef
 	all := false
 	for _, x := range []engine.Ledger{l.cluster, l.native} {
-		f, ok := x.(engine.ChangeFeed)
-		if !ok {
-			all = true
-			continue
-		}
-		refs, a, err := f.Changes(ctx)
+		refs, a, err := x.Changes(ctx)
 		if err != nil {
 			return nil, false, err
 		}

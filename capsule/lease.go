@@ -2,7 +2,6 @@ package capsule
 
 import (
 	"github.com/oecp/oecp/cluster"
-	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/internal/runclaims"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
@@ -15,7 +14,6 @@ import (
 // judges every claim: a lost v1 run and a lost native run alike are
 // reported to the supervisor, which stops their workers and writes
 // nothing more for them.
-var _ engine.LeaseKeeper = ledgers{}
 
 // newLedgers is the engine's ledger over both backends on st, claiming
 // for the supervising process owner.

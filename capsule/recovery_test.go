@@ -12,13 +12,16 @@ import (
 )
 
 // loseSettlements is the ledger of a process that dies before it records
-// any outcome: Settle blocks until the engine stops.
+// any outcome: Settle blocks until the engine stops, and the executions
+// its shutdown cancelled are never recorded interrupted.
 type loseSettlements struct{ engine.Ledger }
 
 func (loseSettlements) Settle(ctx context.Context, _ engine.RunRef, _ []engine.Settlement) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
+
+func (loseSettlements) Interrupt(context.Context, engine.RunRef, []uint64) error { return nil }
 
 // TestCrashRecovery closes a capsule while a builtin.sleep execution
 // (attempts 2) is active and starts a new capsule on the same store: the

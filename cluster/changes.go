@@ -7,8 +7,6 @@ import (
 	"github.com/oecp/oecp/engine"
 )
 
-var _ engine.ChangeFeed = (*Ledger)(nil)
-
 // listing is what the change feed last listed.
 type listing struct {
 	mu   sync.Mutex

@@ -63,11 +63,7 @@ type Ledger struct {
 	listed listing
 }
 
-var (
-	_ engine.Ledger      = (*Ledger)(nil)
-	_ engine.Recovery    = (*Ledger)(nil)
-	_ engine.LeaseKeeper = (*Ledger)(nil)
-)
+var _ engine.Ledger = (*Ledger)(nil)
 
 // Ledger returns the engine.Ledger view of b for the supervising process
 // owner (an id unique to this process lifetime). Build the backend with

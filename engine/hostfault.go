@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// HostFaults is an optional Ledger extension: it records executions that
-// their host could not start (worker.Outcome.HostFault: a full disk, a
-// sandbox that could not be set up) as interrupted rather than failed, so
-// the same attempt runs again. Without it such an execution settles with
-// its outcome (crash) and spends its attempt.
+// HostFaults is the part of a Ledger that records executions that their
+// host could not start (worker.Outcome.HostFault: a full disk, a sandbox
+// that could not be set up) as interrupted rather than failed, so the
+// same attempt runs again. When it cannot record them, such an execution
+// settles with its outcome (crash) and spends its attempt.
 type HostFaults interface {
 	// Unstarted records the executions interrupted, after a log line on
 	// each that names why.
@@ -34,14 +34,10 @@ type hostHold struct {
 
 // hostFault records an execution its host could not start as interrupted
 // and holds its run back for the backoff; it reports false when the
-// ledger cannot record it that way (the caller then settles the outcome).
+// record fails (the caller then settles the outcome).
 // The execution stays in the running set until its record commits, so a
 // reconcile in between never mistakes it for an orphan.
 func (s *Supervisor) hostFault(ctx context.Context, ref RunRef, key runExec, xref, why string) bool {
-	hf, ok := s.ledger.(HostFaults)
-	if !ok {
-		return false
-	}
 	s.mu.Lock()
 	h := s.hostHolds[ref]
 	h.wait = min(max(2*h.wait, hostRetryMin), hostRetryMax)
@@ -49,7 +45,7 @@ func (s *Supervisor) hostFault(ctx context.Context, ref RunRef, key runExec, xre
 	s.hostHolds[ref] = h
 	s.mu.Unlock()
 	s.logError("engine: the host could not start an execution; its attempt is not spent", "run", ref.RunID, "execution", xref, "why", why, "retryIn", h.wait)
-	if err := hf.Unstarted(ctx, ref, []uint64{key.exec}, why); err != nil {
+	if err := s.ledger.Unstarted(ctx, ref, []uint64{key.exec}, why); err != nil {
 		if ctx.Err() == nil && !errors.Is(err, ErrStale) {
 			s.logError("engine: record an execution its host could not start", "run", ref.RunID, "err", err)
 		}

@@ -21,10 +21,10 @@ import (
 // and so is every claim when the supervisor stops, so that another
 // process can take the runs over at once.
 
-// LeaseKeeper is the optional side of a Ledger whose claims expire.
+// LeaseKeeper is the part of a Ledger that keeps claims that expire.
 type LeaseKeeper interface {
 	// ClaimTTL is how long a claim lasts unless renewed (0: claims do not
-	// expire and need no renewal).
+	// expire; Renew and Release are then never called).
 	ClaimTTL() time.Duration
 	// Renew extends every claim this supervisor holds and returns the runs
 	// whose claim it no longer holds.
@@ -51,13 +51,10 @@ type claimKeeping struct {
 	rescan  chan struct{}
 }
 
-// keeper is the ledger's LeaseKeeper and its TTL, if its claims expire.
+// keeper is the ledger's LeaseKeeper and its TTL (0: claims do not
+// expire).
 func (s *Supervisor) keeper() (LeaseKeeper, time.Duration) {
-	lk, ok := s.ledger.(LeaseKeeper)
-	if !ok {
-		return nil, 0
-	}
-	return lk, lk.ClaimTTL()
+	return s.ledger, s.ledger.ClaimTTL()
 }
 
 // keepClaims renews the claims until ctx ends; the returned channel is

@@ -13,14 +13,13 @@ import (
 // execution slots keep their last reading in a queue (waitQueue), so
 // handing out the slots a settlement freed reads none of them. The work
 // of an incremental pass therefore follows what changed, not how many
-// runs are unfinished. A ledger without a change feed gets a full pass
-// every time. Full passes otherwise run at the start, when the feed
+// runs are unfinished. Full passes run at the start, when the feed
 // cannot say what changed (at most one per minFullPassGap, the rest
 // coalesced), on each claim renewal tick (to take over runs whose claim
 // lapsed elsewhere) and every safety-net interval, which catches a change
 // a feed missed.
 
-// ChangeFeed is an optional Ledger extension: the runs whose durable
+// ChangeFeed is the part of a Ledger that names the runs whose durable
 // state may have changed.
 type ChangeFeed interface {
 	// Changes returns the runs that may have changed since the previous
@@ -31,19 +30,21 @@ type ChangeFeed interface {
 	Changes(ctx context.Context) (refs []RunRef, all bool, err error)
 }
 
-// NamedSignal is the optional side of a ChangeFeed that names a run only
-// after the commit that changed it was announced (Ledger.Changed fired
-// before the feed holds the run): Named returns a channel closed once the
-// feed names a run after the call, and the supervisor waits on it beside
-// Changed, so that it never sleeps through a change it read too early.
-type NamedSignal interface {
+// TrailingFeed is an optional Ledger extension: a change feed that may
+// name a run only after the commit that changed it was announced
+// (Ledger.Changed fired before the feed holds the run). Named returns a
+// channel closed once the feed names a run after the call, and the
+// supervisor waits on it beside Changed, so that it never sleeps through
+// a change it read too early. A feed that holds every run its commit
+// announces (one that reads the store when asked) needs no such channel.
+type TrailingFeed interface {
 	Named() <-chan struct{}
 }
 
 // Full-pass rates.
 const (
-	// DefaultSafetyNet is how often a supervisor with a change feed
-	// lists and reconciles every running run anyway (SetSafetyNet).
+	// DefaultSafetyNet is how often a supervisor lists and reconciles
+	// every running run anyway (SetSafetyNet).
 	DefaultSafetyNet = 10 * time.Second
 	// minFullPassGap bounds the rate of the full passes a change feed
 	// asks for: at most one per gap; requests within it wait for its end
@@ -51,8 +52,8 @@ const (
 	minFullPassGap = time.Second
 )
 
-// SetSafetyNet sets how often a full pass runs when the ledger has a
-// change feed (d <= 0: DefaultSafetyNet). Call it before Run.
+// SetSafetyNet sets how often a full pass runs besides those the change
+// feed asks for (d <= 0: DefaultSafetyNet). Call it before Run.
 func (s *Supervisor) SetSafetyNet(d time.Duration) {
 	if d <= 0 {
 		d = DefaultSafetyNet
@@ -71,19 +72,14 @@ type passPlan struct {
 // channel that fires when a full pass the feed asked for may run (nil:
 // none waits).
 func (s *Supervisor) next(ctx context.Context, p *passPlan) (failed bool, gap <-chan time.Time) {
-	var refs []RunRef
-	if s.feed == nil {
-		p.full = true
-	} else {
-		r, all, err := s.feed.Changes(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.logError("engine: read the ledger's changes", "err", err)
-			}
-			all, failed = true, true
+	refs, all, err := s.ledger.Changes(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.logError("engine: read the ledger's changes", "err", err)
 		}
-		refs, p.asked = r, p.asked || all
+		all, failed = true, true
 	}
+	p.asked = p.asked || all
 	if p.asked && time.Since(p.lastFull) >= minFullPassGap {
 		p.full = true
 	}

@@ -8,9 +8,8 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 )
 
-// Recovery is an optional extension of Ledger: a ledger that implements
-// it keeps what a restart needs to recover executions cleanly, and the
-// supervisor uses it.
+// Recovery is the part of a Ledger that keeps what a restart needs to
+// recover executions cleanly.
 type Recovery interface {
 	// RecordGroup records, without an event, the process group an
 	// active execution's worker started. A later supervisor on the same
@@ -44,12 +43,9 @@ const orphanKillGrace = 5 * time.Second
 // recordGroup records the process group an execution's worker started,
 // once: a failure is logged, and only costs the cleanup after a crash.
 func (s *Supervisor) recordGroup(ctx context.Context, ref RunRef, d Dispatch, pgid int) {
-	if s.rec == nil {
-		return
-	}
 	g, err := worker.ProbeGroup(pgid)
 	if err == nil {
-		err = s.rec.RecordGroup(ctx, ref, d.Execution, g)
+		err = s.ledger.RecordGroup(ctx, ref, d.Execution, g)
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStale) {
 		s.log.Warn("engine: record worker process group", "run", ref.RunID, "execution", d.Ref, "err", err)
@@ -82,18 +78,15 @@ func (s *Supervisor) killLeft(ctx context.Context, snap *Snapshot, orphans []uin
 }
 
 // recordInterrupts records the executions a graceful shutdown cancelled
-// as interrupted. Without Recovery, or if the write fails, they stay
-// active and the next supervisor settles them as crash.
+// as interrupted. If the write fails, they stay active and the next
+// supervisor settles them as crash.
 func (s *Supervisor) recordInterrupts(ctx context.Context) {
 	s.mu.Lock()
 	batch := s.interrupted
 	s.interrupted = map[RunRef][]uint64{}
 	s.mu.Unlock()
-	if s.rec == nil {
-		return
-	}
 	for ref, xs := range batch {
-		if err := s.rec.Interrupt(ctx, ref, xs); err != nil && !errors.Is(err, ErrStale) {
+		if err := s.ledger.Interrupt(ctx, ref, xs); err != nil && !errors.Is(err, ErrStale) {
 			s.log.Error("engine: record interrupted executions", "run", ref.RunID, "executions", len(xs), "err", err)
 		}
 	}

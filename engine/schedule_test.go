@@ -2,12 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/engine/reduce"
+	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
 )
@@ -60,6 +63,21 @@ func (v *versioned) Dispatch(context.Context, RunRef, []Dispatch) error {
 }
 func (v *versioned) ExecutionStarted(RunRef, string) {}
 func (v *versioned) ExecutionEnded(RunRef, string)   {}
+
+// A versioned ledger's feed cannot tell what changed (every pass asks for
+// a full one), it keeps no recovery records, its host faults are not
+// recorded, and its claims do not expire.
+func (v *versioned) Changes(context.Context) ([]RunRef, bool, error) { return nil, true, nil }
+func (v *versioned) RecordGroup(context.Context, RunRef, uint64, worker.Group) error {
+	return nil
+}
+func (v *versioned) Interrupt(context.Context, RunRef, []uint64) error { return nil }
+func (v *versioned) Unstarted(context.Context, RunRef, []uint64, string) error {
+	return errors.New("unstarted executions are not recorded")
+}
+func (v *versioned) ClaimTTL() time.Duration                 { return 0 }
+func (v *versioned) Renew(context.Context) ([]RunRef, error) { return nil, nil }
+func (v *versioned) Release(context.Context, RunRef) error   { return nil }
 
 func (v *versioned) Snapshot(_ context.Context, ref RunRef) (*Snapshot, error) {
 	v.snapshots++

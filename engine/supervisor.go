@@ -69,8 +69,8 @@ type Snapshot struct {
 type Ledger interface {
 	// Changed is closed after the next commit.
 	Changed() <-chan struct{}
-	// Running lists runs in phase running (a full pass; see ChangeFeed
-	// for the incremental ones).
+	// Running lists runs in phase running (a full pass; Changes names
+	// the runs of the incremental ones).
 	Running(ctx context.Context) ([]RunRef, error)
 	// Claim takes the right to supervise a run (its lease row, taken over
 	// from an owner that is gone). Every later write for the run is fenced
@@ -101,6 +101,11 @@ type Ledger interface {
 	// ExecutionStarted/Ended bracket an execution's attach stream.
 	ExecutionStarted(ref RunRef, execution string)
 	ExecutionEnded(ref RunRef, execution string)
+
+	ChangeFeed
+	Recovery
+	HostFaults
+	LeaseKeeper
 }
 
 // Versioner is an optional Ledger extension: Version returns a number
@@ -199,15 +204,11 @@ type Supervisor struct {
 	memos  map[RunRef]*runMemo
 	counts map[RunRef]*nodeCounts
 	keep   claimKeeping // renewal of claims that expire
-	// rec is the ledger's Recovery, nil when it has none. Set by New.
-	rec Recovery
 	// interrupted holds the executions a graceful shutdown cancelled.
 	// Under mu.
 	interrupted map[RunRef][]uint64
 	// obs sees runs and executions (nil: none). Set before Run.
 	obs Observer
-	// feed is the ledger's ChangeFeed, nil when it has none. Set by New.
-	feed ChangeFeed
 	// dirty lists the runs the next pass reconciles afresh: runs this
 	// supervisor wrote or settled, or whose read or write failed. Under
 	// mu.
@@ -255,8 +256,6 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	s := &Supervisor{ledger: ledger, workers: workers, log: log,
 		pending: map[RunRef][]pendingSettlement{}, kick: make(chan struct{}, 1), freed: make(chan struct{}, 1), claimed: map[RunRef]bool{}, seen: map[RunRef]reading{}, memos: map[RunRef]*runMemo{}, counts: map[RunRef]*nodeCounts{},
 		keep: claimKeeping{lost: map[RunRef]bool{}, rescan: make(chan struct{}, 1)}, interrupted: map[RunRef][]uint64{}}
-	s.rec, _ = ledger.(Recovery)
-	s.feed, _ = ledger.(ChangeFeed)
 	s.dirty, s.safetyNet = map[RunRef]bool{}, DefaultSafetyNet
 	s.heldElsewhere = map[RunRef]bool{}
 	s.hostHolds = map[RunRef]hostHold{}
@@ -270,7 +269,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 func (s *Supervisor) SetMaxActive(n int) { s.maxActive = max(n, 0) }
 
 // Run reconciles until ctx is done, then cancels its workers, waits for
-// them and records them interrupted (when the ledger has Recovery).
+// them and records them interrupted (Recovery).
 // Executions it leaves active are settled as crash by the next supervisor
 // that starts on the same ledger.
 func (s *Supervisor) Run(ctx context.Context) {
@@ -297,12 +296,12 @@ func (s *Supervisor) Run(ctx context.Context) {
 	plan := passPlan{full: true}
 	safety := time.NewTicker(s.safetyNet)
 	defer safety.Stop()
-	named, _ := s.feed.(NamedSignal)
+	trailing, _ := s.ledger.(TrailingFeed)
 	for {
 		changed := s.ledger.Changed()
 		var fed <-chan struct{}
-		if named != nil {
-			fed = named.Named()
+		if trailing != nil {
+			fed = trailing.Named()
 		}
 		var retry <-chan time.Time
 		failed, gap := s.next(ctx, &plan)

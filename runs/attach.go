@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/oecp/oecp/protocol"
-	"github.com/oecp/oecp/runs/live"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
 )
@@ -14,27 +13,6 @@ import (
 // attachKey and answers run/attach.
 
 func attachKey(tk, runID, execution string) string { return tk + "\x00" + runID + "\x00" + execution }
-
-// attachHub is the backend's live.Hub; start, publish and end are the
-// ledger's names for its Start, Publish and End.
-type attachHub struct{ *live.Hub }
-
-func newAttachHub() *attachHub { return &attachHub{live.NewHub()} }
-
-func (h *attachHub) start(key string)              { h.Start(key) }
-func (h *attachHub) publish(key string, ev []byte) { h.Publish(key, ev) }
-func (h *attachHub) end(key string)                { h.End(key) }
-
-// relay is the backend's live.Relay; send is the ledger's name for its
-// Send.
-type relay struct{ *live.Relay }
-
-func newRelay(st store.Store) *relay { return &relay{live.NewRelay(st)} }
-
-func (r *relay) send(key string, ev []byte, end bool) { r.Send(key, ev, end) }
-
-// outputEvent is the encoded attach event of one line of output.
-func outputEvent(text string) []byte { return live.OutputEvent(text) }
 
 // Attach streams an active execution's live output, running here or, on
 // a store shared by replicas, on another replica. An unknown run or

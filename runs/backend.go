@@ -8,11 +8,15 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/identity"
-	"github.com/oecp/oecp/internal/lograte"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs/changefeed"
 	"github.com/oecp/oecp/runs/evidence"
+	"github.com/oecp/oecp/runs/graphcache"
+	"github.com/oecp/oecp/runs/live"
+	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
 
@@ -46,27 +50,30 @@ type Backend struct {
 	store store.Store
 
 	subSeq atomic.Uint64
-	live   *attachHub
-	relay  *relay
-	logs   logBuffer
+	live   *live.Hub
+	relay  *live.Relay
+	logs   *logbuf.Buffer
 	seeds  seedCache
 	wake   signals
 	prep   preparations
 	cps    checkpoints
-	graphs graphCache
+	graphs graphcache.Cache
 
 	// group queues the native-run writes for a group commit (group.go).
 	group committer
-	// changes names each run written to the engine's feeds (changes.go).
-	changes changeFeeds
+	// changes names each run written to the engine's feeds (package
+	// runs/changefeed).
+	changes changefeed.Feeds
 
 	// evidence queues agents' raw evidence (package runs/evidence).
 	evidence *evidence.Recorder
-
-	// waitLog bounds the repeats of the line the log flusher logs while
-	// the store cannot take lines (logs.go).
-	waitLog lograte.Limiter
 }
+
+// runKey names one run: its tenant key and run id.
+type runKey struct{ tk, runID string }
+
+// ref is the engine's name of the run.
+func (k runKey) ref() engine.RunRef { return engine.RunRef{Tenant: k.tk, RunID: k.runID} }
 
 // New builds a backend.
 func New(cfg Config) *Backend {
@@ -79,8 +86,8 @@ func New(cfg Config) *Backend {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	b := &Backend{cfg: cfg, store: cfg.Store, live: newAttachHub(), relay: newRelay(cfg.Store), evidence: evidence.NewRecorder(cfg.Store, cfg.Log)}
-	b.logs.flush = b.flushLogs
+	b := &Backend{cfg: cfg, store: cfg.Store, live: live.NewHub(), relay: live.NewRelay(cfg.Store), evidence: evidence.NewRecorder(cfg.Store, cfg.Log)}
+	b.logs = logbuf.New(b.writeLogs, cfg.Log)
 	return b
 }
 
@@ -91,7 +98,7 @@ func New(cfg Config) *Backend {
 func (b *Backend) Close() {
 	b.prep.stop()
 	b.relay.Stop()
-	b.logs.wait()
+	b.logs.Close()
 	b.evidence.Close()
 }
 
@@ -194,11 +201,11 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	if err := ValidRunID(runID); err != nil {
 		return nil, protocol.SchemaReason(err.Error())
 	}
-	sub, graphRaw, err := decodeSubmission(raw, b.graphs.decode)
+	sub, graphRaw, err := decodeSubmission(raw, b.graphs.Decode)
 	if err != nil {
 		return nil, wire(err)
 	}
-	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.graphs.verify(graphRaw, b.cfg.Verify)); err != nil {
+	if err := admit(ctx, sub, b.cfg.Agents, b.cfg.Workspaces, b.graphs.Verify(graphRaw, b.cfg.Verify)); err != nil {
 		return nil, wire(err)
 	}
 	seed, err := sub.Encode()
@@ -208,7 +215,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 	digest := digestOf(seed)
 	tk := b.tenant(ctx)
 	res := &SubmitResult{}
-	err = b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
+	err = b.commit(ctx, runKey{}, func(tx store.Tx, _ []logbuf.Line) error {
 		var err error
 		res.RunID, err = commitSubmission(tx, tk, runID, sub, digest, seed, b.cfg.MaxActivePerTenant)
 		return err
@@ -228,7 +235,7 @@ func (b *Backend) Submit(ctx context.Context, runID string, raw json.RawMessage)
 		// recorded (it encodes to the same seed).
 		b.seeds.put(runKey{tk, runID}, sub)
 		traceSubmitted(ctx, tk, runID)
-		b.changes.changed(runKey{tk, runID})
+		b.changes.Changed(runKey{tk, runID}.ref())
 	}
 	return res, nil
 }
@@ -384,13 +391,13 @@ func (b *Backend) closeRun(tk, runID string) {
 // after appending the run's pending log lines, and saves the state. An
 // unknown run is errNoRun.
 func (b *Backend) update(ctx context.Context, tk, runID string, fn func(tx store.Tx, st *runState) error) error {
-	return b.commit(ctx, runKey{tk, runID}, func(tx store.Tx, lines []logLine) error {
+	return b.commit(ctx, runKey{tk, runID}, func(tx store.Tx, lines []logbuf.Line) error {
 		st, version, ok, err := loadRun(tx, tk, runID)
 		if err != nil || !ok {
 			return orNoRun(err)
 		}
 		from := st.Cursor
-		if lines, err = fencedLines(tx, lines); err != nil {
+		if lines, err = logbuf.Fenced(tx, lines); err != nil {
 			return err
 		}
 		if err := appendLogs(tx, tk, runID, st, lines); err != nil {

@@ -2,9 +2,11 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
+	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
 
@@ -33,7 +35,7 @@ type change struct {
 	// key is the run the change writes (its log lines go first); zero
 	// for a write that is no run's (an admission, a claim).
 	key   runKey
-	apply func(tx store.Tx, lines []logLine) error
+	apply func(tx store.Tx, lines []logbuf.Line) error
 	err   error
 	// turn receives true when the change's writer leads the next batch,
 	// false when another leader has committed (or failed) the change.
@@ -48,7 +50,7 @@ type committer struct {
 }
 
 // commit applies one change in a group commit and returns its outcome.
-func (b *Backend) commit(ctx context.Context, key runKey, apply func(tx store.Tx, lines []logLine) error) error {
+func (b *Backend) commit(ctx context.Context, key runKey, apply func(tx store.Tx, lines []logbuf.Line) error) error {
 	c := &change{ctx: ctx, key: key, apply: apply, turn: make(chan bool, 1)}
 	g := &b.group
 	g.mu.Lock()
@@ -86,14 +88,14 @@ func (b *Backend) commit(ctx context.Context, key runKey, apply func(tx store.Tx
 // not applied. Only the leader calls it, so batches never overlap: a
 // run's log lines, taken here, precede the records committed after them.
 func (b *Backend) commitBatch(ctx context.Context, batch []*change) {
-	lines := map[runKey][]logLine{}
+	lines := map[runKey][]logbuf.Line{}
 	live := make([]*change, 0, len(batch))
 	for _, c := range batch {
 		if c.err = c.ctx.Err(); c.err != nil {
 			continue
 		}
 		if _, ok := lines[c.key]; !ok && c.key != (runKey{}) {
-			lines[c.key] = b.logs.take(c.key.tk, c.key.runID)
+			lines[c.key] = b.logs.Take(c.key.tk, c.key.runID)
 		}
 		live = append(live, c)
 	}
@@ -104,8 +106,25 @@ func (b *Backend) commitBatch(ctx context.Context, batch []*change) {
 	for _, c := range batch {
 		if c.key != (runKey{}) {
 			b.wake.notify(c.key)
-			b.changes.changed(c.key)
+			b.changes.Changed(c.key.ref())
 		}
+	}
+}
+
+// keepUnwritten gives back to the log buffer the lines of runs whose
+// write failed with the store unavailable, and ends the hold of runs
+// written.
+func (b *Backend) keepUnwritten(cs []*change, lines map[runKey][]logbuf.Line) {
+	for _, c := range cs {
+		if c.err == nil && c.key != (runKey{}) {
+			b.logs.Release(c.key.tk, c.key.runID)
+		}
+		ls, ok := lines[c.key]
+		if !ok || !errors.Is(c.err, store.ErrUnavailable) {
+			continue
+		}
+		delete(lines, c.key)
+		b.logs.Hold(c.key.tk, c.key.runID, ls)
 	}
 }
 
@@ -113,7 +132,7 @@ func (b *Backend) commitBatch(ctx context.Context, batch []*change) {
 // left to apply alone: the one that failed (the others are applied again
 // without it), or all of them when the commit failed or a second change
 // failed. A lone change's failure is its answer.
-func (b *Backend) applyTogether(ctx context.Context, live []*change, lines map[runKey][]logLine) (alone []*change) {
+func (b *Backend) applyTogether(ctx context.Context, live []*change, lines map[runKey][]logbuf.Line) (alone []*change) {
 	for retried := false; len(live) > 0; retried = true {
 		err := b.apply(ctx, live, lines)
 		if err == nil {
@@ -136,7 +155,7 @@ func (b *Backend) applyTogether(ctx context.Context, live []*change, lines map[r
 // the transaction is abandoned, that change's err is set (every other
 // one's cleared) and its error returned; any other error is the
 // transaction's. On a commit, each run's lines are spent.
-func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]logLine) error {
+func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]logbuf.Line) error {
 	used := map[runKey]bool{}
 	err := b.store.Update(ctx, func(tx store.Tx) error {
 		clear(used)
@@ -144,7 +163,7 @@ func (b *Backend) apply(ctx context.Context, cs []*change, lines map[runKey][]lo
 			c.err = nil
 		}
 		for _, c := range cs {
-			var ls []logLine
+			var ls []logbuf.Line
 			if c.key != (runKey{}) && !used[c.key] {
 				ls, used[c.key] = lines[c.key], true
 			}

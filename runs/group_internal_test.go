@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
 
@@ -63,7 +64,7 @@ func batch(t *testing.T, b *Backend, changes ...func(store.Tx) error) []error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		err := b.commit(context.Background(), runKey{}, func(tx store.Tx, _ []logLine) error {
+		err := b.commit(context.Background(), runKey{}, func(tx store.Tx, _ []logbuf.Line) error {
 			close(entered)
 			<-release
 			return tx.PutCluster("leader", store.Cluster{Version: 1, Data: []byte("{}")})
@@ -82,7 +83,7 @@ func batch(t *testing.T, b *Backend, changes ...func(store.Tx) error) []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.commit(context.Background(), runKey{}, func(tx store.Tx, _ []logLine) error { return fn(tx) })
+			errs[i] = b.commit(context.Background(), runKey{}, func(tx store.Tx, _ []logbuf.Line) error { return fn(tx) })
 		}()
 		waitQueued(b, i+1) // queue order is the order of changes
 	}
@@ -196,11 +197,11 @@ func TestGroupCommitFailedCommitAppliesEachChangeAlone(t *testing.T) {
 func TestGroupCommitLinesGoWithTheRunsFirstCommittedChange(t *testing.T) {
 	b := New(Config{Store: store.NewMemory()})
 	k := runKey{"n:\"t\"", "r"}
-	b.logs.pending = map[runKey][]logLine{k: {{execution: "r/a/1"}}}
-	var got [][]logLine
+	b.logs.Hold(k.tk, k.runID, []logbuf.Line{{Execution: "r/a/1"}})
+	var got [][]logbuf.Line
 	var mu sync.Mutex
-	mk := func(fail bool) func(tx store.Tx, lines []logLine) error {
-		return func(tx store.Tx, lines []logLine) error {
+	mk := func(fail bool) func(tx store.Tx, lines []logbuf.Line) error {
+		return func(tx store.Tx, lines []logbuf.Line) error {
 			mu.Lock()
 			got = append(got, lines)
 			mu.Unlock()

@@ -15,6 +15,9 @@ import (
 	"github.com/oecp/oecp/internal/terminal"
 	"github.com/oecp/oecp/nativegraph"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs/changefeed"
+	"github.com/oecp/oecp/runs/live"
+	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
 
@@ -42,19 +45,15 @@ type Ledger struct {
 	// feed is this ledger's feed of changed runs (changes.go); foreign is
 	// the store's count of foreign wake-ups at the last Changes (under
 	// mu).
-	feed    *runFeed
+	feed    *changefeed.Feed
 	foreign uint64
 }
 
 var (
-	_ engine.Ledger      = (*Ledger)(nil)
-	_ engine.Versioner   = (*Ledger)(nil)
-	_ engine.Recovery    = (*Ledger)(nil)
-	_ engine.LeaseKeeper = (*Ledger)(nil)
-
+	_ engine.Ledger         = (*Ledger)(nil)
+	_ engine.Versioner      = (*Ledger)(nil)
 	_ engine.SettleFinisher = (*Ledger)(nil)
-	_ engine.ChangeFeed     = (*Ledger)(nil)
-	_ engine.NamedSignal    = (*Ledger)(nil)
+	_ engine.TrailingFeed   = (*Ledger)(nil)
 )
 
 // Ledger returns the engine.Ledger view of b for the supervising process
@@ -67,7 +66,7 @@ func (b *Backend) Ledger(owner string) *Ledger {
 // it may share with the ledger of another backend on the same store (one
 // renewal then judges both).
 func (b *Backend) LedgerOf(claims *store.Claims) *Ledger {
-	return &Ledger{b: b, Keeper: runclaims.New(claims), feed: b.changes.subscribe()}
+	return &Ledger{b: b, Keeper: runclaims.New(claims), feed: b.changes.Subscribe()}
 }
 
 // Changed is closed after the next commit.
@@ -115,7 +114,7 @@ func (l *Ledger) Claim(ctx context.Context, ref engine.RunRef) error {
 	}
 	name := runclaims.Lease(ref)
 	var epoch uint64
-	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logLine) error {
+	err := l.b.commit(ctx, runKey{}, func(tx store.Tx, _ []logbuf.Line) error {
 		var err error
 		epoch, err = l.Claims().ClaimTx(tx, name)
 		return err
@@ -251,8 +250,8 @@ func (l *Ledger) settle(ctx context.Context, ref engine.RunRef, ids []uint64, en
 				continue // voided, or already settled
 			}
 			if note != "" {
-				line := logLine{execution: x.Ref, record: protocol.LogRecord{Level: "warn", Target: logTarget, Message: note}}
-				if err := appendLogs(tx, ref.Tenant, ref.RunID, st, []logLine{line}); err != nil {
+				line := logbuf.Line{Execution: x.Ref, Record: protocol.LogRecord{Level: "warn", Target: logTarget, Message: note}}
+				if err := appendLogs(tx, ref.Tenant, ref.RunID, st, []logbuf.Line{line}); err != nil {
 					return err
 				}
 			}
@@ -418,21 +417,21 @@ func (l *Ledger) Log(ref engine.RunRef, execution, level, message string) {
 
 // Output publishes one chunk of an execution's live output.
 func (l *Ledger) Output(ref engine.RunRef, execution, text string) {
-	key, ev := attachKey(ref.Tenant, ref.RunID, execution), outputEvent(SafeText(text, protocol.RedactedAttachOutput))
-	l.b.live.publish(key, ev)
-	l.b.relay.send(key, ev, false)
+	key, ev := attachKey(ref.Tenant, ref.RunID, execution), live.OutputEvent(SafeText(text, protocol.RedactedAttachOutput))
+	l.b.live.Publish(key, ev)
+	l.b.relay.Send(key, ev, false)
 }
 
 // ExecutionStarted opens an execution's live attach stream.
 func (l *Ledger) ExecutionStarted(ref engine.RunRef, execution string) {
-	l.b.live.start(attachKey(ref.Tenant, ref.RunID, execution))
+	l.b.live.Start(attachKey(ref.Tenant, ref.RunID, execution))
 }
 
 // ExecutionEnded closes an execution's live attach stream.
 func (l *Ledger) ExecutionEnded(ref engine.RunRef, execution string) {
 	key := attachKey(ref.Tenant, ref.RunID, execution)
-	l.b.live.end(key)
-	l.b.relay.send(key, nil, true)
+	l.b.live.End(key)
+	l.b.relay.Send(key, nil, true)
 }
 
 func errorOutcome(code, reason string) json.RawMessage {

@@ -210,14 +210,14 @@ func loadRun(tx store.ReadTx, tk, runID string) (*runState, uint64, bool, error)
 	if err != nil || !ok {
 		return nil, 0, false, err
 	}
-	if st := states.get(stateKey(tk, runID), c.Data); st != nil {
+	if st := cachedState(stateKey(tk, runID), c.Data); st != nil {
 		return st, c.Version, true, nil
 	}
 	st, err := decodeState(c.Data)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("runs: corrupt state of run %q: %w", runID, err)
 	}
-	states.put(stateKey(tk, runID), slices.Clone(c.Data), st)
+	states.Put(stateKey(tk, runID), slices.Clone(c.Data), st)
 	return st, c.Version, true, nil
 }
 
@@ -233,7 +233,7 @@ func saveRun(tx store.Tx, tk, runID string, st *runState, version uint64) error 
 	// Should the transaction not commit, the record keeps other bytes
 	// and the entry is never used.
 	if decodesToItself(data) {
-		states.put(stateKey(tk, runID), data, st)
+		states.Put(stateKey(tk, runID), data, st)
 	}
 	return nil
 }

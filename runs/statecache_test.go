@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/store"
@@ -99,63 +97,5 @@ func TestStateCacheStringNotUTF8(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestStateCacheIsBoundedByBytes: each generation holds at most
-// maxCachedStateBytes of records, the cache keeps no state too big to
-// share the room, and a record replaced by one it does not keep is
-// forgotten.
-func TestStateCacheIsBoundedByBytes(t *testing.T) {
-	record := func(n int) (*runState, []byte) {
-		st := &runState{Title: strings.Repeat("x", n)}
-		data, err := encodeState(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st, data
-	}
-	var c stateCache
-	st, small := record(maxCachedStateBytes / 128)
-	c.put("a", small, st)
-	if c.get("a", small) == nil || c.size != len(small) {
-		t.Fatalf("a small state was not kept (size %d)", c.size)
-	}
-	bigSt, big := record(maxCachedStateBytes/64 + 1)
-	c.put("a", big, bigSt)
-	if c.get("a", small) != nil || c.get("a", big) != nil || c.size != 0 {
-		t.Fatalf("a state over the bound was kept, or the one it replaced was not forgotten (size %d)", c.size)
-	}
-	for i := range 200 {
-		c.put(fmt.Sprint("run", i), small, st)
-		if c.size > maxCachedStateBytes || c.get(fmt.Sprint("run", i), small) == nil {
-			t.Fatalf("after %d puts: %d bytes held (bound %d), or the last one not kept", i+1, c.size, maxCachedStateBytes)
-		}
-	}
-}
-
-// TestStateCacheKeepsTheStatesInUse: a state read again while its
-// generation ages stays cached, however many runs are cached after it,
-// while states nobody reads are dropped within two generations.
-func TestStateCacheKeepsTheStatesInUse(t *testing.T) {
-	st := &runState{Title: strings.Repeat("x", maxCachedStateBytes/128)}
-	data, err := encodeState(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c stateCache
-	c.put("hot", data, st)
-	perGeneration := maxCachedStateBytes / len(data)
-	for i := range 5 * perGeneration {
-		c.put(fmt.Sprint("queued", i), data, st)
-		if i%(perGeneration/2) == 0 && c.get("hot", data) == nil {
-			t.Fatalf("the state in use was dropped after %d others", i+1)
-		}
-	}
-	if c.get("queued0", data) != nil {
-		t.Errorf("a state nobody read survived five generations")
-	}
-	if n := c.len(); n > 2*perGeneration {
-		t.Errorf("%d states cached, over two generations of %d", n, perGeneration)
 	}
 }

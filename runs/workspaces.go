@@ -7,6 +7,7 @@ import (
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
+	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
 
@@ -133,7 +134,7 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		}
 		b.prep.mu.Unlock()
 		if current {
-			b.changes.changed(k) // the run may dispatch now
+			b.changes.Changed(k.ref()) // the run may dispatch now
 			b.logFenced(k.tk, k.runID, fence, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
 		} else {
 			// The run finished while its clone was landing: it is closed
@@ -170,8 +171,8 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		if err := fence.Check(tx); err != nil {
 			return err // the run is another process's now: it decides
 		}
-		line := logLine{record: protocol.LogRecord{Level: "error", Target: logTarget, Message: SafeText(note, protocol.RedactedLogMessage)}}
-		if err := appendLogs(tx, k.tk, k.runID, st, []logLine{line}); err != nil {
+		line := logbuf.Line{Record: protocol.LogRecord{Level: "error", Target: logTarget, Message: SafeText(note, protocol.RedactedLogMessage)}}
+		if err := appendLogs(tx, k.tk, k.runID, st, []logbuf.Line{line}); err != nil {
 			return err
 		}
 		return stopRun(tx, k.tk, k.runID, st, crash, protocol.TerminalResult{Status: "failed", Reason: reason})
