@@ -6,7 +6,10 @@ import (
 	"github.com/oecp/oecp/engine"
 )
 
-var _ engine.TrailingFeed = ledgers{}
+var (
+	_ engine.TrailingFeed   = ledgers{}
+	_ engine.SettleFinisher = ledgers{}
+)
 
 // Named is the native ledger's: the cluster ledger's feed reads the
 // store when asked, so the store's announcement of a commit covers it.

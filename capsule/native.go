@@ -106,6 +106,17 @@ func (l ledgers) Settle(ctx context.Context, ref engine.RunRef, ss []engine.Sett
 	return l.of(ref).Settle(ctx, ref, ss)
 }
 
+// SettleFinish is the run's ledger's SettleFinish where it has one (the
+// native ledger: a native run whose last execution settles ends in that
+// settlement's commit); elsewhere it is Settle, and the run finishes on a
+// pass of its own.
+func (l ledgers) SettleFinish(ctx context.Context, ref engine.RunRef, ss []engine.Settlement, decide func(reduce.History) *reduce.Terminal) (bool, error) {
+	if sf, ok := l.of(ref).(engine.SettleFinisher); ok {
+		return sf.SettleFinish(ctx, ref, ss, decide)
+	}
+	return false, l.of(ref).Settle(ctx, ref, ss)
+}
+
 func (l ledgers) Crash(ctx context.Context, ref engine.RunRef, execs []uint64) error {
 	return l.of(ref).Crash(ctx, ref, execs)
 }
