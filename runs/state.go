@@ -1,7 +1,6 @@
 package runs
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -275,16 +274,6 @@ func activeEntry(tk, runID string) string { return tk + "\x00" + runID }
 func splitActive(entry string) (tk, runID string) {
 	tk, runID, _ = strings.Cut(entry, "\x00")
 	return tk, runID
-}
-
-// await waits for ch to close or ctx to end.
-func await(ctx context.Context, ch <-chan struct{}) error {
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // signals wakes the readers of one run (watch, logs) after each write for

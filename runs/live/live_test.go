@@ -163,9 +163,10 @@ func TestRelayFollowsAnotherReplica(t *testing.T) {
 	defer out.Stop()
 	defer in.Stop()
 
-	s := in.Follow("k", never).Follow(nil)
-	if again := in.Follow("k", never).Follow(nil); again == nil {
-		t.Fatal("no window for a second follower")
+	w := in.Follow("k", never)
+	s := w.Follow(nil)
+	if again := in.Follow("k", never); again != w {
+		t.Fatal("a second follower of the execution got another window")
 	}
 	out.Send("k", live.OutputEvent("one"), false)
 	out.Send("other", live.OutputEvent("nobody follows"), false)

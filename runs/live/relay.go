@@ -91,13 +91,17 @@ func (r *Relay) received(m numbered.Msg) {
 // Follow returns the window of an execution running on another replica,
 // opening it (and its watch of the store for the execution's end) when
 // no client here followed it yet; ended reads whether the store shows the
-// execution ended. It returns nil without other replicas.
+// execution ended. It returns nil without other replicas, and once the
+// relay is stopped.
 func (r *Relay) Follow(key string, ended func(ctx context.Context) bool) *Window {
 	if r.ch == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ctx.Err() != nil {
+		return nil // stopped: no watch may start after Stop's Wait
+	}
 	if x := r.remote[key]; x != nil {
 		return x.e
 	}
@@ -143,8 +147,10 @@ func (r *Relay) watchEnd(key string, x *remoteExec, ended func(ctx context.Conte
 	}
 }
 
-// Stop ends the watches of remote windows.
+// Stop ends the watches of remote windows; Follow starts none after it.
 func (r *Relay) Stop() {
+	r.mu.Lock()
 	r.cancel()
+	r.mu.Unlock()
 	r.wg.Wait()
 }

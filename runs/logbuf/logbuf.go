@@ -79,11 +79,16 @@ func New(write func(tk, runID string) error, log *slog.Logger) *Buffer {
 
 // Add buffers a line of a run and starts the flusher if none runs. While
 // the run's lines are held, a line past MaxHeld of its execution is
-// dropped.
+// dropped; after Close every line is.
 func (b *Buffer) Add(tk, runID string, line Line) {
 	k := runKey{tk, runID}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	select {
+	case <-b.closed:
+		return // no flusher may start after Close's Wait
+	default:
+	}
 	if b.full(k, line.Execution) {
 		return // the store is down and the execution's bound is reached
 	}
@@ -142,9 +147,11 @@ func (b *Buffer) Release(tk, runID string) {
 }
 
 // Close waits for the flusher; one waiting for the store gives up and
-// drops the run's lines.
+// drops the run's lines. Lines added after it are dropped.
 func (b *Buffer) Close() {
+	b.mu.Lock()
 	b.closeOnce.Do(func() { close(b.closed) })
+	b.mu.Unlock()
 	b.wg.Wait()
 }
 

@@ -194,3 +194,18 @@ type brokenTx struct{ store.ReadTx }
 func (brokenTx) Lease(string) (store.Lease, bool, error) {
 	return store.Lease{}, false, errRead
 }
+
+// TestLineAfterCloseIsDropped: a line added once Close began starts no
+// flusher (none may start after Close's Wait) and is not kept.
+func TestLineAfterCloseIsDropped(t *testing.T) {
+	w := newWriter()
+	w.buf.Close()
+	w.buf.Add(tk, run, line("r/a/1", "late"))
+	w.buf.Close() // waits for a flusher, had one started
+	w.mu.Lock()
+	tries := w.tries
+	w.mu.Unlock()
+	if tries != 0 || len(w.buf.Take(tk, run)) != 0 {
+		t.Fatalf("a line added after Close was written (%d writes) or kept", tries)
+	}
+}
