@@ -226,6 +226,7 @@ func New(o Options) (*Capsule, error) {
 	// Indexes an earlier release wrote move into the store's indexes
 	// before anything reads them.
 	if err := errors.Join(b.Upgrade(context.Background()), rb.Upgrade(context.Background())); err != nil {
+		rb.Close()
 		return nil, fmt.Errorf("capsule: upgrade the store: %w", err)
 	}
 	var ledger engine.Ledger = newLedgers(o.Store, b, rb, ownerID())

@@ -56,13 +56,14 @@ func UpgradeOnce(ctx context.Context, s Store, done string, upgrade func(context
 
 // MoveLegacyIndexes moves the entries of each legacy index into its
 // index, where an entry already there keeps the larger of its numbers,
-// and deletes the legacy records: one record per transaction, so that a
-// transaction's size is bounded by one record's.
+// and deletes the legacy records: one read transaction per legacy index
+// (its bucket records) and one write transaction per record, so that no
+// transaction grows with the number of indexes or entries.
 func MoveLegacyIndexes(ctx context.Context, s Store, moves []LegacyIndex) error {
-	type found struct{ record, to string }
-	var present []found
-	err := s.View(ctx, func(tx ReadTx) error {
-		for _, m := range moves {
+	for _, m := range moves {
+		var present []string
+		err := s.View(ctx, func(tx ReadTx) error {
+			present = present[:0]
 			for i := range legacyBuckets {
 				record := m.From + "." + strconv.Itoa(i)
 				_, ok, err := tx.Cluster(record)
@@ -70,18 +71,18 @@ func MoveLegacyIndexes(ctx context.Context, s Store, moves []LegacyIndex) error 
 					return err
 				}
 				if ok {
-					present = append(present, found{record, m.To})
+					present = append(present, record)
 				}
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, f := range present {
-		if err := s.Update(ctx, func(tx Tx) error { return moveLegacyRecord(tx, f.record, f.to) }); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
+		}
+		for _, record := range present {
+			if err := s.Update(ctx, func(tx Tx) error { return moveLegacyRecord(tx, record, m.To) }); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
