@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
@@ -21,11 +24,17 @@ import (
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/store/sqlite"
+	"github.com/oecp/oecp/tracing/tracingtest"
 )
 
 // agentStepRuns is how many runs one sub-benchmark op makes (each op is
 // one run; -benchtime Nx sets N).
 var agentStepFiles = flag.Int("agentstep.files", 200, "files in the repository the agent-step benchmark's runs check out")
+
+// agentStepStages turns tracing on (into memory) for the agent-step
+// benchmark and reports each traced stage's median beside the totals.
+// Off by default: the spans themselves cost a little.
+var agentStepStages = flag.Bool("agentstep.stages", false, "report the median of each traced stage of the agent-step benchmark's runs")
 
 // quickAgent answers a turn at once, as the command driver expects, and
 // changes one file of the workspace (so every step has a checkpoint to
@@ -86,6 +95,10 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 	if confined {
 		o.Sandbox = sandboxtest.Require(b, sandbox.Config{Hide: []string{o.RunDir}, Programs: h.Programs()})
 	}
+	var rec *tracingtest.Recorder
+	if *agentStepStages {
+		rec = tracingtest.Start(b)
+	}
 	e := start(b, o)
 	head := gitOut(b, remote, "rev-parse", "HEAD")
 	graph, plan := stepsGraph(steps)
@@ -129,6 +142,26 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 	b.ReportMetric(ms(percentile(added, 50)), "added-ms/step-p50")
 	b.ReportMetric(ms(percentile(added, 90)), "added-ms/step-p90")
 	b.ReportMetric(ms(percentile(direct, 50)), "direct-ms-p50")
+	if rec != nil {
+		reportStages(b, rec.Spans())
+	}
+}
+
+// reportStages reports the median duration of each kind of span the runs
+// traced, as ms-p50/<name> (the node's name dropped: "invoke_agent s1"
+// and "invoke_agent s2" are one stage).
+func reportStages(b *testing.B, spans tracetest.SpanStubs) {
+	byStage := map[string][]time.Duration{}
+	for _, s := range spans {
+		name := s.Name
+		if i := strings.LastIndexByte(name, ' '); i > 0 && strings.HasPrefix(name[i+1:], "s") && !strings.Contains(name, "start") {
+			name = name[:i]
+		}
+		byStage[name] = append(byStage[name], s.EndTime.Sub(s.StartTime))
+	}
+	for _, name := range slices.Sorted(maps.Keys(byStage)) {
+		b.ReportMetric(ms(percentile(byStage[name], 50)), "ms-p50/"+strings.ReplaceAll(name, " ", "_"))
+	}
 }
 
 // stepsGraph is a native graph of n agent steps in sequence, and its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -19,17 +20,24 @@ const agentGitFile = "gitdir: ../" + gitDir + "\n"
 // the host git directory: whatever the work tree held is removed first
 // (links removed, never followed), so git writes into directories the host
 // just made, with the host's index and configuration. The workspace's
-// .git file names the agents' git directory.
+// .git file names the agents' git directory. Git writes the files with
+// checkoutWorkers processes at once: a new file costs its inode more than
+// its bytes, and the waits of several overlap.
 func materialise(ctx context.Context, home string, p Paths, commit string) error {
 	if err := emptyDir(p.Workspace); err != nil {
 		return err
 	}
 	g := Git{GitDir: p.Host, Dir: p.Workspace, Home: home}
-	if _, err := g.Run(ctx, "read-tree", "-u", "--reset", commit); err != nil {
+	if _, err := g.Run(ctx, "-c", "checkout.workers="+strconv.Itoa(checkoutWorkers()), "read-tree", "-u", "--reset", commit); err != nil {
 		return err
 	}
 	return writeNew(filepath.Join(p.Workspace, ".git"), agentGitFile, 0o644)
 }
+
+// checkoutWorkers is how many processes git writes a work tree with: the
+// host's CPUs, at least two and at most eight (git writes a tree of fewer
+// than 100 files with one).
+func checkoutWorkers() int { return min(max(runtime.NumCPU(), 2), 8) }
 
 // emptyDir makes dir an empty directory (mode 0700 when it is made),
 // removing what it holds without following a link.
