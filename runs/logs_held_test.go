@@ -111,8 +111,8 @@ type failingTx struct {
 func (failingTx) Run(string, string) (store.Run, bool, error) {
 	return store.Run{}, false, errAdminShutdown
 }
-func (failingTx) Cluster(string) (store.Cluster, bool, error) {
-	return store.Cluster{}, false, errAdminShutdown
+func (failingTx) RunState(string, string) (store.Record, bool, error) {
+	return store.Record{}, false, errAdminShutdown
 }
 
 func (f *readsFail) Update(ctx context.Context, fn func(store.Tx) error) error {

@@ -62,7 +62,7 @@ func compactRun(tx store.Tx, tk, runID string) error {
 				return err
 			}
 		}
-		if err := errors.Join(tx.DeleteCluster(stateKey(tk, runID)), store.RaiseCompacted(tx, st.Cursor)); err != nil {
+		if err := store.RaiseCompacted(tx, st.Cursor); err != nil {
 			return err
 		}
 	}

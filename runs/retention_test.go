@@ -78,7 +78,11 @@ func dirSize(t *testing.T, dir string) int64 {
 
 // TestDataDirectoryLevelsOff: under a steady workload of short runs with
 // retention compacting every finished run, the SQLite data directory
-// stops growing: freed pages are reused.
+// stops growing: freed pages are reused. The database file holds the
+// pages only from the first WAL checkpoint on (after 1,000 WAL pages,
+// within the first rounds): the reference is the size after round 5, and
+// the next five rounds may add a quarter of it (a later checkpoint lands a
+// few pages more; without reuse each round adds about a third of it).
 func TestDataDirectoryLevelsOff(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: dir, Sync: "normal"})
@@ -88,7 +92,7 @@ func TestDataDirectoryLevelsOff(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	r := newRig(t, st, 0)
 	ctx := as("alice")
-	const rounds, perRound = 6, 20
+	const rounds, perRound = 10, 20
 	sizes := make([]int64, rounds)
 	for round := range rounds {
 		for i := range perRound {
@@ -112,7 +116,7 @@ func TestDataDirectoryLevelsOff(t *testing.T) {
 		sizes[round] = dirSize(t, dir)
 	}
 	t.Logf("data directory after each round: %v", sizes)
-	if last, warm := sizes[rounds-1], sizes[2]; last > warm+warm/10 {
-		t.Fatalf("the data directory kept growing: %d bytes after round 3, %d after round %d", warm, last, rounds)
+	if last, warm := sizes[rounds-1], sizes[4]; last > warm+warm/4 {
+		t.Fatalf("the data directory kept growing: %d bytes after round 5, %d after round %d", warm, last, rounds)
 	}
 }

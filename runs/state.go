@@ -20,7 +20,7 @@ import (
 //
 //	runs table      (tenant key, runId)        seed = the admitted Submission
 //	events          (tenant key, runId)        one record each (record)
-//	clusters table  tenant key + "/" + runId   the mutable runState
+//	run states      (tenant key, runId)        the mutable runState, versioned
 //	index           tenant key + "#runs"       the tenant's runs (runId → admission cursor)
 //	index           activeKey                  every unfinished run (tenant key NUL
 //	                                           runId → the run's latest cursor)
@@ -31,6 +31,7 @@ const (
 	sharedTenantKey  = "n*"
 )
 
+// stateKey names a run's state in the decoded-state cache.
 func stateKey(tk, runID string) string { return tk + "/" + runID }
 func indexKey(tk string) string        { return tk + indexSuffix }
 
@@ -205,19 +206,19 @@ func parseCursor(c string) (uint64, bool) {
 
 // loadRun reads a run's state and its record version.
 func loadRun(tx store.ReadTx, tk, runID string) (*runState, uint64, bool, error) {
-	c, ok, err := tx.Cluster(stateKey(tk, runID))
+	r, ok, err := tx.RunState(tk, runID)
 	if err != nil || !ok {
 		return nil, 0, false, err
 	}
-	if st := cachedState(stateKey(tk, runID), c.Data); st != nil {
-		return st, c.Version, true, nil
+	if st := cachedState(stateKey(tk, runID), r.Data); st != nil {
+		return st, r.Version, true, nil
 	}
-	st, err := decodeState(c.Data)
+	st, err := decodeState(r.Data)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("runs: corrupt state of run %q: %w", runID, err)
 	}
-	states.Put(stateKey(tk, runID), slices.Clone(c.Data), st)
-	return st, c.Version, true, nil
+	states.Put(stateKey(tk, runID), slices.Clone(r.Data), st)
+	return st, r.Version, true, nil
 }
 
 // saveRun writes st as the next version of the run's record.
@@ -226,7 +227,7 @@ func saveRun(tx store.Tx, tk, runID string, st *runState, version uint64) error 
 	if err != nil {
 		return err
 	}
-	if err := tx.PutCluster(stateKey(tk, runID), store.Cluster{Version: version + 1, Data: data}); err != nil {
+	if err := tx.PutRunState(tk, runID, store.Record{Version: version + 1, Data: data}); err != nil {
 		return err
 	}
 	// Should the transaction not commit, the record keeps other bytes

@@ -34,7 +34,12 @@ func TestStateCacheSeesEveryWrite(t *testing.T) {
 		return st
 	}
 	first := &runState{Title: "t", Phase: PhaseRunning, Execs: []execution{{Ref: "x1", Node: "a", Input: json.RawMessage(`"<in>"`)}}}
-	if err := s.Update(ctx, func(tx store.Tx) error { return saveRun(tx, tk, runID, first, 0) }); err != nil {
+	if err := s.Update(ctx, func(tx store.Tx) error {
+		if err := tx.CreateRun(tk, store.Run{ID: runID}); err != nil {
+			return err
+		}
+		return saveRun(tx, tk, runID, first, 0)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	st := load()
@@ -50,7 +55,7 @@ func TestStateCacheSeesEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Update(ctx, func(tx store.Tx) error {
-		return tx.PutCluster(stateKey(tk, runID), store.Cluster{Version: 2, Data: data})
+		return tx.PutRunState(tk, runID, store.Record{Version: 2, Data: data})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +90,9 @@ func TestStateCacheStringNotUTF8(t *testing.T) {
 	s := store.NewMemory()
 	const tk, runID = "n:\"cache\"", "r-utf8"
 	if err := s.Update(ctx, func(tx store.Tx) error {
+		if err := tx.CreateRun(tk, store.Run{ID: runID}); err != nil {
+			return err
+		}
 		return saveRun(tx, tk, runID, &runState{Title: "a\xffb", Phase: PhaseAdmitted}, 0)
 	}); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,9 @@ type runEntry struct {
 	evidence []EvidenceRecord
 	// checkpoint is the run's checkpoint bundle (memory_checkpoint.go).
 	checkpoint []byte
+	// state is the run's state record, version 0 when none
+	// (memory_runstate.go).
+	state Record
 }
 
 type memory struct {
@@ -138,6 +141,9 @@ type memTx struct {
 	deletes    *memDeletes // memory_prune.go
 	// checkpoints are the bundles put in this tx (memory_checkpoint.go).
 	checkpoints map[tkey][]byte
+	// states are the run state records put in this tx
+	// (memory_runstate.go).
+	states map[tkey]Record
 }
 
 type pendingEvent struct {
@@ -146,7 +152,7 @@ type pendingEvent struct {
 }
 
 func (t *memTx) dirty() bool {
-	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0 || len(t.indexes) > 0 || t.deletes != nil || len(t.checkpoints) > 0
+	return len(t.clusters) > 0 || len(t.idem) > 0 || len(t.runs) > 0 || len(t.counters) > 0 || len(t.indexes) > 0 || t.deletes != nil || len(t.checkpoints) > 0 || len(t.states) > 0
 }
 
 func (t *memTx) Cluster(tenant string) (Cluster, bool, error) {
@@ -436,6 +442,7 @@ func (t *memTx) commit() {
 		m.seq = t.seq
 	}
 	t.commitCheckpoints()
+	t.commitStates()
 	t.commitIndexes()
 	t.commitDeletes()
 }

@@ -113,6 +113,10 @@ type ReadTx interface {
 	// PutCheckpoint of the run kept. The bytes must be treated as
 	// immutable.
 	Checkpoint(tenant, runID string) ([]byte, bool, error)
+	// RunState returns the run's state record, the one the last
+	// PutRunState of the run kept (ok false: the run has none, or no
+	// record). The bytes must be treated as immutable.
+	RunState(tenant, runID string) (r Record, ok bool, err error)
 	// IndexEntry returns entry's number in the index named key; ok is
 	// false when the entry is not in it.
 	IndexEntry(key, entry string) (n uint64, ok bool, err error)
@@ -152,6 +156,12 @@ type Tx interface {
 	// run has at most one checkpoint, and Pruner.DeleteRun deletes it with
 	// the run.
 	PutCheckpoint(tenant, runID string, bundle []byte) error
+	// PutRunState keeps r as the run's state record. r.Version must be
+	// the kept version + 1 (1 for the run's first), else
+	// ErrVersionConflict; the run record must exist (tombstoned or not),
+	// else ErrNoRun. Nothing is written on an error. Pruner.DeleteRun
+	// deletes the state with the run.
+	PutRunState(tenant, runID string, r Record) error
 	// SetIndexEntry sets entry's number in the index named key (adding
 	// the entry, or replacing its number) or, with n == 0, removes the
 	// entry (nothing when it is absent). n must be at most MaxIndexNumber,
@@ -162,6 +172,13 @@ type Tx interface {
 // Cluster is one tenant's cluster state: an opaque blob owned by the
 // cluster package, versioned for optimistic concurrency.
 type Cluster struct {
+	Version uint64
+	Data    []byte
+}
+
+// Record is a run's state: an opaque blob owned by the runs package,
+// versioned for optimistic concurrency as Cluster is.
+type Record struct {
 	Version uint64
 	Data    []byte
 }

@@ -53,10 +53,10 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestMigrateCheckpoints opens a schema whose runs' checkpoints are
-// clusters records: Open moves each of an existing run to the
-// checkpoints table.
-func TestMigrateCheckpoints(t *testing.T) {
+// TestMigrateCheckpointsAndRunStates opens a schema whose runs'
+// checkpoints and states are clusters records: Open moves each of an
+// existing run to the checkpoints and run_states tables.
+func TestMigrateCheckpointsAndRunStates(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
 	bounded, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -17,6 +17,8 @@ func (t *txn) DeleteRun(tenant, runID string) error {
 	// After the run row: an evidence append holding it is waited for.
 	t.queue(`DELETE FROM evidence WHERE tenant = $1 AND run_id = $2`, tenant, runID)
 	t.queue(`DELETE FROM checkpoints WHERE tenant = $1 AND run_id = $2`, tenant, runID)
+	t.queue(qDeleteRunState, tenant, runID)
+	t.states = put(t.states, [2]string{tenant, runID}, nil, false)
 	r.exists, r.dirty = false, false
 	return nil
 }

@@ -141,6 +141,32 @@ JOIN runs r ON r.tenant = l.tk AND r.id = l.id;
 DELETE FROM clusters c USING checkpoints p
 WHERE c.tenant = p.tenant || '/'::bytea || p.run_id || '#checkpoint'::bytea;
 `,
+	// 6: run_states: native runs' state records (store.Tx.PutRunState),
+	// deleted with the run. The records kept before in the clusters
+	// table, each under its run's tenant key + "/" + run id, move here
+	// when their run exists (after migration 5 no other key of that form
+	// names a run); a record whose run is gone stays, read by no one. The
+	// key is split at its last '/' as in migration 5.
+	`
+CREATE TABLE run_states (
+	tenant  bytea NOT NULL,
+	run_id  bytea NOT NULL,
+	version bigint NOT NULL,
+	data    bytea NOT NULL,
+	PRIMARY KEY (tenant, run_id)
+);
+
+INSERT INTO run_states (tenant, run_id, version, data)
+SELECT r.tenant, r.id, l.version, coalesce(l.data, '')
+FROM (SELECT version, data,
+		decode(substring(encode(tenant, 'escape') from '^(.*)/[^/]*$'), 'escape') AS tk,
+		decode(substring(encode(tenant, 'escape') from '/([^/]*)$'), 'escape') AS id
+	FROM clusters WHERE tenant LIKE '%/%') AS l
+JOIN runs r ON r.tenant = l.tk AND r.id = l.id;
+
+DELETE FROM clusters c USING run_states s
+WHERE c.tenant = s.tenant || '/'::bytea || s.run_id;
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

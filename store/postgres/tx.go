@@ -95,7 +95,8 @@ type txn struct {
 	clusters map[string]*store.Cluster // nil value: known absent
 	receipts map[[2]string]bool        // receipt known present (true) or absent
 	runs     map[[2]string]*runEntry
-	indexes  map[[2]string]*uint64 // index entries by key and entry; nil value: known absent
+	indexes  map[[2]string]*uint64       // index entries by key and entry; nil value: known absent
+	states   map[[2]string]*store.Record // run state records (runstates.go); nil value: known absent
 	// dirtyRuns are the runs whose row is rewritten before the next
 	// send, each once, so that a round trip's cost follows the runs it
 	// changed, not every run the transaction has read.

@@ -39,6 +39,9 @@ func (t *txn) DeleteRun(tenant, runID string) error {
 	if _, err := t.del("delete run", `DELETE FROM checkpoints WHERE tenant = ? AND run_id = ?`, tenant, runID); err != nil {
 		return err
 	}
+	if _, err := t.exec(stDeleteRunState, tenant, runID); err != nil {
+		return dbErr("delete run", err)
+	}
 	// The deleted events may have held the highest sequence: keep it.
 	if _, err := t.exec(stRaiseSeq, int64(t.seq)); err != nil {
 		return dbErr("delete run", err)

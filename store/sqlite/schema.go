@@ -127,6 +127,29 @@ JOIN runs r ON r.tenant = substr(l.k, 1, l.slash - 1)
 
 DELETE FROM clusters WHERE tenant IN (SELECT tenant || '/' || run_id || '#checkpoint' FROM checkpoints);
 `,
+	// 6: run_states: native runs' state records (store.Tx.PutRunState),
+	// deleted with the run. The records kept before in the clusters
+	// table, each under its run's tenant key + "/" + run id, move here
+	// when their run exists (after migration 5 no other key of that form
+	// names a run); a record whose run is gone stays, read by no one.
+	`
+CREATE TABLE run_states (
+	tenant  TEXT NOT NULL,
+	run_id  TEXT NOT NULL,
+	version INTEGER NOT NULL,
+	data    BLOB NOT NULL,
+	PRIMARY KEY (tenant, run_id)
+) STRICT;
+
+INSERT INTO run_states (tenant, run_id, version, data)
+SELECT r.tenant, r.id, l.version, coalesce(l.data, x'')
+FROM (SELECT tenant AS k, version, data, length(rtrim(tenant, replace(tenant, '/', ''))) AS slash
+	FROM clusters WHERE tenant GLOB '*/*') AS l
+JOIN runs r ON r.tenant = substr(l.k, 1, l.slash - 1)
+	AND r.id = substr(l.k, l.slash + 1);
+
+DELETE FROM clusters WHERE tenant IN (SELECT tenant || '/' || run_id FROM run_states);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

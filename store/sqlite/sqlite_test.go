@@ -393,10 +393,10 @@ func TestReadersDuringWrites(t *testing.T) {
 	wg.Wait()
 }
 
-// TestMigrateCheckpoints opens a database whose runs' checkpoints are
-// clusters records: Open moves each of an existing run to the
-// checkpoints table.
-func TestMigrateCheckpoints(t *testing.T) {
+// TestMigrateCheckpointsAndRunStates opens a database whose runs'
+// checkpoints and states are clusters records: Open moves each of an
+// existing run to the checkpoints and run_states tables.
+func TestMigrateCheckpointsAndRunStates(t *testing.T) {
 	dir := t.TempDir()
 	old, err := sqlite.OpenAtVersion(ctx, sqlite.Options{Dir: dir}, sqlite.CheckpointsVersion-1)
 	must(t, err)

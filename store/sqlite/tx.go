@@ -38,6 +38,10 @@ const (
 	stIndexBelow
 	stSetIndexEntry
 	stDeleteIndexEntry
+	stRunState
+	stInsertRunState
+	stUpdateRunState
+	stDeleteRunState
 	nStmts
 )
 
@@ -72,12 +76,16 @@ var stmtSQL = [nStmts]string{
 	stSetIndexEntry: `INSERT INTO indexes (key, entry, n) VALUES (?, ?, ?)
 		ON CONFLICT (key, entry) DO UPDATE SET n = excluded.n`,
 	stDeleteIndexEntry: `DELETE FROM indexes WHERE key = ? AND entry = ?`,
+	stRunState:         `SELECT version, data FROM run_states WHERE tenant = ? AND run_id = ?`,
+	stInsertRunState:   `INSERT INTO run_states (tenant, run_id, version, data) VALUES (?, ?, 1, ?) ON CONFLICT DO NOTHING`,
+	stUpdateRunState:   `UPDATE run_states SET version = ?, data = ? WHERE tenant = ? AND run_id = ? AND version = ?`,
+	stDeleteRunState:   `DELETE FROM run_states WHERE tenant = ? AND run_id = ?`,
 }
 
 var readOnlyStmt = [nStmts]bool{
 	stCluster: true, stIdem: true, stRun: true, stFirstRunAfter: true,
 	stEvent: true, stEvents: true, stLastSeq: true, stLease: true,
-	stIndexEntry: true, stIndexBelow: true,
+	stIndexEntry: true, stIndexBelow: true, stRunState: true,
 }
 
 // txn is a transaction: a write transaction on the writer connection (rtx

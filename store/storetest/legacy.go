@@ -8,14 +8,17 @@ import (
 )
 
 // LegacyRecord is a clusters-table record of a database written before
-// runs' checkpoints had a table of their own: a checkpoint was kept under
-// its run's tenant key + "/" + run id + "#checkpoint".
+// runs' checkpoints and states had tables of their own: a checkpoint was
+// kept under its run's tenant key + "/" + run id + "#checkpoint", a state
+// under its run's tenant key + "/" + run id. Each is written at version 1.
 type LegacyRecord struct {
 	Key  string
 	Data []byte
-	// RunTenant and RunID name the run whose checkpoint it is, when the
-	// record is one and the run exists: the migration moves it.
+	// RunTenant and RunID name the run whose checkpoint (State false) or
+	// state (State true) it is, when the record is one and the run
+	// exists: the migrations move it.
 	RunTenant, RunID string
+	State            bool
 }
 
 // LegacyRuns are the runs (tenant, id) of the legacy database.
@@ -33,12 +36,17 @@ var LegacyRecords = []LegacyRecord{
 	{Key: `n:"q\\"/r4#checkpoint`, Data: []byte("bundle of r4"), RunTenant: `n:"q\\"`, RunID: "r4"},
 	{Key: `n:"x"/gone#checkpoint`, Data: []byte("run is gone")},
 	{Key: "t:v1#checkpoint", Data: []byte("a v1 tenant's cluster")},
-	{Key: `n:"a/b"/r1`, Data: []byte("state of r1")},
+	{Key: `n:"a/b"/r1`, Data: []byte("state of r1"), RunTenant: `n:"a/b"`, RunID: "r1", State: true},
+	{Key: `n:"q\\"/r4`, Data: []byte("state of r4"), RunTenant: `n:"q\\"`, RunID: "r4", State: true},
+	{Key: `n:"ü"/r2`, Data: []byte("state of r2"), RunTenant: `n:"ü"`, RunID: "r2", State: true},
+	{Key: `n:"x"/gone`, Data: []byte("state of a run that is gone")},
+	{Key: `n:"a/b"`, Data: []byte("a tenant key alone")},
 }
 
 // CheckLegacyMigrated checks a store opened on the legacy database: each
-// checkpoint of an existing run is its run's Checkpoint and no longer a
-// clusters record; every other record is where it was.
+// checkpoint or state of an existing run is its run's Checkpoint or
+// RunState (at version 1) and no longer a clusters record; every other
+// record is where it was.
 func CheckLegacyMigrated(t *testing.T, s store.Store) {
 	t.Helper()
 	must(t, s.View(ctx, func(tx store.ReadTx) error {
@@ -54,11 +62,21 @@ func CheckLegacyMigrated(t *testing.T, s store.Store) {
 				continue
 			}
 			if inClusters {
-				return fmt.Errorf("checkpoint %q left in the clusters table", r.Key)
+				return fmt.Errorf("record %q left in the clusters table", r.Key)
+			}
+			if r.State {
+				st, ok, err := tx.RunState(r.RunTenant, r.RunID)
+				if err != nil || !ok || st.Version != 1 || string(st.Data) != string(r.Data) {
+					return fmt.Errorf("state of %s/%s after the migration: %+v %v %v, want %q", r.RunTenant, r.RunID, st, ok, err, r.Data)
+				}
+				continue
 			}
 			if err := checkpointIn(tx, r.RunTenant, r.RunID, r.Data); err != nil {
 				return err
 			}
+		}
+		if st, ok, err := tx.RunState(`n:"c"`, "r5"); err != nil || ok {
+			return fmt.Errorf("r5 has a state after the migration: %+v %v %v", st, ok, err)
 		}
 		return checkpointIn(tx, `n:"c"`, "r5", nil)
 	}))

@@ -55,6 +55,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Checkpoints", testCheckpoints},
 		{"LargeCheckpoint", testLargeCheckpoint},
 		{"DeleteRunDeletesCheckpoint", testDeleteRunCheckpoint},
+		{"RunStates", testRunStates},
+		{"DeleteRunDeletesRunState", testDeleteRunState},
 	})
 }
 
