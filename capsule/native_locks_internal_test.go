@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -27,7 +28,7 @@ func TestAgentsCloseRunHoldsNoLockAcrossARunner(t *testing.T) {
 		a.CloseRun("tenant", "run")
 		close(closed)
 	}()
-	<-inClose
+	testkit.Recv(t, inClose)
 	found := make(chan error, 1)
 	go func() {
 		_, err := a.runner("h")
@@ -40,10 +41,10 @@ func TestAgentsCloseRunHoldsNoLockAcrossARunner(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		close(release)
-		<-closed
-		<-found
+		testkit.Recv(t, closed)
+		testkit.Recv(t, found)
 		t.Fatal("finding a runner waited for another run's close")
 	}
 	close(release)
-	<-closed
+	testkit.Recv(t, closed)
 }

@@ -94,7 +94,7 @@ func newWSServer(t *testing.T, b server.Backend, resolver identity.Resolver) (ur
 	t.Cleanup(func() {
 		ln.dropAll()
 		srv.Close()
-		h.Wait()
+		testkit.Wait(t, h)
 	})
 	lastWSURL = "ws://" + srv.Listener.Addr().String() + "/oecp"
 	return lastWSURL, ln
@@ -123,7 +123,7 @@ func startNDJSON(t *testing.T, b server.Backend) (client.Dialer, func()) {
 			f()
 		}
 		mu.Unlock()
-		wg.Wait()
+		testkit.Wait(t, &wg)
 	})
 	dial := func(ctx context.Context) (*client.Conn, error) {
 		cr, sw := io.Pipe() // server → client
