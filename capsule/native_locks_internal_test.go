@@ -29,22 +29,12 @@ func TestAgentsCloseRunHoldsNoLockAcrossARunner(t *testing.T) {
 		close(closed)
 	}()
 	testkit.Recv(t, inClose)
-	found := make(chan error, 1)
-	go func() {
+	err := testkit.CompletesWhileHeld(t, release, 30*time.Second, func() error {
 		_, err := a.runner("h")
-		found <- err
-	}()
-	select {
-	case err := <-found:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		close(release)
-		testkit.Recv(t, closed)
-		testkit.Recv(t, found)
-		t.Fatal("finding a runner waited for another run's close")
-	}
-	close(release)
+		return err
+	}, "finding a runner waited for another run's close")
 	testkit.Recv(t, closed)
+	if err != nil {
+		t.Fatal(err)
+	}
 }

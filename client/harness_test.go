@@ -403,19 +403,3 @@ const (
 	evBookmark  = `{"type":"bookmark"}`
 	evFinished  = `{"type":"finished","final_status":{"phase":"finished","observedGeneration":1,"currentRunId":"run-1","atCursor":"c5"}}`
 )
-
-// within bounds a wait so that a broken test fails instead of hanging; it
-// is not a timing assertion.
-const within = 20 * time.Second
-
-func recv[T any](t *testing.T, ch <-chan T) (T, bool) {
-	t.Helper()
-	select {
-	case v, ok := <-ch:
-		return v, ok
-	case <-time.After(within):
-		t.Fatalf("nothing received within %v", within)
-	}
-	var zero T
-	return zero, false
-}

@@ -81,6 +81,28 @@ func Wait(t testing.TB, wg interface{ Wait() }) {
 	}
 }
 
+// CompletesWhileHeld runs op while another operation is held (in a test
+// hook that waits until release is closed) and returns op's error. op
+// must return within bound: when it does not, it waited for the held
+// operation (a lock held across the hook), and t fails with why, after
+// release and op's return. release is closed when CompletesWhileHeld
+// returns.
+func CompletesWhileHeld(t testing.TB, release chan<- struct{}, bound time.Duration, op func() error, why string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		close(release)
+		return err
+	case <-time.After(bound):
+		close(release)
+		Recv(t, done)
+		t.Fatal(why)
+		return nil
+	}
+}
+
 // Awaited waits for a value on ch; when none comes within HangGuard it
 // reports the test stuck and returns false. Unlike Recv it may be called
 // off the test's goroutine.

@@ -28,20 +28,10 @@ func TestWriterLeaseScanHoldsNoHostLock(t *testing.T) {
 		leased <- err
 	}()
 	testkit.Recv(t, inScan)
-	closed := make(chan struct{})
-	go func() {
+	testkit.CompletesWhileHeld(t, release, 30*time.Second, func() error {
 		h.CloseRun("run-b")
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		close(release)
-		testkit.Recv(t, leased)
-		testkit.Recv(t, closed)
-		t.Fatal("CloseRun of another run waited for a writer lease's /proc scan")
-	}
-	close(release)
+		return nil
+	}, "CloseRun of another run waited for a writer lease's /proc scan")
 	if err := testkit.Recv(t, leased); err != nil {
 		t.Fatal(err)
 	}
