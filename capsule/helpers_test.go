@@ -387,8 +387,12 @@ func awaitRunEnd(t testing.TB, e *env, id string) {
 		t.Fatal(err)
 	}
 	defer w.Stream.Close()
+	// Not testkit.Bounded: benchmarks call this once per run, and a
+	// cleanup each would pile up over b.N runs.
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
+	defer cancel()
 	for {
-		n, err := w.Stream.Next(context.Background())
+		n, err := w.Stream.Next(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -27,23 +28,13 @@ func TestAgentsCloseRunHoldsNoLockAcrossARunner(t *testing.T) {
 		a.CloseRun("tenant", "run")
 		close(closed)
 	}()
-	<-inClose
-	found := make(chan error, 1)
-	go func() {
+	testkit.Recv(t, inClose)
+	err := testkit.CompletesWhileHeld(t, release, 30*time.Second, func() error {
 		_, err := a.runner("h")
-		found <- err
-	}()
-	select {
-	case err := <-found:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		close(release)
-		<-closed
-		<-found
-		t.Fatal("finding a runner waited for another run's close")
+		return err
+	}, "finding a runner waited for another run's close")
+	testkit.Recv(t, closed)
+	if err != nil {
+		t.Fatal(err)
 	}
-	close(release)
-	<-closed
 }

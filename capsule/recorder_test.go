@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // startRecorder listens on the host's loopback for the archives a CLI
@@ -84,7 +86,7 @@ func startRecorder(t *testing.T, dir string, greet bool, name func(n int, file s
 	}()
 	t.Cleanup(func() {
 		ln.Close()
-		wg.Wait()
+		testkit.Wait(t, &wg)
 	})
 	return ln.Addr().(*net.TCPAddr).Port
 }

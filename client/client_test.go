@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 )
@@ -114,7 +115,7 @@ func TestEveryMethod(t *testing.T) {
 		if err != nil || *wr.RunID != "run-1" || ws.ID != wr.SubscriptionID {
 			t.Fatalf("watch = %+v, %v", wr, err)
 		}
-		ev, _ := recv(t, ws.Events())
+		ev := testkit.Recv(t, ws.Events())
 		if ev.Cursor != "c1" || ev.Event.Type != protocol.EventPhase || ev.Event.Admission == nil {
 			t.Fatalf("watch event = %+v", ev)
 		}
@@ -124,7 +125,7 @@ func TestEveryMethod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		le, _ := recv(t, ls.Events())
+		le := testkit.Recv(t, ls.Events())
 		if le.Record.Message != "hello" || le.Record.Target != "engine" {
 			t.Fatalf("log event = %+v", le)
 		}
@@ -134,8 +135,8 @@ func TestEveryMethod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a1, _ := recv(t, as.Events())
-		a2, _ := recv(t, as.Events())
+		a1 := testkit.Recv(t, as.Events())
+		a2 := testkit.Recv(t, as.Events())
 		if a1.Event.Type != "working" || a2.Event.Type != "output" || *a2.Event.Text != "hi" {
 			t.Fatalf("attach events = %+v %+v", a1, a2)
 		}
@@ -175,12 +176,12 @@ func TestCancelSendsCancelRequest(t *testing.T) {
 			_, err := c.Get(ctx, client.GetParams{})
 			errc <- err
 		}()
-		recv(t, fb.getStarted)
+		testkit.Recv(t, fb.getStarted)
 		cancel()
-		if err, _ := recv(t, errc); !errors.Is(err, context.Canceled) {
+		if err := testkit.Recv(t, errc); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled get returned %v", err)
 		}
-		recv(t, fb.getCancelled) // the server cancelled the handler
+		testkit.Recv(t, fb.getCancelled) // the server cancelled the handler
 		if _, err := c.Initialize(context.Background()); err != nil {
 			t.Fatalf("connection unusable after cancel: %v", err)
 		}
@@ -200,16 +201,16 @@ func TestSubscriptionCloseCancelsOnServer(t *testing.T) {
 			t.Fatalf("watch: %+v %v", res, err)
 		}
 		for _, want := range []string{"c1", "c2"} {
-			ev, _ := recv(t, sub.Events())
+			ev := testkit.Recv(t, sub.Events())
 			if ev.Cursor != want || ev.SubscriptionID != sub.ID || ev.RunID != "run-1" {
 				t.Fatalf("event %+v, want cursor %s", ev, want)
 			}
 		}
 		_ = sub.Close()
-		if id, _ := recv(t, fb.streamClosed); id != sub.ID {
+		if id := testkit.Recv(t, fb.streamClosed); id != sub.ID {
 			t.Fatalf("server closed stream %s, want %s", id, sub.ID)
 		}
-		if _, ok := recv(t, sub.Events()); ok {
+		if _, ok := testkit.RecvOK(t, sub.Events()); ok {
 			t.Fatal("events still open after Close")
 		}
 		if sub.Err() != nil {
@@ -232,7 +233,7 @@ func TestServerSlowConsumerClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for ev, ok := recv(t, sub.Events()); ok; ev, ok = recv(t, sub.Events()) {
+		for ev, ok := testkit.RecvOK(t, sub.Events()); ok; ev, ok = testkit.RecvOK(t, sub.Events()) {
 			got = append(got, ev.Cursor)
 		}
 		var ce *client.ClosedError
@@ -260,11 +261,11 @@ func TestLocalSlowConsumer(t *testing.T) {
 	if _, err := c.Initialize(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if id, _ := recv(t, fb.streamClosed); id != sub.ID {
+	if id := testkit.Recv(t, fb.streamClosed); id != sub.ID {
 		t.Fatalf("stream %s closed, want %s", id, sub.ID)
 	}
 	var got []string
-	for ev, ok := recv(t, sub.Events()); ok; ev, ok = recv(t, sub.Events()) {
+	for ev, ok := testkit.RecvOK(t, sub.Events()); ok; ev, ok = testkit.RecvOK(t, sub.Events()) {
 		got = append(got, ev.Cursor)
 	}
 	var ce *client.ClosedError
@@ -292,7 +293,7 @@ func TestCallAfterCloseFails(t *testing.T) {
 	if _, err := c.Initialize(context.Background()); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("call after close: %v", err)
 	}
-	recv(t, c.Done())
+	testkit.Recv(t, c.Done())
 }
 
 // TestConnectionDropFailsPendingAndSubscriptions: when the server goes
@@ -308,20 +309,20 @@ func TestConnectionDropFailsPendingAndSubscriptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recv(t, sub.Events())
+		testkit.Recv(t, sub.Events())
 		errc := make(chan error, 1)
 		go func() { _, err := c.Get(context.Background(), client.GetParams{}); errc <- err }()
-		recv(t, fb.getStarted)
+		testkit.Recv(t, fb.getStarted)
 		drop()
-		if err, _ := recv(t, errc); err == nil || client.ErrorCode(err) != "" {
+		if err := testkit.Recv(t, errc); err == nil || client.ErrorCode(err) != "" {
 			t.Fatalf("pending call after drop: %v", err)
 		}
-		for _, ok := recv(t, sub.Events()); ok; _, ok = recv(t, sub.Events()) {
+		for _, ok := testkit.RecvOK(t, sub.Events()); ok; _, ok = testkit.RecvOK(t, sub.Events()) {
 		}
 		if sub.Err() == nil {
 			t.Fatal("subscription ended without error after drop")
 		}
-		recv(t, c.Done())
+		testkit.Recv(t, c.Done())
 	})
 }
 

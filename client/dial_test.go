@@ -14,6 +14,7 @@ import (
 
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/websocket"
 )
@@ -105,7 +106,7 @@ func TestDialTLS(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/oecp", h)
 	srv := httptest.NewTLSServer(mux)
-	defer func() { srv.Close(); h.Wait() }()
+	defer func() { srv.Close(); testkit.Wait(t, h) }()
 	url := "wss://" + srv.Listener.Addr().String() + "/oecp"
 
 	// System roots do not trust the test certificate.
@@ -177,17 +178,13 @@ func TestIdentityExpiryClose4401(t *testing.T) {
 	opts.Now = func() time.Time { return now }
 	h := &websocket.Handler{Dispatcher: &server.Dispatcher{Backend: server.EmptyBackend{}}, Resolver: toks, Options: opts}
 	srv := httptest.NewServer(h)
-	defer func() { srv.Close(); h.Wait() }()
+	defer func() { srv.Close(); testkit.Wait(t, h) }()
 	c, err := client.Dial(context.Background(), "ws://"+srv.Listener.Addr().String()+"/", client.DialOptions{AllowPlaintext: true, Token: "soon"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	select {
-	case <-c.Done():
-	case <-time.After(within):
-		t.Fatal("connection not closed at expiry")
-	}
+	testkit.Recv(t, c.Done()) // the connection is closed at expiry
 	if !errors.Is(c.Err(), client.ErrUnauthorized) {
 		t.Fatalf("Err = %v, want ErrUnauthorized", c.Err())
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -18,7 +19,7 @@ func collect(t *testing.T, w *client.Watcher) []string {
 	t.Helper()
 	var got []string
 	for {
-		ev, ok := recv(t, w.Events())
+		ev, ok := testkit.RecvOK(t, w.Events())
 		if !ok {
 			return got
 		}
@@ -31,7 +32,7 @@ func take(t *testing.T, w *client.Watcher, n int) []string {
 	t.Helper()
 	var got []string
 	for range n {
-		ev, _ := recv(t, w.Events())
+		ev := testkit.Recv(t, w.Events())
 		got = append(got, ev.Cursor)
 	}
 	return got
@@ -174,7 +175,7 @@ func TestFollowWatchStopsOnGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, w.Events())
+	testkit.Recv(t, w.Events())
 	fb2.mu.Lock()
 	fb2.gone = true
 	fb2.mu.Unlock()
@@ -204,7 +205,7 @@ func TestFollowWatchGivesUpWhenServerGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, w.Events())
+	testkit.Recv(t, w.Events())
 	drop()
 	collect(t, w)
 	if !errors.Is(w.Err(), refused) || n != 4 {
@@ -220,9 +221,9 @@ func TestFollowWatchClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, w.Events())
+	testkit.Recv(t, w.Events())
 	w.Close()
-	if _, ok := recv(t, w.Events()); ok || w.Err() != nil {
+	if _, ok := testkit.RecvOK(t, w.Events()); ok || w.Err() != nil {
 		t.Fatalf("after Close: Err %v", w.Err())
 	}
 }

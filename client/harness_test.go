@@ -94,7 +94,7 @@ func newWSServer(t *testing.T, b server.Backend, resolver identity.Resolver) (ur
 	t.Cleanup(func() {
 		ln.dropAll()
 		srv.Close()
-		h.Wait()
+		testkit.Wait(t, h)
 	})
 	lastWSURL = "ws://" + srv.Listener.Addr().String() + "/oecp"
 	return lastWSURL, ln
@@ -123,7 +123,7 @@ func startNDJSON(t *testing.T, b server.Backend) (client.Dialer, func()) {
 			f()
 		}
 		mu.Unlock()
-		wg.Wait()
+		testkit.Wait(t, &wg)
 	})
 	dial := func(ctx context.Context) (*client.Conn, error) {
 		cr, sw := io.Pipe() // server → client
@@ -403,19 +403,3 @@ const (
 	evBookmark  = `{"type":"bookmark"}`
 	evFinished  = `{"type":"finished","final_status":{"phase":"finished","observedGeneration":1,"currentRunId":"run-1","atCursor":"c5"}}`
 )
-
-// within bounds a wait so that a broken test fails instead of hanging; it
-// is not a timing assertion.
-const within = 20 * time.Second
-
-func recv[T any](t *testing.T, ch <-chan T) (T, bool) {
-	t.Helper()
-	select {
-	case v, ok := <-ch:
-		return v, ok
-	case <-time.After(within):
-		t.Fatalf("nothing received within %v", within)
-	}
-	var zero T
-	return zero, false
-}

@@ -35,7 +35,7 @@ func TestFollowRunCancelledWhileRedialingEnds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer watch.Close()
-		recv(t, watch.Events())
+		testkit.Recv(t, watch.Events())
 		drop()
 		// The events delivered before the drop are drained, so that the
 		// follower reaches its redial.
@@ -52,7 +52,7 @@ func TestFollowRunCancelledWhileRedialingEnds(t *testing.T) {
 			}
 		}
 		cancel()
-		for _, ok := recv(t, watch.Events()); ok; _, ok = recv(t, watch.Events()) {
+		for _, ok := testkit.RecvOK(t, watch.Events()); ok; _, ok = testkit.RecvOK(t, watch.Events()) {
 		}
 		if err := watch.Err(); err != nil {
 			t.Fatalf("a follower cancelled while redialing ended with %v, want nil", err)

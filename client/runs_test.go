@@ -16,6 +16,7 @@ import (
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/client"
 	"github.com/oecp/oecp/engine/harness"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 )
@@ -80,7 +81,7 @@ func oneStepRun(key, instr string) json.RawMessage {
 func drainRun[E any](t *testing.T, sub *client.Subscription[E]) []E {
 	t.Helper()
 	var out []E
-	for ev, ok := recv(t, sub.Events()); ok; ev, ok = recv(t, sub.Events()) {
+	for ev, ok := testkit.RecvOK(t, sub.Events()); ok; ev, ok = testkit.RecvOK(t, sub.Events()) {
 		out = append(out, ev)
 	}
 	var ce *client.ClosedError
@@ -162,7 +163,7 @@ func TestRunMethodsForceAndAttach(t *testing.T) {
 			t.Fatal(err)
 		}
 		var exec string
-		for ev, ok := recv(t, watch.Events()); ok; ev, ok = recv(t, watch.Events()) {
+		for ev, ok := testkit.RecvOK(t, watch.Events()); ok; ev, ok = testkit.RecvOK(t, watch.Events()) {
 			if len(ev.Status.ActiveExecutions) > 0 {
 				exec = ev.Status.ActiveExecutions[0].Execution
 				break
@@ -174,13 +175,13 @@ func TestRunMethodsForceAndAttach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recv(t, logs.Events())
+		testkit.Recv(t, logs.Events())
 		_ = logs.Close()
 		att, res, err := c.RunAttach(ctx, "b1", exec)
 		if err != nil || res.Execution != exec || res.RunID != "b1" {
 			t.Fatalf("attach = %+v, %v", res, err)
 		}
-		for ev, ok := recv(t, att.Events()); ok; ev, ok = recv(t, att.Events()) {
+		for ev, ok := testkit.RecvOK(t, att.Events()); ok; ev, ok = testkit.RecvOK(t, att.Events()) {
 			if ev.Event.Type == "output" && strings.HasPrefix(*ev.Event.Text, "tick ") {
 				break
 			}
@@ -190,14 +191,14 @@ func TestRunMethodsForceAndAttach(t *testing.T) {
 			t.Fatalf("force = %+v, %v", st, err)
 		}
 		settled := false
-		for ev, ok := recv(t, att.Events()); ok; ev, ok = recv(t, att.Events()) {
+		for ev, ok := testkit.RecvOK(t, att.Events()); ok; ev, ok = testkit.RecvOK(t, att.Events()) {
 			settled = settled || ev.Event.Type == "settled"
 		}
 		if !settled {
 			t.Fatalf("attach ended without settled: %v", att.Err())
 		}
 		var last client.RunWatchEvent
-		for ev, ok := recv(t, watch.Events()); ok; ev, ok = recv(t, watch.Events()) {
+		for ev, ok := testkit.RecvOK(t, watch.Events()); ok; ev, ok = testkit.RecvOK(t, watch.Events()) {
 			last = ev
 		}
 		if tr := last.Status.TerminalResult; tr == nil || tr.Status != "failed" || tr.Reason != "force_stopped" {
@@ -261,9 +262,9 @@ func TestFollowRunResumesAfterDrop(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer watch.Close()
-		recv(t, watch.Events())
+		testkit.Recv(t, watch.Events())
 		want := 1
-		for ev, ok := recv(t, logs.Events()); ok; ev, ok = recv(t, logs.Events()) {
+		for ev, ok := testkit.RecvOK(t, logs.Events()); ok; ev, ok = testkit.RecvOK(t, logs.Events()) {
 			if ev.Record.Message != fmt.Sprintf("tick %d", want) {
 				t.Fatalf("log record %q, want tick %d", ev.Record.Message, want)
 			}
@@ -283,7 +284,7 @@ func TestFollowRunResumesAfterDrop(t *testing.T) {
 		}
 		cursors := map[string]bool{}
 		var last client.RunWatchEvent
-		for ev, ok := recv(t, watch.Events()); ok; ev, ok = recv(t, watch.Events()) {
+		for ev, ok := testkit.RecvOK(t, watch.Events()); ok; ev, ok = testkit.RecvOK(t, watch.Events()) {
 			if cursors[ev.Cursor] {
 				t.Fatalf("watch delivered %s twice", ev.Cursor)
 			}
@@ -292,7 +293,7 @@ func TestFollowRunResumesAfterDrop(t *testing.T) {
 		if err := watch.Err(); err != nil || last.Status.Phase != "finished" {
 			t.Fatalf("watch ended %v after %+v", err, last.Status)
 		}
-		for _, ok := recv(t, logs.Events()); ok; _, ok = recv(t, logs.Events()) {
+		for _, ok := testkit.RecvOK(t, logs.Events()); ok; _, ok = testkit.RecvOK(t, logs.Events()) {
 		}
 		if err := logs.Err(); err != nil {
 			t.Fatalf("logs ended %v", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // Dial sends the Traceparent it is given on the upgrade request, and
@@ -21,7 +22,7 @@ func TestDialSendsTraceparent(t *testing.T) {
 	defer srv.Close()
 	url := "ws://" + srv.Listener.Addr().String() + "/oecp"
 	_, _ = client.Dial(context.Background(), url, client.DialOptions{AllowPlaintext: true, Traceparent: tp})
-	if h, _ := recv(t, got); h != tp {
+	if h := testkit.Recv(t, got); h != tp {
 		t.Fatalf("traceparent %q", h)
 	}
 	if _, err := client.Dial(context.Background(), url, client.DialOptions{AllowPlaintext: true, Traceparent: tp + "\r\nX: y"}); err == nil {

@@ -55,7 +55,7 @@ type wireReq struct {
 
 func next(t *testing.T, tr *chanTransport) wireReq {
 	t.Helper()
-	b, _ := recv(t, tr.out)
+	b := testkit.Recv(t, tr.out)
 	var r wireReq
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("client sent %s: %v", b, err)
@@ -79,7 +79,7 @@ func TestIDNullErrorIsLoggedAndIgnored(t *testing.T) {
 	tr.in <- []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
 	tr.in <- []byte(`{"jsonrpc":"2.0","method":"event","params":{"subscriptionId":"sub-9","cursor":"x"}}`)
 	tr.in <- []byte(`{"jsonrpc":"2.0","id":` + itoa(*r.ID) + `,"result":{"protocolVersion":"openengine.cluster/v1","capabilities":{"graphProfiles":[],"logs":false,"agentAttach":false},"status":{"phase":"empty","observedGeneration":null,"currentRunId":null,"atCursor":null}}}`)
-	if err, _ := recv(t, errc); err != nil {
+	if err := testkit.Recv(t, errc); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "matches no request") {
@@ -102,7 +102,7 @@ func TestCancelWireFrames(t *testing.T) {
 	go func() { _, err := c.Get(ctx, client.GetParams{}); errc <- err }()
 	r1 := next(t, tr)
 	cancel()
-	if err, _ := recv(t, errc); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, errc); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled get: %v", err)
 	}
 	cr := next(t, tr)
@@ -119,7 +119,7 @@ func TestCancelWireFrames(t *testing.T) {
 		t.Fatalf("watch request %+v %s", r2, r2.Params)
 	}
 	cancel2()
-	if err, _ := recv(t, errc); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, errc); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled watch: %v", err)
 	}
 	tr.in <- []byte(`{"jsonrpc":"2.0","id":` + itoa(*r2.ID) + `,"result":{"subscriptionId":"sub-7","runId":"run-1","atCursor":null}}`)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/cluster"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 )
@@ -97,7 +98,7 @@ func benchFanout(b *testing.B, subs int) {
 			mu.Unlock()
 		}
 	}
-	wg.Wait()
+	testkit.Wait(b, &wg)
 	b.StopTimer()
 	b.ReportMetric(float64(n)*float64(subs)/b.Elapsed().Seconds(), "events/s")
 	for _, s := range streams {

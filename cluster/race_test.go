@@ -25,7 +25,7 @@ func TestTwoConnectionsSameKeyCommitOnce(t *testing.T) {
 		for j, c := range []*wire{c1, c2} {
 			wg.Go(func() { got[j] = c.call(req) })
 		}
-		wg.Wait()
+		testkit.Wait(t, &wg)
 		fresh := `{"jsonrpc":"2.0","id":1,"result":{"generation":1,"runId":"run-1","phase":"running","deduped":false}}`
 		dup := strings.Replace(fresh, `"deduped":false`, `"deduped":true`, 1)
 		if !(got[0] == fresh && got[1] == dup) && !(got[0] == dup && got[1] == fresh) {
@@ -48,7 +48,7 @@ func TestRacingCASWritersExactlyOneWins(t *testing.T) {
 			_, errs[i] = b.Apply(bg, applyP(graphWith(2000+i), fmt.Sprintf("k%d", i), ptr(int64(1))))
 		})
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	wins := 0
 	for _, err := range errs {
 		switch {
@@ -71,7 +71,7 @@ func TestRacingCASWritersExactlyOneWins(t *testing.T) {
 			}
 		})
 	}
-	ws.Wait()
+	testkit.Wait(t, &ws)
 	g, _ := b.Get(bg, protocol.GetParams{})
 	if *g.AtCursor != "cursor-10" {
 		t.Fatal(*g.AtCursor)
@@ -121,8 +121,8 @@ func TestWatcherUnderConcurrentWritesSeesNoGapOrReorder(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
-	rg.Wait()
+	testkit.Wait(t, &wg)
+	testkit.Wait(t, &rg)
 	for i := 1; i < len(seqs); i++ {
 		if strings.Join(seqs[i], "\n") != strings.Join(seqs[0], "\n") {
 			t.Fatal("subscribers saw different sequences")

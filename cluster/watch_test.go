@@ -12,6 +12,7 @@ import (
 
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/server"
 )
@@ -293,7 +294,7 @@ func TestGetThenWatchFromCursorHasNoGapUnderConcurrentCommit(t *testing.T) {
 			t.Fatalf("got %s want cursor-%d", n.Cursor, i)
 		}
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 }
 
 func TestLogsStreamOnlyFutureRecordsAndOverflowWithoutCursor(t *testing.T) {

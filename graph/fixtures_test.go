@@ -190,74 +190,75 @@ func TestCanonicalFixtures(t *testing.T) {
 	}
 }
 
-// structuralOf reads a verifier vector file into vec, decodes the graph that
-// raw (a field of vec) holds and verifies it structurally.
-func structuralOf(t *testing.T, file string, vec any, raw *json.RawMessage) (*graph.GraphSpec, graph.Result) {
-	t.Helper()
-	if err := json.Unmarshal(readFile(t, file), vec); err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Decode(*raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, graph.Structural(g)
-}
-
-func TestVerifierPositiveFixturesBounds(t *testing.T) {
-	for _, file := range fixtureFiles(t, "verifier/positive") {
+// eachVerifierVector runs check in a subtest for each verifier vector
+// file under dir, with the vector's graph, decoded and verified
+// structurally, and its expectations (E: the part of "expected" the test
+// reads).
+func eachVerifierVector[E any](t *testing.T, dir string, check func(t *testing.T, g *graph.GraphSpec, res graph.Result, expected E)) {
+	for _, file := range fixtureFiles(t, dir) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			var vec struct {
 				Graph    json.RawMessage `json:"graph"`
-				Expected struct {
-					Status      string            `json:"status"`
-					Diagnostics []json.RawMessage `json:"diagnostics"`
-					CompiledIR  json.RawMessage   `json:"compiledIr"`
-				} `json:"expected"`
+				Expected E               `json:"expected"`
 			}
-			g, res := structuralOf(t, file, &vec, &vec.Graph)
-			if !res.OK || res.Bounds == nil || len(res.Diagnostics) != 0 {
-				t.Fatalf("structural verification failed: %+v", res.Diagnostics)
+			if err := json.Unmarshal(readFile(t, file), &vec); err != nil {
+				t.Fatal(err)
 			}
-			ir, err := graph.CompiledIR(g, *res.Bounds)
+			g, err := graph.Decode(vec.Graph)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !jsonEqual(t, ir, vec.Expected.CompiledIR) {
-				t.Fatalf("compiled IR differs:\n got %s\nwant %s", ir, vec.Expected.CompiledIR)
-			}
-			if _, err := graph.Identity(g); err != nil {
-				t.Fatal(err)
-			}
+			check(t, g, graph.Structural(g), vec.Expected)
 		})
 	}
+}
+
+// positiveExpected is what a positive verifier vector expects.
+type positiveExpected struct {
+	Status      string            `json:"status"`
+	Diagnostics []json.RawMessage `json:"diagnostics"`
+	CompiledIR  json.RawMessage   `json:"compiledIr"`
+}
+
+func TestVerifierPositiveFixturesBounds(t *testing.T) {
+	eachVerifierVector(t, "verifier/positive", func(t *testing.T, g *graph.GraphSpec, res graph.Result, expected positiveExpected) {
+		if !res.OK || res.Bounds == nil || len(res.Diagnostics) != 0 {
+			t.Fatalf("structural verification failed: %+v", res.Diagnostics)
+		}
+		ir, err := graph.CompiledIR(g, *res.Bounds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEqual(t, ir, expected.CompiledIR) {
+			t.Fatalf("compiled IR differs:\n got %s\nwant %s", ir, expected.CompiledIR)
+		}
+		if _, err := graph.Identity(g); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// negativeExpected is what a negative verifier vector expects.
+type negativeExpected struct {
+	Diagnostics []json.RawMessage `json:"diagnostics"`
 }
 
 // Structural diagnostics are a subset of what the reference verifier
 // reports: whatever Structural emits for a negative vector must appear
 // verbatim in its expected diagnostics.
 func TestVerifierNegativeFixturesStructuralSubset(t *testing.T) {
-	for _, file := range fixtureFiles(t, "verifier/negative") {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			var vec struct {
-				Graph    json.RawMessage `json:"graph"`
-				Expected struct {
-					Diagnostics []json.RawMessage `json:"diagnostics"`
-				} `json:"expected"`
-			}
-			_, res := structuralOf(t, file, &vec, &vec.Graph)
-			for _, d := range res.Diagnostics {
-				got, _ := d.MarshalJSON()
-				found := false
-				for _, want := range vec.Expected.Diagnostics {
-					if jsonEqual(t, got, want) {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("structural diagnostic not reported by the reference: %s", got)
+	eachVerifierVector(t, "verifier/negative", func(t *testing.T, _ *graph.GraphSpec, res graph.Result, expected negativeExpected) {
+		for _, d := range res.Diagnostics {
+			got, _ := d.MarshalJSON()
+			found := false
+			for _, want := range expected.Diagnostics {
+				if jsonEqual(t, got, want) {
+					found = true
 				}
 			}
-		})
-	}
+			if !found {
+				t.Errorf("structural diagnostic not reported by the reference: %s", got)
+			}
+		}
+	})
 }

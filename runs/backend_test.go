@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
@@ -196,7 +197,7 @@ func TestFiftyConcurrentRunsFinish(t *testing.T) {
 			waitFinished(t, r.b, ctx, id)
 		}()
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

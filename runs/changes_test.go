@@ -41,7 +41,7 @@ func TestQueuedRunStartsWhenASlotFreesWithoutAFullPass(t *testing.T) {
 	sup := engine.New(l, worker.NewRegistry(), slog.New(slog.DiscardHandler))
 	sup.SetMaxActive(1)
 	sup.SetSafetyNet(time.Hour) // no safety-net pass within the test
-	stop := runSupervisor(sup)
+	stop := runSupervisor(t, sup)
 	defer stop()
 	ctx := as("alice")
 	if _, err := b.Submit(ctx, "first", oneStep("first", "block")); err != nil {
@@ -83,7 +83,7 @@ func TestRunSubmittedOnAnotherReplicaIsPickedUp(t *testing.T) {
 	l := &listCounting{Ledger: a.Ledger("replica-a")}
 	sup := engine.New(l, worker.NewRegistry(), slog.New(slog.DiscardHandler))
 	sup.SetSafetyNet(time.Hour)
-	stop := runSupervisor(sup)
+	stop := runSupervisor(t, sup)
 	defer stop()
 	b := runs.New(runs.Config{Store: open(), Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
 	defer b.Close()

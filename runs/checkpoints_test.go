@@ -57,7 +57,7 @@ func host(t *testing.T, st store.Store, ws runs.Workspaces, owner string, wrap f
 	if wrap != nil {
 		l = wrap(b.Ledger(owner))
 	}
-	stop := runSupervisor(engine.New(l, worker.NewRegistry(), slog.New(slog.DiscardHandler)))
+	stop := runSupervisor(t, engine.New(l, worker.NewRegistry(), slog.New(slog.DiscardHandler)))
 	t.Cleanup(func() { stop(); b.Close() })
 	return b, agents, stop
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs/logbuf"
 	"github.com/oecp/oecp/store"
 )
@@ -88,7 +89,7 @@ func batch(t *testing.T, b *Backend, changes ...func(store.Tx) error) []error {
 		waitQueued(b, i+1) // queue order is the order of changes
 	}
 	close(release)
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	return errs
 }
 

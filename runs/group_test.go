@@ -13,6 +13,7 @@ import (
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/reduce"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/sqlite"
@@ -62,7 +63,7 @@ func manyRunsSurviveReopen(t *testing.T, n, bound int) {
 	ledger := &finishes{Ledger: b.Ledger("first")}
 	sup := engine.New(ledger, worker.NewRegistry(), slog.New(slog.DiscardHandler))
 	sup.SetMaxActive(bound)
-	stop := runSupervisor(sup)
+	stop := runSupervisor(t, sup)
 	ctx := as("alice")
 	want := map[string]string{}
 	for i := range n {
@@ -94,7 +95,7 @@ func manyRunsSurviveReopen(t *testing.T, n, bound int) {
 			}
 		}()
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	stop()
 	b.Close()
 	if k := ledger.n.Load(); k != 0 {

@@ -163,7 +163,7 @@ func newRigWith(t testing.TB, st store.Store, maxActive int, ws runs.Workspaces)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sup.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	t.Cleanup(func() { cancel(); testkit.Recv(t, done); b.Close() })
 	return &rig{b: b, agents: agents, st: st}
 }
 

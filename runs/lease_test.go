@@ -70,7 +70,7 @@ func TestFinishedRunReleasesItsLease(t *testing.T) {
 	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
 	defer b.Close()
 	l := releases{Ledger: b.Ledger("replica"), released: make(chan engine.RunRef, 16)}
-	stop := runEngine(l)
+	stop := runEngine(t, l)
 	defer stop()
 	ctx := as("alice")
 	if _, err := b.Submit(ctx, "done", oneStep("done", "echo")); err != nil {

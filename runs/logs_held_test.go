@@ -43,8 +43,9 @@ func (f *flaky) View(ctx context.Context, fn func(store.ReadTx) error) error {
 }
 
 // echoRun is a backend on st, closed with the test, in which alice has
-// submitted run "r" of one echo step.
-func echoRun(t *testing.T, st store.Store) (*runs.Backend, context.Context, engine.RunRef) {
+// submitted run "r" of one echo step, and a ledger that holds the run's
+// lease (lines are written under it).
+func echoRun(t *testing.T, st store.Store) (*runs.Backend, context.Context, *runs.Ledger, engine.RunRef) {
 	t.Helper()
 	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
 	t.Cleanup(b.Close)
@@ -52,7 +53,10 @@ func echoRun(t *testing.T, st store.Store) (*runs.Backend, context.Context, engi
 	if _, err := b.Submit(ctx, "r", submission("r", graphOf(step("a", "echo")), "a")); err != nil {
 		t.Fatal(err)
 	}
-	return b, ctx, engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
+	ref := engine.RunRef{Tenant: b.TenantKey("alice"), RunID: "r"}
+	l := b.Ledger("test")
+	must(t, l.Claim(ctx, ref))
+	return b, ctx, l, ref
 }
 
 // TestLogLinesOutliveTheStoreBeingDown: lines logged while the store
@@ -61,9 +65,7 @@ func echoRun(t *testing.T, st store.Store) (*runs.Backend, context.Context, engi
 // missing run.
 func TestLogLinesOutliveTheStoreBeingDown(t *testing.T) {
 	st := &flaky{Store: store.NewMemory(), failed: make(chan struct{}, 2)}
-	b, ctx, ref := echoRun(t, st)
-	l := b.Ledger("test")
-	must(t, l.Claim(ctx, ref)) // the lines are written under the run's lease
+	b, ctx, l, ref := echoRun(t, st)
 	st.down.Store(true)
 	const logged = 1005 // past the bound of 1,000 lines per execution
 	for i := range logged {
@@ -136,9 +138,7 @@ func (f *readsFail) Update(ctx context.Context, fn func(store.Tx) error) error {
 // is the store's classified error, not the raw error of the read.
 func TestLogLinesHeldWhenAReadFailsUnavailable(t *testing.T) {
 	st := &readsFail{Store: store.NewMemory(), failed: make(chan struct{}, 1)}
-	b, ctx, ref := echoRun(t, st)
-	l := b.Ledger("test")
-	must(t, l.Claim(ctx, ref)) // the line is written under the run's lease
+	b, ctx, l, ref := echoRun(t, st)
 	st.down.Store(true)
 	l.Log(ref, "", "info", "held line")
 	testkit.Recv(t, st.failed)

@@ -25,12 +25,7 @@ func cursors(evs []map[string]any) []string {
 // TestWatchResumesFromEveryCursor: a finished run's watch resumed after
 // any of its cursors delivers exactly the rest, in order, then done.
 func TestWatchResumesFromEveryCursor(t *testing.T) {
-	r, ctx := startRun(t, "w", "log:3", "echo")
-	waitFinished(t, r.b, ctx, "w")
-	sub, err := r.b.Watch(ctx, "w", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, ctx, sub := finishedWatch(t, "w")
 	full, closed := drain(t, sub)
 	all := cursors(full)
 	// admitted, started a, completed a, started b, completed b, terminal
@@ -176,6 +171,19 @@ func startRun(t *testing.T, id string, instrs ...string) (*rig, context.Context)
 	return r, ctx
 }
 
+// finishedWatch runs id, of the steps "log:3" and "echo", to its end and
+// returns a watch of it from its start.
+func finishedWatch(t *testing.T, id string) (*rig, context.Context, *server.Subscription) {
+	t.Helper()
+	r, ctx := startRun(t, id, "log:3", "echo")
+	waitFinished(t, r.b, ctx, id)
+	sub, err := r.b.Watch(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, ctx, sub
+}
+
 // blockedRun starts a one-step run whose agent blocks until released and
 // returns once it has started, with its execution ref.
 func blockedRun(t *testing.T, id string) (*rig, context.Context, string) {
@@ -224,12 +232,7 @@ func TestWatchOnAnotherReplicaFollows(t *testing.T) {
 // one batch, so the connection writes them together; a live run's watch
 // hands over what is ready and waits for nothing more.
 func TestWatchHandsOverWhatIsReadyAsOneBatch(t *testing.T) {
-	r, ctx := startRun(t, "b", "log:3", "echo")
-	waitFinished(t, r.b, ctx, "b")
-	sub, err := r.b.Watch(ctx, "b", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, ctx, sub := finishedWatch(t, "b")
 	bs, ok := sub.Stream.(server.BatchStream)
 	if !ok {
 		t.Fatal("a run's watch is not a BatchStream")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 	"github.com/oecp/oecp/runs"
 )
@@ -37,7 +38,7 @@ func TestActiveRunsPerTenant(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sup.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); testkit.Recv(t, done) }()
 	waitFinished(t, b, alice, "r1")
 	waitFinished(t, b, alice, "r2")
 	if _, err := b.Submit(alice, "r3", oneStep("k-r3", "echo")); err != nil {

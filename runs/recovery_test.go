@@ -21,16 +21,17 @@ type dies struct{ *runs.Ledger }
 func (dies) Interrupt(context.Context, engine.RunRef, []uint64) error { return nil }
 
 // runEngine runs a supervisor over ledger until the returned stop.
-func runEngine(ledger engine.Ledger) (stop func()) {
-	return runSupervisor(engine.New(ledger, worker.NewRegistry(), slog.New(slog.DiscardHandler)))
+func runEngine(t testing.TB, ledger engine.Ledger) (stop func()) {
+	return runSupervisor(t, engine.New(ledger, worker.NewRegistry(), slog.New(slog.DiscardHandler)))
 }
 
-// runSupervisor runs sup until the returned stop.
-func runSupervisor(sup *engine.Supervisor) (stop func()) {
+// runSupervisor runs sup until the returned stop, which fails t when sup
+// does not return.
+func runSupervisor(t testing.TB, sup *engine.Supervisor) (stop func()) {
 	c, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sup.Run(c) }()
-	return func() { cancel(); <-done }
+	return func() { cancel(); testkit.Recv(t, done) }
 }
 
 // TestRestartRerunsOrphan: an execution a killed server left active did
@@ -43,7 +44,7 @@ func TestRestartRerunsOrphan(t *testing.T) {
 	agents := newFakeAgents()
 	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
 	ctx := as("alice")
-	stop := runEngine(dies{b.Ledger("first")})
+	stop := runEngine(t, dies{b.Ledger("first")})
 	if _, err := b.Submit(ctx, "o", submission("o", graphOf(step("a", "spawn"), step("b", "echo")), "a", "b")); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestRestartRerunsOrphan(t *testing.T) {
 	if s := testkit.ProcState(orphan.Process.Pid); s == "Z" || s == "" {
 		t.Fatalf("the orphan's process must still run (state %q)", s)
 	}
-	defer runEngine(b.Ledger("second"))()
+	defer runEngine(t, b.Ledger("second"))()
 	rerun := testkit.Recv(t, agents.spawned)
 	t.Cleanup(func() { _ = rerun.Process.Kill(); _ = rerun.Wait() })
 	if s := testkit.ProcState(orphan.Process.Pid); s != "Z" && s != "" {
@@ -87,16 +88,16 @@ func TestSpendingMovesWithTheRun(t *testing.T) {
 	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
 	defer b.Close()
 	ctx := as("alice")
-	stop := runEngine(dies{b.Ledger("first")})
+	stop := runEngine(t, dies{b.Ledger("first")})
 	if _, err := b.Submit(ctx, "sp", oneStep("sp", "spend")); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-agents.spends; got != "0->0.25 <nil> <nil>" {
+	if got := testkit.Recv(t, agents.spends); got != "0->0.25 <nil> <nil>" {
 		t.Fatalf("first engine: %s", got)
 	}
 	stop()
-	defer runEngine(b.Ledger("second"))()
-	if got := <-agents.spends; got != "0.25->0.5 <nil> <nil>" {
+	defer runEngine(t, b.Ledger("second"))()
+	if got := testkit.Recv(t, agents.spends); got != "0.25->0.5 <nil> <nil>" {
 		t.Fatalf("engine that took the run over: %s", got)
 	}
 }
@@ -110,7 +111,7 @@ func TestGracefulStopInterrupts(t *testing.T) {
 	agents := newFakeAgents()
 	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
 	ctx := as("alice")
-	stop := runEngine(b.Ledger("first"))
+	stop := runEngine(t, b.Ledger("first"))
 	if _, err := b.Submit(ctx, "g", submission("g", graphOf(step("a", "block")), "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestGracefulStopInterrupts(t *testing.T) {
 	if s.Status.Phase != runs.PhaseRunning || len(*s.Status.ActiveExecutions) != 0 {
 		t.Fatalf("after the stop: %+v", s.Status)
 	}
-	defer runEngine(b.Ledger("second"))()
+	defer runEngine(t, b.Ledger("second"))()
 	again := testkit.Recv(t, agents.started)
 	if first != "g/a/1" || again != "g/a/2" {
 		t.Fatalf("executions %s then %s, want g/a/1 then g/a/2", first, again)

@@ -86,7 +86,7 @@ func TestDeclaredValueEncodingsAreRedactedFromLogsLiveOutputAndExport(t *testing
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sup.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	t.Cleanup(func() { cancel(); testkit.Recv(t, done); b.Close() })
 
 	alice := as("alice")
 	sub := strings.Replace(string(oneStep("leak", "leak")), `"model":"gpt-5.6"`, `"model":"gpt-5.6","env":["OPENAI_API_KEY"]`, 1)

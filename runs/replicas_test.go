@@ -32,7 +32,7 @@ func TestForceThroughAnotherReplica(t *testing.T) {
 		}
 		agents := newFakeAgents()
 		b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
-		stop := runEngine(b.Ledger(owner))
+		stop := runEngine(t, b.Ledger(owner))
 		return b, agents, func() { stop(); b.Close(); _ = st.Close() }
 	}
 	a, agentsA, stopA := replica("replica-a")
@@ -123,20 +123,20 @@ func TestSpendingMovesToAnotherReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
-		stop := runEngine(dies{b.Ledger(owner)})
+		stop := runEngine(t, dies{b.Ledger(owner)})
 		return b, func() { stop(); b.Close(); _ = st.Close() }
 	}
 	a, stopA := replica("replica-a")
 	if _, err := a.Submit(as("alice"), "sp", oneStep("sp", "spend")); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-agents.spends; got != "0->0.25 <nil> <nil>" {
+	if got := testkit.Recv(t, agents.spends); got != "0->0.25 <nil> <nil>" {
 		t.Fatalf("first replica: %s", got)
 	}
 	stopA() // its execution stays active; its lease is released
 	_, stopB := replica("replica-b")
 	defer stopB()
-	if got := <-agents.spends; got != "0.25->0.5 <nil> <nil>" {
+	if got := testkit.Recv(t, agents.spends); got != "0.25->0.5 <nil> <nil>" {
 		t.Fatalf("replica that took the run over: %s", got)
 	}
 }

@@ -9,17 +9,19 @@ import (
 
 	"github.com/oecp/oecp/engine"
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/store/sqlite"
 )
 
-// supervise runs an engine over b until the returned stop is called.
-func supervise(b *runs.Backend) (stop func()) {
+// supervise runs an engine over b until the returned stop is called,
+// which fails t when the engine does not return.
+func supervise(t testing.TB, b *runs.Backend) (stop func()) {
 	sup := engine.New(b.Ledger("test-owner"), worker.NewRegistry(), slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sup.Run(ctx) }()
-	return func() { cancel(); <-done }
+	return func() { cancel(); testkit.Recv(t, done) }
 }
 
 // listed is the run ids of the tenant's inventory, in its order.
@@ -53,7 +55,7 @@ func TestUpgradeMovesLegacyIndexes(t *testing.T) {
 		return runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
 	}
 	b := newBackend()
-	stop := supervise(b)
+	stop := supervise(t, b)
 	finished := map[string][]string{"alice": {"a1", "a2", "a3", "a4"}, "bob": {"b1", "b2"}}
 	for tenant, ids := range finished {
 		for _, id := range ids {
@@ -103,7 +105,7 @@ func TestUpgradeMovesLegacyIndexes(t *testing.T) {
 			t.Fatalf("%s's runs after the upgrade: %v, want %v", tenant, got, want)
 		}
 	}
-	stop = supervise(b)
+	stop = supervise(t, b)
 	defer stop()
 	for tenant, ids := range unfinished {
 		for _, id := range ids {

@@ -394,7 +394,7 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 	for b.Loop() {
 		b.StopTimer()
 		s := open(b)
-		rb, stop := benchRig(s, bound)
+		rb, stop := benchRig(b, s, bound)
 		srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: rb}, wiretest.Options{})
 		wires := make([]*wiretest.WSWire, conns)
 		for i := range wires {
@@ -415,7 +415,7 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 			wg.Add(1)
 			go func() { defer wg.Done(); driveConn(b, w, i, conns, n, admitted) }()
 		}
-		wg.Wait()
+		testkit.Wait(b, &wg)
 		b.StopTimer()
 		stop()
 		_ = s.Close() // a PostgreSQL store's connections go back at once
@@ -437,11 +437,11 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 
 // benchRig is a backend over st with a running supervisor of at most
 // bound active executions, until stop.
-func benchRig(st store.Store, bound int) (_ *runs.Backend, stop func()) {
+func benchRig(t testing.TB, st store.Store, bound int) (_ *runs.Backend, stop func()) {
 	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
 	sup := engine.New(b.Ledger("bench-owner"), worker.NewRegistry(), slog.New(slog.DiscardHandler))
 	sup.SetMaxActive(bound)
-	halt := runSupervisor(sup)
+	halt := runSupervisor(t, sup)
 	return b, func() { halt(); b.Close() }
 }
 
@@ -561,5 +561,5 @@ func rawCommits(b *testing.B, s store.Store, n int) {
 			}
 		}()
 	}
-	wg.Wait()
+	testkit.Wait(b, &wg)
 }

@@ -208,7 +208,7 @@ func TestLostWorkspaceEndsTheRunRuntimeLost(t *testing.T) {
 	c, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sup.Run(c) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); testkit.Recv(t, done) })
 
 	if got := statusJSON(t, waitFinished(t, b, ctx, "lost")); got != `{"phase":"finished","terminalResult":{"status":"failed","reason":"runtime_lost"}}` {
 		t.Fatalf("final %s", got)

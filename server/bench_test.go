@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/metrics"
 	"github.com/oecp/oecp/ops"
 	"github.com/oecp/oecp/server"
@@ -61,7 +62,7 @@ func benchRequests(b *testing.B, inline bool, opts server.Options) {
 	}
 	b.StopTimer()
 	close(t.in)
-	<-done
+	testkit.Recv(b, done)
 }
 
 func BenchmarkGetInline(b *testing.B) { benchRequests(b, true, server.Options{}) }

@@ -120,7 +120,7 @@ func serveHeld(t *testing.T, h *heldTransport) {
 	}()
 	t.Cleanup(func() {
 		close(h.batches)
-		<-done
+		testkit.Recv(t, done)
 		if held := h.HeldBack(); len(held) > 0 {
 			t.Errorf("frames still held while the reader waited for input: %q", held)
 		}

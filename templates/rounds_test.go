@@ -135,6 +135,15 @@ func (tr trace) ranExactly(t *testing.T, nodes ...string) {
 	}
 }
 
+// inputHas fails t unless the input of node's execution i (from 0)
+// contains want.
+func (tr trace) inputHas(t *testing.T, node string, i int, want string) {
+	t.Helper()
+	if in := string(tr.inputs[node][i]); !strings.Contains(in, want) {
+		t.Fatalf("input %d of %s is %s, want it to contain %s", i, node, in, want)
+	}
+}
+
 const task = "Add a `--dry-run` flag.\n\nIt prints \"what would change\" & exits 0."
 
 // TestSoftwareChangeRejectedOnceRepairsAndReviewsAgain: the code verifier
@@ -159,9 +168,7 @@ func TestSoftwareChangeRejectedOnceRepairsAndReviewsAgain(t *testing.T) {
 	if fmt.Sprint(in) != fmt.Sprint(want) {
 		t.Fatalf("repair input %v, want %v", in, want)
 	}
-	if second := string(tr.inputs["code"][1]); !strings.Contains(second, `"summary":"added the flag and its test"`) {
-		t.Fatalf("the second review judged %s", second)
-	}
+	tr.inputHas(t, "code", 1, `"summary":"added the flag and its test"`) // what the second review judged
 }
 
 // TestSoftwareChangeOpensPullRequest: with --pr, two accepted verdicts
@@ -190,9 +197,7 @@ func TestSoftwareChangeShipFeedsDeliveryFailureBack(t *testing.T) {
 	})
 	tr.succeeded(t, `{"pullRequest":"7","summary":"added the flag; removed an unused variable"}`)
 	tr.ranExactly(t, "implement", "acceptance", "code", "deliver", "delivery_repair", "acceptance", "code", "deliver")
-	if in := string(tr.inputs["delivery_repair"][0]); !strings.Contains(in, `"deliveryFeedback":"check lint failed: unused variable"`) {
-		t.Fatalf("delivery repair input %s", in)
-	}
+	tr.inputHas(t, "delivery_repair", 0, `"deliveryFeedback":"check lint failed: unused variable"`)
 }
 
 // TestSoftwareChangeGivesUpAfterTenRounds: a change the verifiers never

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -101,7 +102,7 @@ func TestConcurrentRunsBorrowOneMirror(t *testing.T) {
 			errs <- m.Prepare(context.Background(), workspace.Key("t", run), workspace.Source{Repository: "acme/app", Branch: "main", Revision: revs[run]}, workspace.Branch("t", run))
 		})
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	close(errs)
 	for err := range errs {
 		if err != nil {

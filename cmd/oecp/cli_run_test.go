@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // The native example (examples/native) and a one-step native graph whose
@@ -175,7 +176,7 @@ func TestCLIRunWatchSurvivesRestart(t *testing.T) {
 	// Three resumption attempts find no server behind the relay: the
 	// watch says it is resuming once, not once per attempt.
 	for range 3 {
-		<-r.failed
+		testkit.Recv(t, r.failed)
 	}
 	if err := os.WriteFile(filepath.Join(filepath.Dir(harness), "tick.sh.answer"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func startRelay(t *testing.T, srv *testServer) *relay {
 	r := &relay{ln: ln, failed: make(chan struct{}, 64)}
 	r.point(srv)
 	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	t.Cleanup(func() { _ = ln.Close(); testkit.Wait(t, &wg) })
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -397,7 +397,7 @@ func TestClientOverServeStdio(t *testing.T) {
 	if err != nil || *wr.RunID != "run-1" {
 		t.Fatalf("watch: %+v %v", wr, err)
 	}
-	ev := <-sub.Events()
+	ev := testkit.Recv(t, sub.Events())
 	if ev.Event.Type != protocol.EventPhase || ev.Event.Admission == nil {
 		t.Fatalf("first event %+v", ev)
 	}

@@ -205,7 +205,7 @@ func TestCLILocalServerRace(t *testing.T) {
 	}
 	starts := 0
 	for range 2 {
-		r := <-results
+		r := testkit.Recv(t, results)
 		expect(t, r, 0, []string{"no runs"}, nil)
 		starts += strings.Count(r.stderr, "started a local server")
 	}

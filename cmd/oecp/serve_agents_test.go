@@ -203,7 +203,7 @@ func runServer(t *testing.T, cmd *exec.Cmd, log *lockedBuilder) *testServer {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	})
-	u, ok := <-urlc
+	u, ok := testkit.RecvOK(t, urlc)
 	if !ok {
 		t.Fatalf("oecp serve exited before announcing its URL")
 	}
@@ -281,7 +281,7 @@ func TestAgentSandboxHostileAgent(t *testing.T) {
 				return // the greetings below may never come
 			}
 			for range 4 { // two runs, each a writer and a verifier
-				if g := <-s.greetings; !strings.HasPrefix(g, "hello-from-") {
+				if g := testkit.Recv(t, s.greetings); !strings.HasPrefix(g, "hello-from-") {
 					t.Errorf("allowed port got %q", g)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/graph"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // A memo's index lock is never waited for under its cache lock: building
@@ -35,7 +36,7 @@ func TestMemoBeginNeverWaitsForTheIndexUnderItsCacheLock(t *testing.T) {
 		}
 	}
 	m.idxMu.Unlock()
-	<-begun
+	testkit.Recv(t, begun)
 	if !free {
 		t.Fatal("begin held the memo's cache lock while waiting for its index lock")
 	}

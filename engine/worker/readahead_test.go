@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/engine/worker"
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // byteAtATime yields its data one byte per Read, as a program making tiny
@@ -69,11 +70,11 @@ func TestReadAheadIsBoundedInBytesNotWrites(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		n := src.read.Load()
 		close(dst.open)
-		<-peak
+		testkit.Recv(t, peak)
 		t.Fatalf("the read-ahead stalled at %d bytes read, within its budget of %d", n, budget)
 	}
 	close(dst.open)
-	if p := <-peak; p > budget {
+	if p := testkit.Recv(t, peak); p > budget {
 		t.Errorf("the read-ahead held %d bytes, over its budget of %d", p, budget)
 	}
 	if !bytes.Equal(dst.got.Bytes(), data) {

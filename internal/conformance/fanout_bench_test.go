@@ -15,6 +15,7 @@ import (
 
 	"github.com/oecp/oecp/cluster"
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 )
@@ -202,7 +203,7 @@ func bareFanout(b *testing.B, subs int, frame []byte) *fanoutSide {
 	s := &fanoutSide{conns: make([]*ws.Conn, subs)}
 	for i := range s.conns {
 		s.conns[i] = dialRaw(b, url)
-		<-ready
+		testkit.Recv(b, ready)
 	}
 	s.produce = func(k int) {
 		mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/internal/wiretest"
 	"github.com/oecp/oecp/protocol"
 )
@@ -56,7 +57,7 @@ func launch(t *testing.T, argv ...string) (*server, error) {
 	go s.read(pipe)
 	t.Cleanup(func() {
 		_ = s.cmd.Process.Kill()
-		<-s.exited
+		testkit.Recv(t, s.exited)
 	})
 	line, err := s.await(servingLine.String())
 	if err != nil {
@@ -132,7 +133,7 @@ func (s *server) stop(t *testing.T, sig os.Signal) error {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	<-s.exited
+	testkit.Recv(t, s.exited)
 	return s.status
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/oecp/oecp/client"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
 )
 
@@ -169,7 +170,7 @@ func TestRandomSIGKILL(t *testing.T) {
 			t.Fatalf("cycle %d: stuck before %d acknowledged mutations:\n%s", cycle, killAt, srv.stderr())
 		}
 		_ = srv.stop(t, syscall.SIGKILL)
-		wg.Wait()
+		testkit.Wait(t, &wg)
 	}
 	c := dial(t, serve(t, args...))
 	replayAll(t, c, all)

@@ -1,9 +1,9 @@
 // Package testkit is what the tests of many packages share: a TestMain that
 // fails a package's tests when any of them leaves a goroutine running,
-// bounded waits (HangGuard, Recv, Awaited, Bounded), processes watched
-// through pidfds or /proc (Pidfd, Exited, Stop, ProcState), and file and
-// disk helpers (WriteFile, TreeBytes, FillDisk). It is imported by tests
-// only.
+// bounded waits (HangGuard, Recv, RecvOK, Awaited, Wait, Bounded),
+// processes watched through pidfds or /proc (Pidfd, Exited, Stop,
+// ProcState), and file and disk helpers (WriteFile, TreeBytes, FillDisk).
+// It is imported by tests only.
 package testkit
 
 import (
@@ -47,6 +47,60 @@ func Recv[T any](t testing.TB, ch <-chan T) T {
 	}
 	var zero T
 	return zero
+}
+
+// RecvOK is Recv that also reports, as a receive's second value does,
+// whether the value came from a send (false: ch is closed).
+func RecvOK[T any](t testing.TB, ch <-chan T) (T, bool) {
+	t.Helper()
+	select {
+	case v, ok := <-ch:
+		return v, ok
+	case <-time.After(HangGuard):
+		t.Fatalf("nothing received within %v: the test is stuck", HangGuard)
+	}
+	var zero T
+	return zero, false
+}
+
+// Wait waits for wg (a sync.WaitGroup, or anything whose Wait returns
+// once the goroutines it counts have ended), failing the test when it has
+// not returned within HangGuard. The goroutines that are stuck then are
+// left running: the test has failed.
+func Wait(t testing.TB, wg interface{ Wait() }) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(HangGuard):
+		t.Fatalf("the goroutines waited for have not ended within %v: the test is stuck", HangGuard)
+	}
+}
+
+// CompletesWhileHeld runs op while another operation is held (in a test
+// hook that waits until release is closed) and returns op's error. op
+// must return within bound: when it does not, it waited for the held
+// operation (a lock held across the hook), and t fails with why, after
+// release and op's return. release is closed when CompletesWhileHeld
+// returns.
+func CompletesWhileHeld(t testing.TB, release chan<- struct{}, bound time.Duration, op func() error, why string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		close(release)
+		return err
+	case <-time.After(bound):
+		close(release)
+		Recv(t, done)
+		t.Fatal(why)
+		return nil
+	}
 }
 
 // Awaited waits for a value on ch; when none comes within HangGuard it

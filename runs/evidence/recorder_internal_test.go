@@ -221,10 +221,10 @@ func TestEvidenceRecordedConcurrentlyWithClose(t *testing.T) {
 			}
 		}()
 	}
-	started.Wait()
+	testkit.Wait(t, &started)
 	r.Close()
 	writtenAtClose := st.written.Load()
-	all.Wait()
+	testkit.Wait(t, &all)
 	late := execKey{runKey{"tk", "run"}, "run/n/late"}
 	if r.add(late, evRecord(late.execution, 0, evPrompt, "stdin", []byte("p"))) {
 		t.Error("a record reported after Close returned was accepted")

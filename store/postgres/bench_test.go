@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -132,7 +133,7 @@ func benchFanout(b *testing.B, w, r store.Store, n int) {
 	for range b.N {
 		must(b, w.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("t", "r", body); return err }))
 	}
-	wg.Wait()
+	testkit.Wait(b, &wg)
 	b.ReportMetric(float64(b.N)*float64(n)/b.Elapsed().Seconds(), "events/s")
 }
 
@@ -153,7 +154,7 @@ func BenchmarkCrossReplicaWakeup(b *testing.B) {
 		must(b, a.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("t", "r", body); return err }))
 		commit = append(commit, time.Since(start))
 		for {
-			<-ch
+			testkit.Recv(b, ch)
 			ch = r.Changed()
 			var evs []store.Event
 			must(b, r.View(ctx, func(tx store.ReadTx) error {

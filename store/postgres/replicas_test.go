@@ -45,7 +45,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 			_ = s.Close()
 		})
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	if n := count.n.Load(); n != 1 {
 		t.Fatalf("%d migrations logged, want 1", n)
 	}
@@ -118,7 +118,7 @@ func TestCursorOrderIsCommitOrder(t *testing.T) {
 			})
 		}
 	}
-	wwg.Wait()
+	testkit.Wait(t, &wwg)
 	// The per-run followers stop at a final marker event on each run.
 	for r := range runs {
 		must(t, stores[0].Update(ctx, func(tx store.Tx) error {
@@ -126,7 +126,7 @@ func TestCursorOrderIsCommitOrder(t *testing.T) {
 			return err
 		}))
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	for i, seqs := range got {
 		for k, s := range seqs {
 			if s != uint64(k+1) {

@@ -390,7 +390,7 @@ func TestReadersDuringWrites(t *testing.T) {
 		must(t, s.Update(ctx, func(tx store.Tx) error { _, err := tx.AppendEvent("a", "r", body); return err }))
 	}
 	close(done)
-	wg.Wait()
+	testkit.Wait(t, &wg)
 }
 
 // TestMigrateCheckpointsAndRunStates opens a database whose runs'

@@ -14,6 +14,7 @@ import (
 	ws "github.com/coder/websocket"
 
 	"github.com/oecp/oecp/identity"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/transport/websocket"
 )
@@ -39,7 +40,7 @@ func tokenServer(t *testing.T, log *slog.Logger) (url string) {
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
-		h.Wait()
+		testkit.Wait(t, h)
 	})
 	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/oecp"
 }

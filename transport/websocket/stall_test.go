@@ -77,7 +77,7 @@ func TestStalledPeersAreCutOff(t *testing.T) {
 		conns[i] = dialSmallWindow(t, srv.URL)
 		go func() { floodWithoutReading(conns[i]); done <- struct{}{} }()
 	}
-	srv.Handler.Wait() // every connection was cut off
+	testkit.Wait(t, srv.Handler) // every connection was cut off
 	for _, c := range conns {
 		_ = c.CloseNow() // a write to a peer that is gone may never fail
 	}

@@ -108,13 +108,20 @@ func worked(t *testing.T, r *gittest.Remote, h *host) workspace.Source {
 	return src
 }
 
+// checkpointed is twoHosts(t, maxBytes, push) after host a has worked on
+// source src and taken the run's first checkpoint, cp.
+func checkpointed(t *testing.T, maxBytes int64, push bool) (r *gittest.Remote, a, b *host, src workspace.Source, cp checkpoint.Checkpoint) {
+	t.Helper()
+	r, a, b = twoHosts(t, maxBytes, push)
+	src = worked(t, r, a)
+	return r, a, b, src, a.k.Take(ctx, key, src, branch, "run-a/one/1")
+}
+
 // TestRestoreElsewhere: a checkpoint taken on one host rebuilds the
 // workspace on another: the agent's own commit and its uncommitted work,
 // on the run's branch, without the files git ignores.
 func TestRestoreElsewhere(t *testing.T) {
-	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, false)
-	src := worked(t, r, a)
-	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
+	r, _, b, src, cp := checkpointed(t, checkpoint.DefaultMaxBytes, false)
 	if cp.Skipped != "" || cp.Commit == src.Revision || len(cp.Bundle) == 0 || cp.Ref != "" {
 		t.Fatalf("checkpoint %+v", cp)
 	}
@@ -230,9 +237,7 @@ func TestSourceAloneBeforeTheFirstCheckpoint(t *testing.T) {
 // kept and says why; the host holding the workspace keeps it as it is,
 // another cannot rebuild it and leaves nothing behind.
 func TestOversizedCheckpointIsSkipped(t *testing.T) {
-	r, a, b := twoHosts(t, 16, false)
-	src := worked(t, r, a)
-	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
+	_, a, b, src, cp := checkpointed(t, 16, false)
 	if !strings.Contains(cp.Skipped, "over the limit of 16 bytes (--checkpoint-max-bytes)") || len(cp.Bundle) != 0 {
 		t.Fatalf("checkpoint %+v", cp)
 	}
@@ -256,9 +261,7 @@ func TestOversizedCheckpointIsSkipped(t *testing.T) {
 // TestCorruptBundle: a damaged bundle is refused as such, and the
 // workspace cloned for it is removed.
 func TestCorruptBundle(t *testing.T) {
-	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, false)
-	src := worked(t, r, a)
-	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
+	_, _, b, src, cp := checkpointed(t, checkpoint.DefaultMaxBytes, false)
 	cp.Bundle = cp.Bundle[:len(cp.Bundle)/2]
 	if err := b.k.Restore(ctx, key, src, branch, &cp); !errors.Is(err, checkpoint.ErrCorrupt) {
 		t.Fatalf("restore of a truncated bundle: %v", err)
@@ -293,9 +296,7 @@ func TestVanishedSourceRevision(t *testing.T) {
 // TestPushedCheckpoint: with Push the checkpoint goes to a hidden ref of
 // the remote, and another host rebuilds the workspace from it.
 func TestPushedCheckpoint(t *testing.T) {
-	r, a, b := twoHosts(t, checkpoint.DefaultMaxBytes, true)
-	src := worked(t, r, a)
-	cp := a.k.Take(ctx, key, src, branch, "run-a/one/1")
+	r, _, b, src, cp := checkpointed(t, checkpoint.DefaultMaxBytes, true)
 	if cp.Skipped != "" || cp.Ref != checkpoint.HiddenRefPrefix+branch || len(cp.Bundle) != 0 {
 		t.Fatalf("checkpoint %+v", cp)
 	}

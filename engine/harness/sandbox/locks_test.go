@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/oecp/oecp/internal/testkit"
 )
 
 // Leasing a run's writer UID scans /proc without holding the host's lock:
@@ -25,22 +27,12 @@ func TestWriterLeaseScanHoldsNoHostLock(t *testing.T) {
 		_, err := h.writer("run-a")
 		leased <- err
 	}()
-	<-inScan
-	closed := make(chan struct{})
-	go func() {
+	testkit.Recv(t, inScan)
+	testkit.CompletesWhileHeld(t, release, 30*time.Second, func() error {
 		h.CloseRun("run-b")
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		close(release)
-		<-leased
-		<-closed
-		t.Fatal("CloseRun of another run waited for a writer lease's /proc scan")
-	}
-	close(release)
-	if err := <-leased; err != nil {
+		return nil
+	}, "CloseRun of another run waited for a writer lease's /proc scan")
+	if err := testkit.Recv(t, leased); err != nil {
 		t.Fatal(err)
 	}
 	h.CloseRun("run-a")
@@ -62,7 +54,7 @@ func TestConcurrentWriterLeasesAgree(t *testing.T) {
 			got[i] = l
 		})
 	}
-	wg.Wait()
+	testkit.Wait(t, &wg)
 	if got[0] == nil || got[0] != got[1] {
 		t.Fatalf("two writer leases of one run: %v %v", got[0], got[1])
 	}

@@ -126,7 +126,7 @@ func TestNewNetNamespaceKillsNoChild(t *testing.T) {
 			}
 			started <- err
 		}()
-		if err := <-started; err != nil {
+		if err := testkit.Recv(t, started); err != nil {
 			t.Fatal(err)
 		}
 	}
