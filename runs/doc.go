@@ -21,7 +21,8 @@
 //
 // Durable state per run: an immutable admission record (the run's store
 // seed), a small mutable state record (phase, executions, terminal result,
-// last cursor, spending; kept decoded by package runs/statecache), the
+// last cursor, spending: the store's run state, versioned, so a stale
+// owner's write fails; kept decoded by package runs/statecache), the
 // latest workspace checkpoint (the store's checkpoint of the run), and the
 // run's event log in the store, whose global sequence is the opaque cursor
 // "v2:N". The store's indexes list the runs: a tenant's
@@ -32,8 +33,9 @@
 // records into them (upgrade.go). Every record carries the run's status
 // projection after it, so run/watch replays any cursor without folding; log
 // lines are records too, buffered per run until a write of the run takes
-// them (package runs/logbuf), and run/logs replays and follows them. The raw evidence of its agent processes (the exact prompts and
-// every byte they wrote) is kept with the run in the store's evidence,
+// them (package runs/logbuf), and run/logs replays and follows them. The
+// raw evidence of its agent processes (the exact prompts and every byte
+// they wrote) is kept with the run in the store's evidence,
 // recorded by package runs/evidence and read back by its
 // exports (runexport.go, through the writers of package runs/export).
 // Live agent output (run/attach) is not stored as such: the replica
