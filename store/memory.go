@@ -174,6 +174,9 @@ func (t *memTx) Idempotency(tenant, key string) (Receipt, bool, error) {
 
 // run returns the current view of a run record.
 func (t *memTx) run(k tkey) (*runEntry, bool) {
+	if t.deleted(k) {
+		return nil, false
+	}
 	if e, ok := t.runs[k]; ok {
 		return e, true
 	}
@@ -193,6 +196,9 @@ func (t *memTx) FirstRunAfter(tenant string, seq uint64) (Run, bool, error) {
 	var best *Run
 	consider := func(e *runEntry) {
 		r := e.rec
+		if t.deleted(tkey{tenant, r.ID}) {
+			return
+		}
 		if cur, ok := t.runs[tkey{tenant, r.ID}]; ok {
 			r = cur.rec
 		}
@@ -224,7 +230,7 @@ func (t *memTx) Event(tenant string, seq uint64) (Event, bool, error) {
 		}
 	}
 	e, ok := t.m.bySeq[seq]
-	if !ok || e.tenant != tenant || t.tombstones[tkey{tenant, e.rec.ID}] {
+	if !ok || e.tenant != tenant || t.tombstones[tkey{tenant, e.rec.ID}] || t.deleted(tkey{tenant, e.rec.ID}) {
 		return Event{}, false, nil
 	}
 	i := sort.Search(len(e.events), func(i int) bool { return e.events[i].Seq >= seq })
@@ -236,7 +242,7 @@ func (t *memTx) Event(tenant string, seq uint64) (Event, bool, error) {
 
 func (t *memTx) Events(tenant, runID string, afterSeq uint64, limit int) ([]Event, error) {
 	k := tkey{tenant, runID}
-	if limit <= 0 || t.tombstones[k] {
+	if limit <= 0 || t.tombstones[k] || t.deleted(k) {
 		return nil, nil
 	}
 	var out []Event
@@ -308,6 +314,9 @@ func (t *memTx) PutIdempotency(tenant, key string, r Receipt) error {
 // touch returns the overlay copy of run k, copying it from the committed
 // data on first use.
 func (t *memTx) touch(k tkey) (*runEntry, bool) {
+	if t.deleted(k) {
+		return nil, false
+	}
 	if e, ok := t.runs[k]; ok {
 		return e, true
 	}
@@ -328,6 +337,11 @@ func (t *memTx) CreateRun(tenant string, r Run) error {
 		return err
 	}
 	k := tkey{tenant, r.ID}
+	if t.deleted(k) {
+		// The commit applies deletions last: the new run would go with
+		// the old one.
+		return fmt.Errorf("store: run %q is deleted in this transaction: create it again in the next one", r.ID)
+	}
 	if _, ok := t.run(k); ok {
 		return fmt.Errorf("%w: run %q", ErrExists, r.ID)
 	}

@@ -7,6 +7,9 @@ import "fmt"
 
 func (t *memTx) Checkpoint(tenant, runID string) ([]byte, bool, error) {
 	k := tkey{tenant, runID}
+	if t.deleted(k) {
+		return nil, false, nil
+	}
 	if b, ok := t.checkpoints[k]; ok {
 		return b, true, nil
 	}

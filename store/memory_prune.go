@@ -19,6 +19,11 @@ func (t *memTx) deleting() *memDeletes {
 	return t.deletes
 }
 
+// deleted reports whether the run is deleted in this transaction: from
+// then on the transaction sees no run, event, checkpoint or state of it,
+// as the SQL stores' transactions do.
+func (t *memTx) deleted(k tkey) bool { return t.deletes != nil && t.deletes.runs[k] }
+
 func (t *memTx) DeleteRun(tenant, runID string) error {
 	if err := t.writable(); err != nil {
 		return err

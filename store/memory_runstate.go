@@ -7,6 +7,9 @@ import "fmt"
 
 func (t *memTx) RunState(tenant, runID string) (Record, bool, error) {
 	k := tkey{tenant, runID}
+	if t.deleted(k) {
+		return Record{}, false, nil
+	}
 	if r, ok := t.states[k]; ok {
 		return r, true, nil
 	}

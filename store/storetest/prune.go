@@ -112,3 +112,54 @@ func testDeleteRollback(t *testing.T, s store.Store) {
 		return nil
 	}))
 }
+
+// testDeletedInItsTransaction: after DeleteRun, the rest of its
+// transaction sees none of the run (its record, events, checkpoint,
+// state) and cannot write to it (ErrNoRun); the run's other tenant twin is
+// untouched.
+func testDeletedInItsTransaction(t *testing.T, s store.Store) {
+	createRun(t, s, "a", "r1")
+	evs := appendN(t, s, "a", "r1", 2)
+	createRun(t, s, "b", "r1")
+	must(t, s.Update(ctx, func(tx store.Tx) error {
+		return errors.Join(tx.PutCheckpoint("a", "r1", []byte("cp")), tx.PutRunState("a", "r1", store.Record{Version: 1, Data: []byte("st")}))
+	}))
+	must(t, s.Update(ctx, func(tx store.Tx) error {
+		if err := tx.DeleteRun("a", "r1"); err != nil {
+			return err
+		}
+		if _, ok, err := tx.Run("a", "r1"); ok || err != nil {
+			return fmt.Errorf("Run after DeleteRun: found %v, %v", ok, err)
+		}
+		if got, err := tx.Events("a", "r1", 0, 10); len(got) != 0 || err != nil {
+			return fmt.Errorf("Events after DeleteRun: %d, %v", len(got), err)
+		}
+		if _, ok, err := tx.Event("a", evs[0].Seq); ok || err != nil {
+			return fmt.Errorf("Event after DeleteRun: found %v, %v", ok, err)
+		}
+		if _, ok, err := tx.Checkpoint("a", "r1"); ok || err != nil {
+			return fmt.Errorf("Checkpoint after DeleteRun: found %v, %v", ok, err)
+		}
+		if _, ok, err := tx.RunState("a", "r1"); ok || err != nil {
+			return fmt.Errorf("RunState after DeleteRun: found %v, %v", ok, err)
+		}
+		for name, err := range map[string]error{
+			"PutCheckpoint": tx.PutCheckpoint("a", "r1", []byte("x")),
+			"PutRunState":   tx.PutRunState("a", "r1", store.Record{Version: 2, Data: []byte("x")}),
+			"DeleteRun":     tx.DeleteRun("a", "r1"),
+		} {
+			if !errors.Is(err, store.ErrNoRun) {
+				return fmt.Errorf("%s after DeleteRun: %v, want ErrNoRun", name, err)
+			}
+		}
+		if _, err := tx.AppendEvent("a", "r1", func(uint64) ([]byte, error) { return []byte("{}"), nil }); !errors.Is(err, store.ErrNoRun) {
+			return fmt.Errorf("AppendEvent after DeleteRun: %v, want ErrNoRun", err)
+		}
+		if _, ok, err := tx.Run("b", "r1"); !ok || err != nil {
+			return fmt.Errorf("the other tenant's run: found %v, %v", ok, err)
+		}
+		return nil
+	}))
+	checkpointIs(t, s, "a", "r1", nil)
+	stateIs(t, s, "a", "r1", 0, "")
+}

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteRun", testDeleteRun},
 		{"DeleteReceiptAndCluster", testDeleteRecords},
 		{"DeleteRollsBack", testDeleteRollback},
+		{"DeletedInItsTransaction", testDeletedInItsTransaction},
 		// The evidence port (store.Evidence, evidence.go).
 		{"Evidence", testEvidence},
 		// Runs' checkpoints (checkpoint.go).
