@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,14 +43,39 @@ func TestClaimHeldElsewhereIsTheEngineSentinel(t *testing.T) {
 }
 
 // releases is a native ledger that reports each claim the supervisor
-// released, once the release has returned.
+// released, once the release has returned. A claim of a run it released
+// waits until resume is closed (or the claim's context ends): a commit of
+// the finished run may name it to the change feed only after the pass
+// that dropped it, and the supervisor then claims the run again, reads it
+// finished and releases it again. Holding that claim keeps it out of what
+// the test checks after the first release.
 type releases struct {
 	*runs.Ledger
 	released chan engine.RunRef
+	resume   chan struct{}
+	mu       sync.Mutex
+	gone     map[engine.RunRef]bool // released, under mu
 }
 
-func (r releases) Release(ctx context.Context, ref engine.RunRef) error {
+func (r *releases) Claim(ctx context.Context, ref engine.RunRef) error {
+	r.mu.Lock()
+	again := r.gone[ref]
+	r.mu.Unlock()
+	if again {
+		select {
+		case <-r.resume:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return r.Ledger.Claim(ctx, ref)
+}
+
+func (r *releases) Release(ctx context.Context, ref engine.RunRef) error {
 	err := r.Ledger.Release(ctx, ref)
+	r.mu.Lock()
+	r.gone[ref] = true
+	r.mu.Unlock()
 	r.released <- ref
 	return err
 }
@@ -69,9 +95,10 @@ func TestFinishedRunReleasesItsLease(t *testing.T) {
 	agents := newFakeAgents()
 	b := runs.New(runs.Config{Store: st, Agents: agents, Log: slog.New(slog.DiscardHandler)})
 	defer b.Close()
-	l := releases{Ledger: b.Ledger("replica"), released: make(chan engine.RunRef, 16)}
+	l := &releases{Ledger: b.Ledger("replica"), released: make(chan engine.RunRef, 16), resume: make(chan struct{}), gone: map[engine.RunRef]bool{}}
 	stop := runEngine(t, l)
 	defer stop()
+	defer close(l.resume) // before stop: a held claim goes on
 	ctx := as("alice")
 	if _, err := b.Submit(ctx, "done", oneStep("done", "echo")); err != nil {
 		t.Fatal(err)
