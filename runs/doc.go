@@ -21,8 +21,9 @@
 //
 // Durable state per run: an immutable admission record (the run's store
 // seed), a small mutable state record (phase, executions, terminal result,
-// last cursor, spending: the store's run state, versioned, so a stale
-// owner's write fails; kept decoded by package runs/statecache), the
+// last cursor, spending: the store's run state, versioned against lost
+// updates, written under the run's lease like every write of the run;
+// kept decoded by package runs/statecache), the
 // latest workspace checkpoint (the store's checkpoint of the run), and the
 // run's event log in the store, whose global sequence is the opaque cursor
 // "v2:N". The store's indexes list the runs: a tenant's

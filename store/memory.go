@@ -225,7 +225,7 @@ func (t *memTx) FirstRunAfter(tenant string, seq uint64) (Run, bool, error) {
 
 func (t *memTx) Event(tenant string, seq uint64) (Event, bool, error) {
 	for _, p := range t.events {
-		if p.ev.Seq == seq && p.key.tenant == tenant && !t.tombstones[p.key] {
+		if p.ev.Seq == seq && p.key.tenant == tenant && !t.tombstones[p.key] && !t.deleted(p.key) {
 			return p.ev, true, nil
 		}
 	}

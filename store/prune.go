@@ -4,15 +4,18 @@ package store
 // Tx), used by retention to delete the history of runs long finished.
 //
 // Deletion never reuses a sequence: LastSeq does not move back when the
-// events holding it are deleted. A record deleted in a transaction must
-// not be read again in that transaction (what such a read sees is not
-// specified); the transaction's other reads and writes behave as usual.
+// events holding it are deleted. A run deleted in a transaction is gone
+// for the rest of it (below); what another record deleted in a
+// transaction reads as later in that transaction is not specified. The
+// transaction's other reads and writes behave as usual.
 type Pruner interface {
-	// DeleteRun deletes a run record, every event of it and its
-	// checkpoint (and evidence). Afterwards the run, its events and its
-	// checkpoint are not found (Run, Event, Events, FirstRunAfter,
-	// Checkpoint), as if they had never been written, and the run id may
-	// be created again. An unknown run is ErrNoRun.
+	// DeleteRun deletes a run record, every event of it, its state, its
+	// checkpoint (and evidence). From then on, in this transaction and
+	// after it, the run, its events, state and checkpoint are not found
+	// (Run, Event, Events, FirstRunAfter, RunState, Checkpoint), as if
+	// they had never been written, and writes to it are ErrNoRun. The run
+	// id may be created again in a later transaction (the memory store
+	// refuses it in the same one). An unknown run is ErrNoRun.
 	DeleteRun(tenant, runID string) error
 	// DeleteIdempotency deletes a receipt; an absent one is no error.
 	DeleteIdempotency(tenant, key string) error

@@ -65,7 +65,7 @@ func TestMigrateCheckpointsAndRunStates(t *testing.T) {
 		pgtest.Exec(t, "INSERT INTO "+schema+".runs (tenant, id, seed) VALUES ($1, $2, '')", []byte(r[0]), []byte(r[1]))
 	}
 	for _, r := range storetest.LegacyRecords {
-		pgtest.Exec(t, "INSERT INTO "+schema+".clusters (tenant, version, data) VALUES ($1, 1, $2)", []byte(r.Key), r.Data)
+		pgtest.Exec(t, "INSERT INTO "+schema+".clusters (tenant, version, data) VALUES ($1, $2, $3)", []byte(r.Key), int64(r.Ver()), r.Data)
 	}
 	storetest.CheckLegacyMigrated(t, openOn(t, dsn, postgres.Options{}))
 }

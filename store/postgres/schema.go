@@ -105,7 +105,7 @@ CREATE TABLE replicas (
 	// number: the unfinished-run index changes an entry's number at every
 	// commit of its run, and a second B-tree would be rewritten each time
 	// (at 16,000 queued runs PostgreSQL served 0.67 of its shallow rate
-	// with one, 0.85 without); IndexBelow reads the key's entries and
+	// with one, 1.01 without); IndexBelow reads the key's entries and
 	// keeps the lowest (a bounded sort).
 	`
 CREATE TABLE indexes (
@@ -144,8 +144,10 @@ WHERE c.tenant = p.tenant || '/'::bytea || p.run_id || '#checkpoint'::bytea;
 	// 6: run_states: native runs' state records (store.Tx.PutRunState),
 	// deleted with the run. The records kept before in the clusters
 	// table, each under its run's tenant key + "/" + run id, move here
-	// when their run exists (after migration 5 no other key of that form
-	// names a run); a record whose run is gone stays, read by no one. The
+	// when their run exists. Only keys of a native tenant key ("n:" + the
+	// quoted tenant, or "n*") are read: a v1 tenant's cluster record is
+	// keyed "t:" + its name, which may hold a '/' and end in a v1 run's
+	// id. A record whose run is gone stays, read by no one. The
 	// key is split at its last '/' as in migration 5.
 	`
 CREATE TABLE run_states (
@@ -161,7 +163,7 @@ SELECT r.tenant, r.id, l.version, coalesce(l.data, '')
 FROM (SELECT version, data,
 		decode(substring(encode(tenant, 'escape') from '^(.*)/[^/]*$'), 'escape') AS tk,
 		decode(substring(encode(tenant, 'escape') from '/([^/]*)$'), 'escape') AS id
-	FROM clusters WHERE tenant LIKE '%/%') AS l
+	FROM clusters WHERE tenant LIKE 'n:%/%' OR tenant LIKE 'n*/%') AS l
 JOIN runs r ON r.tenant = l.tk AND r.id = l.id;
 
 DELETE FROM clusters c USING run_states s

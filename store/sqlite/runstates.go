@@ -19,7 +19,7 @@ func (t *txn) RunState(tenant, runID string) (store.Record, bool, error) {
 	if ok, err := t.lookup("read run state", stRunState, []any{tenant, runID}, &v, &r.Data); !ok {
 		return store.Record{}, false, err
 	}
-	r.Version = uint64(v)
+	r.Version, r.Data = uint64(v), nonNil(r.Data)
 	return r, true, nil
 }
 

@@ -407,7 +407,7 @@ func TestMigrateCheckpointsAndRunStates(t *testing.T) {
 		must(t, err)
 	}
 	for _, r := range storetest.LegacyRecords {
-		_, err := db.Exec(`INSERT INTO clusters (tenant, version, data) VALUES (?, 1, ?)`, r.Key, r.Data)
+		_, err := db.Exec(`INSERT INTO clusters (tenant, version, data) VALUES (?, ?, ?)`, r.Key, r.Ver(), r.Data)
 		must(t, err)
 	}
 	must(t, db.Close())

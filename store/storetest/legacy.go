@@ -10,10 +10,12 @@ import (
 // LegacyRecord is a clusters-table record of a database written before
 // runs' checkpoints and states had tables of their own: a checkpoint was
 // kept under its run's tenant key + "/" + run id + "#checkpoint", a state
-// under its run's tenant key + "/" + run id. Each is written at version 1.
+// under its run's tenant key + "/" + run id.
 type LegacyRecord struct {
 	Key  string
 	Data []byte
+	// Version is the record's version (0: 1); a moved state keeps it.
+	Version uint64
 	// RunTenant and RunID name the run whose checkpoint (State false) or
 	// state (State true) it is, when the record is one and the run
 	// exists: the migrations move it.
@@ -24,6 +26,7 @@ type LegacyRecord struct {
 // LegacyRuns are the runs (tenant, id) of the legacy database.
 var LegacyRuns = [][2]string{
 	{`n:"a/b"`, "r1"}, {`n:"ü"`, "r2"}, {"n*", "r3"}, {`n:"q\\"`, "r4"}, {`n:"c"`, "r5"},
+	{"t:acme", "run-1"}, // a v1 run
 }
 
 // LegacyRecords are its clusters records: checkpoints of runs that exist
@@ -36,16 +39,21 @@ var LegacyRecords = []LegacyRecord{
 	{Key: `n:"q\\"/r4#checkpoint`, Data: []byte("bundle of r4"), RunTenant: `n:"q\\"`, RunID: "r4"},
 	{Key: `n:"x"/gone#checkpoint`, Data: []byte("run is gone")},
 	{Key: "t:v1#checkpoint", Data: []byte("a v1 tenant's cluster")},
-	{Key: `n:"a/b"/r1`, Data: []byte("state of r1"), RunTenant: `n:"a/b"`, RunID: "r1", State: true},
+	{Key: `n:"a/b"/r1`, Data: []byte("state of r1"), RunTenant: `n:"a/b"`, RunID: "r1", State: true, Version: 7},
+	{Key: "n*/r3", Data: []byte("state of r3"), RunTenant: "n*", RunID: "r3", State: true, Version: 2},
+	{Key: "t:acme/run-1", Data: []byte("the v1 cluster of tenant acme/run-1")},
 	{Key: `n:"q\\"/r4`, Data: []byte("state of r4"), RunTenant: `n:"q\\"`, RunID: "r4", State: true},
 	{Key: `n:"ü"/r2`, Data: []byte("state of r2"), RunTenant: `n:"ü"`, RunID: "r2", State: true},
 	{Key: `n:"x"/gone`, Data: []byte("state of a run that is gone")},
 	{Key: `n:"a/b"`, Data: []byte("a tenant key alone")},
 }
 
+// Ver is the record's version as written.
+func (r LegacyRecord) Ver() uint64 { return max(r.Version, 1) }
+
 // CheckLegacyMigrated checks a store opened on the legacy database: each
 // checkpoint or state of an existing run is its run's Checkpoint or
-// RunState (at version 1) and no longer a clusters record; every other
+// RunState (at its version) and no longer a clusters record; every other
 // record is where it was.
 func CheckLegacyMigrated(t *testing.T, s store.Store) {
 	t.Helper()
@@ -66,7 +74,7 @@ func CheckLegacyMigrated(t *testing.T, s store.Store) {
 			}
 			if r.State {
 				st, ok, err := tx.RunState(r.RunTenant, r.RunID)
-				if err != nil || !ok || st.Version != 1 || string(st.Data) != string(r.Data) {
+				if err != nil || !ok || st.Version != r.Ver() || string(st.Data) != string(r.Data) {
 					return fmt.Errorf("state of %s/%s after the migration: %+v %v %v, want %q", r.RunTenant, r.RunID, st, ok, err, r.Data)
 				}
 				continue

@@ -124,9 +124,24 @@ func testDeletedInItsTransaction(t *testing.T, s store.Store) {
 	must(t, s.Update(ctx, func(tx store.Tx) error {
 		return errors.Join(tx.PutCheckpoint("a", "r1", []byte("cp")), tx.PutRunState("a", "r1", store.Record{Version: 1, Data: []byte("st")}))
 	}))
+	createRun(t, s, "a", "r2")
 	must(t, s.Update(ctx, func(tx store.Tx) error {
-		if err := tx.DeleteRun("a", "r1"); err != nil {
+		// Read first, so that a store caching what it read must forget it.
+		if _, ok, err := tx.RunState("a", "r1"); !ok || err != nil {
+			return fmt.Errorf("RunState before DeleteRun: found %v, %v", ok, err)
+		}
+		if _, ok, err := tx.Run("a", "r1"); !ok || err != nil {
+			return fmt.Errorf("Run before DeleteRun: found %v, %v", ok, err)
+		}
+		added, err := tx.AppendEvent("a", "r2", func(uint64) ([]byte, error) { return []byte("{}"), nil })
+		if err != nil {
 			return err
+		}
+		if err := errors.Join(tx.DeleteRun("a", "r1"), tx.DeleteRun("a", "r2")); err != nil {
+			return err
+		}
+		if _, ok, err := tx.Event("a", added.Seq); ok || err != nil {
+			return fmt.Errorf("an event appended, then its run deleted, in one transaction: found %v, %v", ok, err)
 		}
 		if _, ok, err := tx.Run("a", "r1"); ok || err != nil {
 			return fmt.Errorf("Run after DeleteRun: found %v, %v", ok, err)

@@ -451,6 +451,14 @@ func testConcurrent(t *testing.T, s store.Store) {
 					if err := tx.PutCluster("a", store.Cluster{Version: c.Version + 1, Data: []byte(strconv.Itoa(n + 1))}); err != nil {
 						return err
 					}
+					st, _, err := tx.RunState("a", "r")
+					if err != nil {
+						return err
+					}
+					m, _ := strconv.Atoi(string(st.Data))
+					if err := tx.PutRunState("a", "r", store.Record{Version: st.Version + 1, Data: []byte(strconv.Itoa(m + 1))}); err != nil {
+						return err
+					}
 					_, err = tx.AppendEvent("a", "r", body)
 					return err
 				})
@@ -466,6 +474,9 @@ func testConcurrent(t *testing.T, s store.Store) {
 		c, _, _ := tx.Cluster("a")
 		if string(c.Data) != strconv.Itoa(writers*each) || c.Version != writers*each {
 			return fmt.Errorf("lost update: %s v%d", c.Data, c.Version)
+		}
+		if st, _, _ := tx.RunState("a", "r"); string(st.Data) != strconv.Itoa(writers*each) || st.Version != writers*each {
+			return fmt.Errorf("lost run state update: %s v%d", st.Data, st.Version)
 		}
 		evs, _ := tx.Events("a", "r", 0, writers*each+1)
 		for i, ev := range evs {
