@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -147,16 +148,17 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 	}
 }
 
+// stepNode is the node name stepsGraph gives an agent step, at the end of
+// a span's name.
+var stepNode = regexp.MustCompile(` s[0-9]+$`)
+
 // reportStages reports the median duration of each kind of span the runs
 // traced, as ms-p50/<name> (the node's name dropped: "invoke_agent s1"
 // and "invoke_agent s2" are one stage).
 func reportStages(b *testing.B, spans tracetest.SpanStubs) {
 	byStage := map[string][]time.Duration{}
 	for _, s := range spans {
-		name := s.Name
-		if i := strings.LastIndexByte(name, ' '); i > 0 && strings.HasPrefix(name[i+1:], "s") && !strings.Contains(name, "start") {
-			name = name[:i]
-		}
+		name := stepNode.ReplaceAllString(s.Name, "")
 		byStage[name] = append(byStage[name], s.EndTime.Sub(s.StartTime))
 	}
 	for _, name := range slices.Sorted(maps.Keys(byStage)) {
