@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,6 +39,18 @@ func materialise(ctx context.Context, home string, p Paths, commit string) error
 // host's CPUs, at least two and at most eight (git writes a tree of fewer
 // than 100 files with one).
 func checkoutWorkers() int { return min(max(runtime.NumCPU(), 2), 8) }
+
+// giveTree gives every entry of the work tree at dir, dir too, to uid
+// (its group too), not following links. It is for a tree the host has
+// just written: nothing else has run in it.
+func giveTree(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, uid)
+	})
+}
 
 // emptyDir makes dir an empty directory (mode 0700 when it is made),
 // removing what it holds without following a link.

@@ -96,12 +96,29 @@ func (m *Manager) Repos() *Repos { return m.repos }
 // directory and runtime with mode 0700).
 func (m *Manager) Paths(key string) (Paths, error) {
 	p := m.paths(key)
+	if _, err := os.Lstat(p.Dir); os.IsNotExist(err) {
+		m.spreadRuns(p.Dir)
+	}
 	for _, d := range []string{p.Dir, p.Runtime, p.Workspace} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return Paths{}, err
 		}
 	}
 	return p, nil
+}
+
+// spreadRuns makes the root and the tenant directory of the run directory
+// dir (mode 0700) and marks each with spreadChildren, so that runs are
+// written apart from each other and from the runs removed before them.
+func (m *Manager) spreadRuns(dir string) {
+	for _, d := range []string{m.root, filepath.Dir(dir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return // Paths says why
+		}
+		if err := spreadChildren(d); err != nil {
+			m.log.Debug("workspace: no placement hint", "dir", d, "err", err)
+		}
+	}
 }
 
 func (m *Manager) paths(key string) Paths {
@@ -157,6 +174,21 @@ func prepared(p Paths, src Source) bool {
 // directory is not removed under the checkout. The error wraps
 // ErrRevisionNotFound or ErrUnavailable and says what failed.
 func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch string) error {
+	return m.PrepareFor(ctx, key, src, branch, nil)
+}
+
+// Owner returns the UID a run's new work tree is given to before the host
+// records its files' state, and false when it stays the host's. It may
+// wait (for a lease being taken meanwhile).
+type Owner func() (uid int, ok bool)
+
+// PrepareFor is Prepare, the work tree it writes given to owner's UID
+// (when owner is not nil and gives one) before the host records the
+// files' state: a run's first snapshot then reads only what its agents
+// changed, where a change of owner after that record would have it read
+// every file again. Only what the host itself has just written is given:
+// no agent has run in the directory yet.
+func (m *Manager) PrepareFor(ctx context.Context, key string, src Source, branch string, owner Owner) error {
 	repo, ok := m.repos.Lookup(src.Repository)
 	if !ok {
 		return fmt.Errorf("%w: %s is not listed in the server's --repos file", ErrUnavailable, src.Repository)
@@ -185,12 +217,12 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	defer os.RemoveAll(home)
 	remote := Git{Home: home, Token: token, Remote: repo.URL}
 	name := mirrorName(src.Repository, repo.URL)
-	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch)
+	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch, owner)
 	if err != nil && m.mirrors.mayCheck(name, err) {
 		if rebuilt, rerr := m.mirrors.repair(ctx, remote, name, repo.URL); rerr != nil {
 			m.log.Warn("workspace: cannot check a mirror", "repository", src.Repository, "err", rerr)
 		} else if rebuilt {
-			err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch)
+			err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch, owner)
 		}
 	}
 	if err != nil {
@@ -206,9 +238,10 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 // checkout makes the run's directories, from the objects of mirror name
 // of url, hold revision on branch: the host git directory p.Host, the
 // work tree p.Workspace written from it, and the agents' git directory
-// p.Git, with url as its origin and its index at revision. Only the
-// commands that reach the remote get remote's token.
-func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key string, p Paths, revision, branch string) error {
+// p.Git, with url as its origin and its index at revision; the work tree
+// is given to owner's UID, when it gives one, before the host's index
+// records it. Only the commands that reach the remote get remote's token.
+func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key string, p Paths, revision, branch string, owner Owner) error {
 	for _, d := range []string{p.Workspace, p.Git, p.Host} {
 		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -223,6 +256,13 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	}
 	if err := materialise(ctx, remote.Home, p, revision); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if owner != nil {
+		if uid, ok := owner(); ok {
+			if err := giveTree(p.Workspace, uid); err != nil {
+				return fmt.Errorf("%w: giving the work tree to its writer: %v", ErrUnavailable, err)
+			}
+		}
 	}
 	m.primeIndex(ctx, remote.Home, p, revision)
 	// The host's index is the work tree it has just written: the agents'

@@ -218,6 +218,7 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	// Prepare makes a run's first namespace and leases its writer UID
 	// while the run's workspace is made: its first execution takes both.
 	h.Prepare("p")
+	uid, leased := h.Writer("p") // waits for the lease being taken
 	h.mu.Lock()
 	ready := h.making["p"]
 	h.mu.Unlock()
@@ -229,6 +230,9 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	h.mu.Unlock()
 	if ahead == nil || len(nets) != 1 {
 		t.Fatalf("prepared: writer %v, networks %d", ahead, len(nets))
+	}
+	if !leased || uid != int(ahead.uid) {
+		t.Errorf("Writer answered %d %v, not the UID leased ahead (%d)", uid, leased, ahead.uid)
 	}
 	e, err := h.Start(Spec{Run: "p", Workspace: t.TempDir(), Scratch: t.TempDir()})
 	if err != nil {

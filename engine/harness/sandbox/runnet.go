@@ -52,13 +52,9 @@ func (h *Host) Prepare(run string) {
 	h.nets[run] = nil
 	ready := make(chan struct{})
 	h.making[run] = ready
+	leased := h.leaseAhead(run)
 	h.mu.Unlock()
 	go func() {
-		leased := make(chan struct{})
-		go func() {
-			defer close(leased)
-			h.leaseWriter(run)
-		}()
 		defer func() {
 			<-leased
 			h.mu.Lock()
@@ -75,6 +71,24 @@ func (h *Host) Prepare(run string) {
 	}()
 }
 
+// leaseAhead starts leasing run's writer UID on a goroutine of its own
+// and returns the channel closed when that is done; Writer waits for it.
+// h.mu is held.
+func (h *Host) leaseAhead(run string) <-chan struct{} {
+	leased := make(chan struct{})
+	h.leasing[run] = leased
+	go func() {
+		defer func() {
+			h.mu.Lock()
+			delete(h.leasing, run)
+			h.mu.Unlock()
+			close(leased)
+		}()
+		h.leaseWriter(run)
+	}()
+	return leased
+}
+
 // awaitPrepared waits for what Prepare makes for run, when it is being
 // made.
 func (h *Host) awaitPrepared(run string) {
@@ -84,6 +98,32 @@ func (h *Host) awaitPrepared(run string) {
 	if making {
 		<-ready
 	}
+}
+
+// Writer returns the UID run's executions will write as, once the lease
+// Prepare takes ahead of the run's first execution is there (it waits for
+// it), and false when the run has none: this host runs agents as itself
+// (not root, or unconfined), Prepare was not called, or the lease failed
+// (the first execution then leases, or says why not). No process runs as
+// that UID before the run's first execution, so the host may give the
+// run's workspace to it beforehand.
+func (h *Host) Writer(run string) (int, bool) {
+	if h == nil {
+		return 0, false
+	}
+	h.mu.Lock()
+	leasing, ok := h.leasing[run]
+	h.mu.Unlock()
+	if ok {
+		<-leasing
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l, ok := h.writers[run]
+	if !ok {
+		return 0, false
+	}
+	return int(l.uid), true
 }
 
 // leaseWriter leases run's writer UID ahead of its first execution,

@@ -107,6 +107,7 @@ type Host struct {
 	writers map[string]*lease
 	nets    map[string][]*runNetwork // each run's free network namespaces
 	making  map[string]chan struct{} // closed once Prepare's namespace is made
+	leasing map[string]chan struct{} // closed once Prepare's writer lease is taken (or failed)
 
 	// orphans are the sandbox inits without a bwrap parent at the last
 	// sweep, by PID, with their start times (orphans.go).
@@ -121,7 +122,8 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}, nets: map[string][]*runNetwork{}, making: map[string]chan struct{}{}}
+	h := &Host{cfg: cfg, log: cfg.Log, writers: map[string]*lease{}, nets: map[string][]*runNetwork{}, making: map[string]chan struct{}{},
+		leasing: map[string]chan struct{}{}}
 	if cfg.Unconfined {
 		return h, nil
 	}

@@ -1,0 +1,130 @@
+package workspace_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oecp/oecp/internal/gittest"
+	"github.com/oecp/oecp/workspace"
+)
+
+// TestPrepareForGivesTheTreeBeforeItsIndex: a work tree prepared for an
+// owner belongs to that UID, every entry of it, and the host's record of
+// it is taken after the change of owner, so the first snapshot reads no
+// file. Given after the record (what the sandbox did at the first
+// execution), the change of owner alone has the snapshot read every file.
+func TestPrepareForGivesTheTreeBeforeItsIndex(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving files to another UID needs root")
+	}
+	const uid = 54321
+	r := gittest.NewRemote(t)
+	r.Commit("a.go", "package a\n", "more")
+	head := r.Commit("b.txt", "b\n", "more")
+	r.Push("refs/heads/main")
+	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: r.Dir}}), time.Hour)
+	src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: head}
+	ctx := context.Background()
+	asked := 0
+	owner := func() (int, bool) { asked++; return uid, true }
+
+	owned := workspace.Key("tenant", "owned")
+	if err := m.PrepareFor(ctx, owned, src, workspace.Branch("tenant", "owned"), owner); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m.Paths(owned)
+	files := 0
+	err := filepath.WalkDir(p.Workspace, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		if st := info.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != uid {
+			t.Errorf("%s belongs to %d:%d", path, st.Uid, st.Gid)
+		}
+		if d.Type().IsRegular() {
+			files++
+		}
+		return nil
+	})
+	if err != nil || files < 3 || asked != 1 {
+		t.Fatalf("walked %d files, owner asked %d times: %v", files, asked, err)
+	}
+	snap, err := m.Snapshot(ctx, owned, t.TempDir(), hostileID, "first", workspace.Limits{})
+	if err != nil || snap.Changed || snap.Bytes != 0 {
+		t.Fatalf("the first snapshot of an untouched tree given before its record: %+v %v", snap, err)
+	}
+
+	// The same change of owner after the record invalidates it.
+	later := workspace.Key("tenant", "later")
+	if err := m.Prepare(ctx, later, src, workspace.Branch("tenant", "later")); err != nil {
+		t.Fatal(err)
+	}
+	lp, _ := m.Paths(later)
+	err = filepath.WalkDir(lp.Workspace, func(path string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, uid)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err = m.Snapshot(ctx, later, t.TempDir(), hostileID, "first", workspace.Limits{})
+	if err != nil || snap.Changed || snap.Bytes == 0 {
+		t.Fatalf("a tree given after its record is read again: %+v %v", snap, err)
+	}
+}
+
+// TestPrepareForWithoutAnOwnerKeepsTheHosts: an owner that gives no UID
+// leaves the tree the host's.
+func TestPrepareForWithoutAnOwnerKeepsTheHosts(t *testing.T) {
+	r := gittest.NewRemote(t)
+	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: r.Dir}}), time.Hour)
+	key := workspace.Key("tenant", "mine")
+	src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: r.Head()}
+	if err := m.PrepareFor(context.Background(), key, src, workspace.Branch("tenant", "mine"), func() (int, bool) { return 0, false }); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m.Paths(key)
+	info, err := os.Lstat(filepath.Join(p.Workspace, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+		t.Fatalf("README.md belongs to %d", st.Uid)
+	}
+}
+
+// TestRunsAreWrittenApart: the root of the run directories and each
+// tenant's directory carry the hint that their subdirectories are
+// unrelated (on a file system that has it), so that a run's files are
+// not placed among the inodes of the runs removed just before it.
+func TestRunsAreWrittenApart(t *testing.T) {
+	probe := t.TempDir()
+	if err := workspace.SpreadChildren(probe); err != nil {
+		t.Skipf("this file system takes no placement hint: %v", err)
+	}
+	root := t.TempDir()
+	m := workspace.NewManager(root, nil, time.Hour, nil)
+	t.Cleanup(m.Close)
+	p, err := m.Paths(workspace.Key("tenant", "run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{root, filepath.Dir(p.Dir)} {
+		if ok, err := workspace.SpreadsChildren(dir); !ok || err != nil {
+			t.Errorf("%s: hint %v %v", dir, ok, err)
+		}
+	}
+	if ok, _ := workspace.SpreadsChildren(p.Dir); ok {
+		t.Errorf("the run's own directory keeps its files together, yet carries the hint")
+	}
+}
