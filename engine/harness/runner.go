@@ -14,7 +14,6 @@ import (
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/graph"
 	"github.com/oecp/oecp/protocol"
-	"github.com/oecp/oecp/redact"
 )
 
 // Failure reasons of refusals this package returns.
@@ -119,9 +118,11 @@ func (r *Runner) CloseRun(key string) {
 //   - anything else (driver error, driver deadline, a lost node_instance
 //     session, a node without instructions): crash.
 //
-// Every stderr line and every line of each answer goes to ex.Sinks, with
-// declared env values, in each of their redact.Spellings, replaced by
-// [REDACTED].
+// Every stderr line and every line of each answer goes to ex.Sinks as the
+// agent wrote it: the caller's sinks redact. The runs package redacts each
+// line of a run once, with the values its plan declares for all its nodes
+// (this node's among them); a second pass here could only garble the
+// first pass's markers (a declared value inside "[REDACTED]").
 func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.Outcome {
 	log := slog.With("run", job.Key, "node", ex.Node, "execution", ex.Ref)
 	c, instructions, err := ContractFor(job.Node)
@@ -139,12 +140,10 @@ func (r *Runner) Run(ctx context.Context, job Job, ex worker.Execution) worker.O
 		publish(ex.Sinks, string(streamError), fmt.Sprintf("%v: the run's agents reported %.6f USD, over the --max-agent-usd-per-run budget of %.6f USD", errBudget, spent, r.budget.maxUSD))
 		return worker.Failed(worker.CodeRefusal, ReasonPolicyDenied)
 	}
-	values, missing := envValues(job.Binding.Env)
-	if missing != "" {
+	if missing := unsetEnv(job.Binding.Env); missing != "" {
 		log.WarnContext(ctx, "declared env variable unset on the server", "env", missing)
 		return worker.Failed(worker.CodeRefusal, ReasonAuthenticationRequired)
 	}
-	ex.Sinks = ex.Sinks.Redacted(redact.New(values))
 	var entry *sessionEntry
 	conv := conversation{r: r, job: job, ex: ex, c: c, log: log}
 	if job.Binding.SessionScope == ScopeNodeInstance {
@@ -318,19 +317,15 @@ func (v *conversation) run(ctx context.Context, prompt string) (worker.Outcome, 
 	}
 }
 
-// envValues reads the declared variables from the server environment; the
-// first unset name is returned as missing.
-func envValues(names []string) (values []string, missing string) {
+// unsetEnv returns the first of the declared variables the server
+// environment lacks ("" when it has them all).
+func unsetEnv(names []string) string {
 	for _, n := range names {
-		v, ok := os.LookupEnv(n)
-		if !ok {
-			return nil, n
-		}
-		if v != "" {
-			values = append(values, v)
+		if _, ok := os.LookupEnv(n); !ok {
+			return n
 		}
 	}
-	return values, ""
+	return ""
 }
 
 // system publishes a runtime notice.

@@ -176,9 +176,10 @@ func TestOnlyDeclaredAllowedEnvReachesProcess(t *testing.T) {
 	if strings.Join(names, ",") != "HARNESS_TEST_KEY" {
 		t.Fatalf("process env names %v", names)
 	}
-	// The declared value is redacted from streamed output.
-	if !rec.has("info: key is [REDACTED]") || strings.Contains(rec.text(), "sk-secret-value") {
-		t.Fatalf("value not redacted:\n%s", rec.text())
+	// The line reaches the sinks as the agent wrote it: the caller's
+	// sinks redact (once: a second pass could garble the first's marker).
+	if !rec.has("info: key is sk-secret-value") {
+		t.Fatalf("the line was changed on its way to the sinks:\n%s", rec.text())
 	}
 }
 
