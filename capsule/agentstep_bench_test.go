@@ -26,11 +26,18 @@ import (
 	"github.com/oecp/oecp/store/postgres/pgtest"
 	"github.com/oecp/oecp/store/sqlite"
 	"github.com/oecp/oecp/tracing/tracingtest"
+	"github.com/oecp/oecp/workspace"
 )
 
 // agentStepRuns is how many runs one sub-benchmark op makes (each op is
 // one run; -benchtime Nx sets N).
 var agentStepFiles = flag.Int("agentstep.files", 200, "files in the repository the agent-step benchmark's runs check out")
+
+// agentStepKeep is how long the benchmark's server keeps a finished run's
+// directory: the server's default (a day), or 0 to remove it at once, as
+// `oecp serve --keep-workspaces 0` does (each run's checkout is then
+// written while the last one's files are being freed).
+var agentStepKeep = flag.Duration("agentstep.keep", workspace.DefaultKeep, "keep a finished run's directory this long in the agent-step benchmark (0: remove it at once)")
 
 // agentStepStages turns tracing on (into memory) for the agent-step
 // benchmark and reports each traced stage's median beside the totals.
@@ -92,7 +99,7 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 	remote := benchRemote(b, filepath.Join(dir, "remote.git"), *agentStepFiles)
 	h := parseHarness(b, "codex", map[string]any{"driver": "command", "argv": []string{"/bin/sh", agent}})
 	repos := reposAt(b, "acme/app", remote)
-	o := capsule.Options{Store: st, Harness: h, Repos: repos, RunDir: filepath.Join(dir, "runs"), KeepWorkspaces: -1, Log: benchLog()}
+	o := capsule.Options{Store: st, Harness: h, Repos: repos, RunDir: filepath.Join(dir, "runs"), KeepWorkspaces: keepWorkspaces(*agentStepKeep), Log: benchLog()}
 	if confined {
 		o.Sandbox = sandboxtest.Require(b, sandbox.Config{Hide: []string{o.RunDir}, Programs: h.Programs()})
 	}
@@ -164,6 +171,15 @@ func reportStages(b *testing.B, spans tracetest.SpanStubs) {
 	for _, name := range slices.Sorted(maps.Keys(byStage)) {
 		b.ReportMetric(ms(percentile(byStage[name], 50)), "ms-p50/"+strings.ReplaceAll(name, " ", "_"))
 	}
+}
+
+// keepWorkspaces is keep as capsule.Options.KeepWorkspaces (0 there is
+// the default; negative removes at once).
+func keepWorkspaces(keep time.Duration) time.Duration {
+	if keep == 0 {
+		return -1
+	}
+	return keep
 }
 
 // stepsGraph is a native graph of n agent steps in sequence, and its

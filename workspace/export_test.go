@@ -1,8 +1,8 @@
 package workspace
 
-// SpreadsChildren reports whether dir carries the placement hint Paths
-// gives the run directories' parents.
-var SpreadsChildren = spreadsChildren
+// Spreads reports whether dir carries the placement hint of runs removed
+// at once.
+var Spreads = spreads
 
-// SpreadChildren gives dir that hint.
-var SpreadChildren = spreadChildren
+// SetSpread sets or clears that hint.
+var SetSpread = setSpread

@@ -103,28 +103,36 @@ func TestPrepareForWithoutAnOwnerKeepsTheHosts(t *testing.T) {
 	}
 }
 
-// TestRunsAreWrittenApart: the root of the run directories and each
-// tenant's directory carry the hint that their subdirectories are
-// unrelated (on a file system that has it), so that a run's files are
-// not placed among the inodes of the runs removed just before it.
-func TestRunsAreWrittenApart(t *testing.T) {
+// TestRunsRemovedAtOnceAreWrittenApart: where finished runs are removed at
+// once, the root of the run directories and each tenant's directory carry
+// the hint that their subdirectories are unrelated (on a file system that
+// has it), so that a run's files are not placed among the inodes of the
+// runs removed just before it; with a retention period they carry none
+// (runs stay together), and a hint left by an earlier server is cleared.
+func TestRunsRemovedAtOnceAreWrittenApart(t *testing.T) {
 	probe := t.TempDir()
-	if err := workspace.SpreadChildren(probe); err != nil {
+	if err := workspace.SetSpread(probe, true); err != nil {
 		t.Skipf("this file system takes no placement hint: %v", err)
 	}
 	root := t.TempDir()
-	m := workspace.NewManager(root, nil, time.Hour, nil)
-	t.Cleanup(m.Close)
-	p, err := m.Paths(workspace.Key("tenant", "run-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{root, filepath.Dir(p.Dir)} {
-		if ok, err := workspace.SpreadsChildren(dir); !ok || err != nil {
-			t.Errorf("%s: hint %v %v", dir, ok, err)
+	check := func(keep time.Duration, run string, want bool) {
+		t.Helper()
+		m := workspace.NewManager(root, nil, keep, nil)
+		defer m.Close()
+		p, err := m.Paths(workspace.Key("tenant", run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range []string{root, filepath.Dir(p.Dir)} {
+			if got, err := workspace.Spreads(dir); got != want || err != nil {
+				t.Errorf("keep %v: %s carries the hint: %v (%v), want %v", keep, dir, got, err, want)
+			}
+		}
+		if got, _ := workspace.Spreads(p.Dir); got {
+			t.Errorf("keep %v: the run's own directory keeps its files together, yet carries the hint", keep)
 		}
 	}
-	if ok, _ := workspace.SpreadsChildren(p.Dir); ok {
-		t.Errorf("the run's own directory keeps its files together, yet carries the hint")
-	}
+	check(0, "run-1", true)
+	check(time.Hour, "run-2", false)
+	check(0, "run-3", true)
 }

@@ -16,7 +16,13 @@
 // following one, counted and sized before any is read) and hands git only
 // what it read. It never runs git in the agents' git directory again, never
 // follows a link there, and never copies what git printed into a tenant's
-// records.
+// records. A new work tree is given to the run's writer UID (PrepareFor)
+// only before any agent has run in it, and before the host records it.
+//
+// Where finished runs are removed at once, runs are written apart: the
+// runs' root and each tenant's directory carry the file system's hint
+// that their subdirectories are unrelated, so a run's files are not
+// placed among the inodes of the runs removed just before it.
 package workspace
 
 import (

@@ -10,18 +10,13 @@ import (
 // hierarchies".
 const fsTopdirFlag = 0x00020000
 
-// spreadChildren marks dir as a directory whose subdirectories are
-// unrelated to each other (the TOPDIR flag of ext2/3/4; a hint elsewhere
-// ignored): the file system then places each new subdirectory, and the
-// files under it, in block groups of its own instead of beside its
-// siblings. A run's checkout creates hundreds of inodes and its removal
-// frees them; on ext4 without a journal, a new inode is never one freed
-// in the last minute or more, so an allocator kept beside freshly removed
-// runs scans past every one of their inodes for each file it creates (a
-// 200-file checkout went from about 15 ms to 60–120 ms in back-to-back
-// runs). Marking is best effort: a file system that has no such flag
-// keeps its own placement.
-func spreadChildren(dir string) error {
+// setSpread sets (on) or clears the TOPDIR flag of ext2/3/4 on dir, the
+// hint that its subdirectories are unrelated to each other: with it the
+// file system places each new subdirectory, and the files under it, in
+// block groups of its own (the emptiest of directories) instead of
+// beside its siblings. A file system without the flag returns an error
+// and keeps its own placement.
+func setSpread(dir string, on bool) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -29,14 +24,19 @@ func spreadChildren(dir string) error {
 	defer f.Close()
 	fd := int(f.Fd())
 	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil || flags&fsTopdirFlag != 0 {
+	if err != nil || (flags&fsTopdirFlag != 0) == on {
 		return err
 	}
-	return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsTopdirFlag))
+	if on {
+		flags |= fsTopdirFlag
+	} else {
+		flags &^= fsTopdirFlag
+	}
+	return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags))
 }
 
-// spreadsChildren reports whether dir is marked by spreadChildren.
-func spreadsChildren(dir string) (bool, error) {
+// spreads reports whether dir carries the TOPDIR flag.
+func spreads(dir string) (bool, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return false, err

@@ -7,8 +7,8 @@ import "errors"
 // errNoSpread: only Linux's file systems take the hint.
 var errNoSpread = errors.New("no directory placement hint on this system")
 
-// spreadChildren does nothing where the TOPDIR hint does not exist.
-func spreadChildren(string) error { return errNoSpread }
+// setSpread does nothing where the TOPDIR hint does not exist.
+func setSpread(string, bool) error { return errNoSpread }
 
-// spreadsChildren reports false where the TOPDIR hint does not exist.
-func spreadsChildren(string) (bool, error) { return false, errNoSpread }
+// spreads reports false where the TOPDIR hint does not exist.
+func spreads(string) (bool, error) { return false, errNoSpread }

@@ -97,7 +97,7 @@ func (m *Manager) Repos() *Repos { return m.repos }
 func (m *Manager) Paths(key string) (Paths, error) {
 	p := m.paths(key)
 	if _, err := os.Lstat(p.Dir); os.IsNotExist(err) {
-		m.spreadRuns(p.Dir)
+		m.placeRuns(p.Dir)
 	}
 	for _, d := range []string{p.Dir, p.Runtime, p.Workspace} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -107,15 +107,25 @@ func (m *Manager) Paths(key string) (Paths, error) {
 	return p, nil
 }
 
-// spreadRuns makes the root and the tenant directory of the run directory
-// dir (mode 0700) and marks each with spreadChildren, so that runs are
-// written apart from each other and from the runs removed before them.
-func (m *Manager) spreadRuns(dir string) {
+// placeRuns makes the root and the tenant directory of the run directory
+// dir (mode 0700) and gives each the placement of runs this manager
+// keeps. A run creates hundreds of inodes and its removal frees them; on
+// ext4 without a journal a new inode is never one freed in the last minute
+// or more, and the allocator passes over every such inode of the block
+// group for each file it creates. Where finished runs are removed at once
+// (no retention), each new run would be written among the inodes the last
+// ones just freed (a 200-file checkout took 160-240 ms instead of 50-90):
+// the directories then carry the hint that runs are unrelated
+// (setSpread), and each run goes to block groups of its own. With a
+// retention period runs stay beside each other, in groups whose tables
+// are in memory, and are not removed while new ones are written there
+// (placed apart, the same checkout took 60-180 ms instead of 25-40).
+func (m *Manager) placeRuns(dir string) {
 	for _, d := range []string{m.root, filepath.Dir(dir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return // Paths says why
 		}
-		if err := spreadChildren(d); err != nil {
+		if err := setSpread(d, m.keep == 0); err != nil {
 			m.log.Debug("workspace: no placement hint", "dir", d, "err", err)
 		}
 	}
