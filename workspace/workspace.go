@@ -114,12 +114,13 @@ func (m *Manager) Paths(key string) (Paths, error) {
 // or more, and the allocator passes over every such inode of the block
 // group for each file it creates. Where finished runs are removed at once
 // (no retention), each new run would be written among the inodes the last
-// ones just freed (a 200-file checkout took 160-240 ms instead of 50-90):
+// ones just freed (a run's 200-file workspace took 100-190 ms instead of
+// 55-80):
 // the directories then carry the hint that runs are unrelated
 // (setSpread), and each run goes to block groups of its own. With a
 // retention period runs stay beside each other, in groups whose tables
 // are in memory, and are not removed while new ones are written there
-// (placed apart, the same checkout took 60-180 ms instead of 25-40).
+// (placed apart, the same workspace took 60-180 ms instead of 25-40).
 func (m *Manager) placeRuns(dir string) {
 	for _, d := range []string{m.root, filepath.Dir(dir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
