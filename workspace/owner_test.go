@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -54,7 +55,7 @@ func TestPrepareForGivesTheTreeBeforeItsIndex(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || files < 3 || asked != 1 {
+	if err != nil || files < 3 || asked != 2 {
 		t.Fatalf("walked %d files, owner asked %d times: %v", files, asked, err)
 	}
 	snap, err := m.Snapshot(ctx, owned, t.TempDir(), hostileID, "first", workspace.Limits{})
@@ -135,4 +136,26 @@ func TestRunsRemovedAtOnceAreWrittenApart(t *testing.T) {
 	check(0, "run-1", true)
 	check(time.Hour, "run-2", false)
 	check(0, "run-3", true)
+}
+
+// TestPrepareForOwnerGoneMeanwhile: a run whose writer UID was given back
+// while its tree was being given (the run ended; another may lease that
+// UID now) is not prepared: the prepare fails, unavailable.
+func TestPrepareForOwnerGoneMeanwhile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving files to another UID needs root")
+	}
+	r := gittest.NewRemote(t)
+	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: r.Dir}}), time.Hour)
+	key := workspace.Key("tenant", "gone")
+	src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: r.Head()}
+	asked := 0
+	owner := func() (int, bool) { asked++; return 54321, asked == 1 }
+	err := m.PrepareFor(context.Background(), key, src, workspace.Branch("tenant", "gone"), owner)
+	if !errors.Is(err, workspace.ErrUnavailable) || errors.Is(err, workspace.ErrRevisionNotFound) || asked != 2 {
+		t.Fatalf("prepared for a writer gone meanwhile: %v (owner asked %d times)", err, asked)
+	}
+	if m.Prepared(key, src) {
+		t.Fatal("the workspace is marked prepared")
+	}
 }

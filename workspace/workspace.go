@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -188,9 +189,15 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 	return m.PrepareFor(ctx, key, src, branch, nil)
 }
 
+// errNotGiven is a work tree that could not be given to its owner: the
+// mirror is not to blame.
+var errNotGiven = errors.New("giving the work tree to the run's writer")
+
 // Owner returns the UID a run's new work tree is given to before the host
 // records its files' state, and false when it stays the host's. It may
-// wait (for a lease being taken meanwhile).
+// wait (for a lease being taken meanwhile). It is asked again once the
+// tree is given: another answer (the run ended and gave its UID back)
+// fails the prepare.
 type Owner func() (uid int, ok bool)
 
 // PrepareFor is Prepare, the work tree it writes given to owner's UID
@@ -229,7 +236,7 @@ func (m *Manager) PrepareFor(ctx context.Context, key string, src Source, branch
 	remote := Git{Home: home, Token: token, Remote: repo.URL}
 	name := mirrorName(src.Repository, repo.URL)
 	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch, owner)
-	if err != nil && m.mirrors.mayCheck(name, err) {
+	if err != nil && !errors.Is(err, errNotGiven) && m.mirrors.mayCheck(name, err) {
 		if rebuilt, rerr := m.mirrors.repair(ctx, remote, name, repo.URL); rerr != nil {
 			m.log.Warn("workspace: cannot check a mirror", "repository", src.Repository, "err", rerr)
 		} else if rebuilt {
@@ -271,7 +278,12 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if owner != nil {
 		if uid, ok := owner(); ok {
 			if err := giveTree(p.Workspace, uid); err != nil {
-				return fmt.Errorf("%w: giving the work tree to its writer: %v", ErrUnavailable, err)
+				return fmt.Errorf("%w: %w: %v", ErrUnavailable, errNotGiven, err)
+			}
+			// A run that ended meanwhile gave its UID back (and another
+			// run may hold it now): its tree is not kept.
+			if again, ok := owner(); !ok || again != uid {
+				return fmt.Errorf("%w: %w: the run's writer UID was given back meanwhile", ErrUnavailable, errNotGiven)
 			}
 		}
 	}

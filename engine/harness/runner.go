@@ -92,7 +92,8 @@ type Job struct {
 	Spending Spending
 }
 
-// Worker adapts one job to engine/worker's Worker.
+// Worker adapts one job to engine/worker's Worker; as with Run, the
+// execution's sinks must already redact the job's declared values.
 func (r *Runner) Worker(job Job) worker.Worker {
 	return worker.WorkerFunc(func(ctx context.Context, ex worker.Execution) worker.Outcome { return r.Run(ctx, job, ex) })
 }

@@ -80,7 +80,9 @@ func (h *Host) leaseAhead(run string) <-chan struct{} {
 	go func() {
 		defer func() {
 			h.mu.Lock()
-			delete(h.leasing, run)
+			if h.leasing[run] == leased { // not a later Prepare's
+				delete(h.leasing, run)
+			}
 			h.mu.Unlock()
 			close(leased)
 		}()
@@ -103,8 +105,10 @@ func (h *Host) awaitPrepared(run string) {
 // Writer returns the UID run's executions will write as, once the lease
 // Prepare takes ahead of the run's first execution is there (it waits for
 // it), and false when the run has none: this host runs agents as itself
-// (not root, or unconfined), Prepare was not called, or the lease failed
-// (the first execution then leases, or says why not). No process runs as
+// (not root, or unconfined), Prepare took no lease (it does so only where
+// runs get network namespaces of their own) or was not called, the run
+// has ended, or the lease failed (the first execution then leases, or
+// says why not). No process runs as
 // that UID before the run's first execution, so the host may give the
 // run's workspace to it beforehand.
 func (h *Host) Writer(run string) (int, bool) {

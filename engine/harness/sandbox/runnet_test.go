@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 
 	"github.com/oecp/oecp/internal/testkit"
 	"golang.org/x/sys/unix"
@@ -64,52 +65,54 @@ func TestWriterLeasedAheadIsTheRuns(t *testing.T) {
 // taken, waiting for it rather than leasing a second; a run with no lease
 // ahead has none (its first execution leases), nor has a nil host.
 func TestWriterWaitsForTheLeaseAhead(t *testing.T) {
-	h := &Host{log: slog.New(slog.DiscardHandler), root: true, writers: map[string]*lease{}, leasing: map[string]chan struct{}{},
-		nets:   map[string][]*runNetwork{"run": nil}, // open, as Prepare leaves it
-		leases: mustLeases(t, UIDRange{From: 2101000230, To: 2101000232})}
-	inScan, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	procScanHook = func() { once.Do(func() { close(inScan); <-release }) }
-	t.Cleanup(func() { procScanHook = nil })
-	h.mu.Lock()
-	h.leaseAhead("run")
-	h.mu.Unlock()
-	testkit.Recv(t, inScan)
-	type answer struct {
-		uid int
-		ok  bool
-	}
-	got := make(chan answer, 1)
-	go func() {
-		uid, ok := h.Writer("run")
-		got <- answer{uid, ok}
-	}()
-	select {
-	case a := <-got:
-		t.Fatalf("Writer answered %+v while the lease was being taken", a)
-	default:
-	}
-	close(release)
-	a := testkit.Recv(t, got)
-	h.mu.Lock()
-	ahead := h.writers["run"]
-	h.mu.Unlock()
-	if ahead == nil || !a.ok || a.uid != int(ahead.uid) {
-		t.Fatalf("Writer answered %+v, the lease ahead is %v", a, ahead)
-	}
-	if n := len(h.leases.held); n != 1 {
-		t.Fatalf("%d UIDs held, want the run's one", n)
-	}
-	if uid, ok := h.Writer("other"); ok {
-		t.Fatalf("a run with no lease ahead answered UID %d", uid)
-	}
-	if _, ok := (*Host)(nil).Writer("run"); ok {
-		t.Fatal("a nil host answered a UID")
-	}
-	h.CloseRun("run")
-	if _, ok := h.Writer("run"); ok {
-		t.Fatal("an ended run still answers its writer UID")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := &Host{log: slog.New(slog.DiscardHandler), root: true, writers: map[string]*lease{}, leasing: map[string]chan struct{}{},
+			nets:   map[string][]*runNetwork{"run": nil}, // open, as Prepare leaves it
+			leases: mustLeases(t, UIDRange{From: 2101000230, To: 2101000232})}
+		release := make(chan struct{})
+		var once sync.Once
+		procScanHook = func() { once.Do(func() { <-release }) }
+		t.Cleanup(func() { procScanHook = nil })
+		h.mu.Lock()
+		h.leaseAhead("run")
+		h.mu.Unlock()
+		type answer struct {
+			uid int
+			ok  bool
+		}
+		got := make(chan answer, 1)
+		go func() {
+			uid, ok := h.Writer("run")
+			got <- answer{uid, ok}
+		}()
+		synctest.Wait() // the lease held in its scan, Writer waiting or done
+		select {
+		case a := <-got:
+			t.Fatalf("Writer answered %+v while the lease was being taken", a)
+		default:
+		}
+		close(release)
+		a := testkit.Recv(t, got)
+		h.mu.Lock()
+		ahead := h.writers["run"]
+		h.mu.Unlock()
+		if ahead == nil || !a.ok || a.uid != int(ahead.uid) {
+			t.Fatalf("Writer answered %+v, the lease ahead is %v", a, ahead)
+		}
+		if n := len(h.leases.held); n != 1 {
+			t.Fatalf("%d UIDs held, want the run's one", n)
+		}
+		if uid, ok := h.Writer("other"); ok {
+			t.Fatalf("a run with no lease ahead answered UID %d", uid)
+		}
+		if _, ok := (*Host)(nil).Writer("run"); ok {
+			t.Fatal("a nil host answered a UID")
+		}
+		h.CloseRun("run")
+		if _, ok := h.Writer("run"); ok {
+			t.Fatal("an ended run still answers its writer UID")
+		}
+	})
 }
 
 // newNetNamespace makes a namespace of its own each time, neither the
