@@ -293,8 +293,8 @@ func (w workspaces) CheckDelivery(n graph.Node) error { return delivery.CheckNod
 
 func (w workspaces) Prepare(ctx context.Context, tenant, runID string, src runs.Source) error {
 	ctx, end := tracing.Work(ctx, tenant, runID, "workspace prepare", tracing.KeyRepository.String(src.Repository))
-	w.sandbox.Prepare(workspace.Key(tenant, runID)) // the run's network and writer UID, meanwhile
 	key := workspace.Key(tenant, runID)
+	w.sandbox.Prepare(key) // the run's network and writer UID, meanwhile
 	err := w.m.PrepareFor(ctx, key, source(src), workspace.Branch(tenant, runID), func() (int, bool) { return w.sandbox.Writer(key) })
 	end(err)
 	if errors.Is(err, workspace.ErrRevisionNotFound) {

@@ -24,11 +24,10 @@ func TestAgentLinesAreRedactedOnce(t *testing.T) {
 	h := startFakeAgentHost(t, "claude", cli, port, capsule.Options{}, "ANTHROPIC_API_KEY")
 	plan := `{"harness":"claude","provider":"anthropic","size":"small","nodes":{"write":{"kind":"agent","model":"claude-sonnet-5","env":["ANTHROPIC_API_KEY"]},"deliver":{"kind":"git_delivery"}}}`
 	h.submit("once", agenttest.TwoNodes(t), "null", plan, h.remote.Head())
-	logs := ""
 	if got := h.finish("once"); got != `{"status":"succeeded","output":null}` {
 		t.Fatalf("terminal %s\n%s", got, h.logs("once"))
 	}
-	logs = h.logs("once")
+	logs := h.logs("once")
 	if !strings.Contains(logs, "key [REDACTED] done") || strings.Contains(logs, "[RED[") {
 		t.Fatalf("the agent's line is not redacted exactly once:\n%s", logs)
 	}

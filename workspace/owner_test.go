@@ -91,7 +91,7 @@ func TestPrepareForWithoutAnOwnerKeepsTheHosts(t *testing.T) {
 	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: r.Dir}}), time.Hour)
 	key := workspace.Key("tenant", "mine")
 	src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: r.Head()}
-	if err := m.PrepareFor(context.Background(), key, src, workspace.Branch("tenant", "mine"), func() (int, bool) { return 0, false }); err != nil {
+	if err := m.PrepareFor(context.Background(), key, src, workspace.Branch("tenant", "mine"), func() (int, bool) { return 54321, false }); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := m.Paths(key)

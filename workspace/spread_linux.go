@@ -13,8 +13,8 @@ const fsTopdirFlag = 0x00020000
 // setSpread sets (on) or clears the TOPDIR flag of ext2/3/4 on dir, the
 // hint that its subdirectories are unrelated to each other: with it the
 // file system places each new subdirectory, and the files under it, in
-// block groups of its own (the emptiest of directories) instead of
-// beside its siblings. A file system without the flag returns an error
+// block groups of its own (those holding the fewest directories) instead
+// of beside its siblings. A file system without the flag returns an error
 // and keeps its own placement.
 func setSpread(dir string, on bool) error {
 	f, err := os.Open(dir)

@@ -116,8 +116,7 @@ func (m *Manager) Paths(key string) (Paths, error) {
 // group for each file it creates. Where finished runs are removed at once
 // (no retention), each new run would be written among the inodes the last
 // ones just freed (a run's 200-file workspace took 100-190 ms instead of
-// 55-80):
-// the directories then carry the hint that runs are unrelated
+// 55-80): the directories then carry the hint that runs are unrelated
 // (setSpread), and each run goes to block groups of its own. With a
 // retention period runs stay beside each other, in groups whose tables
 // are in memory, and are not removed while new ones are written there

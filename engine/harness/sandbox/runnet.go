@@ -108,9 +108,8 @@ func (h *Host) awaitPrepared(run string) {
 // (not root, or unconfined), Prepare took no lease (it does so only where
 // runs get network namespaces of their own) or was not called, the run
 // has ended, or the lease failed (the first execution then leases, or
-// says why not). No process runs as
-// that UID before the run's first execution, so the host may give the
-// run's workspace to it beforehand.
+// says why not). No process runs as that UID before the run's first
+// execution, so the host may give the run's workspace to it beforehand.
 func (h *Host) Writer(run string) (int, bool) {
 	if h == nil {
 		return 0, false
