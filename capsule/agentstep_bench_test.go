@@ -21,6 +21,7 @@ import (
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -60,10 +61,27 @@ echo '{"session":"s","text":"null"}'
 // milliseconds the server adds to the agent program run directly (the
 // same program, same input, measured in the same op): p50 and p90 over
 // the runs of the op (-benchtime Nx), and the direct program's own p50.
+//
+// Every sub-benchmark's files stay until the last one has ended: a
+// sub-benchmark's thousands of files removed at its end would be inodes
+// freed just before the next one writes (see workspace's placeRuns), a
+// cost of the benchmark's own clean-up rather than of the server. The
+// server's own removals, with -agentstep.keep 0, are measured.
 func BenchmarkAgentStep(b *testing.B) {
+	root := b.TempDir()
+	subDir := func(b *testing.B) string {
+		dir, err := os.MkdirTemp(root, "")
+		if err == nil {
+			err = os.Chmod(dir, 0o755) // as b.TempDir's: the sandbox UIDs pass through
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return dir
+	}
 	stores := map[string]func(b *testing.B) store.Store{
 		"sqlite": func(b *testing.B) store.Store {
-			st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
+			st, err := sqlite.Open(context.Background(), sqlite.Options{Dir: subDir(b), Sync: sqlite.SyncNormal})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -83,15 +101,14 @@ func BenchmarkAgentStep(b *testing.B) {
 			for _, steps := range []int{1, 5} {
 				name := fmt.Sprintf("%s/sandbox=%v/steps=%d", storeName, confined, steps)
 				b.Run(name, func(b *testing.B) {
-					benchAgentSteps(b, stores[storeName](b), confined, steps)
+					benchAgentSteps(b, stores[storeName](b), subDir(b), confined, steps)
 				})
 			}
 		}
 	}
 }
 
-func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
-	dir := b.TempDir()
+func benchAgentSteps(b *testing.B, st store.Store, dir string, confined bool, steps int) {
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte(quickAgent), 0o755); err != nil {
 		b.Fatal(err)
@@ -128,6 +145,11 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 			b.Fatalf("run %s: %s %v", id, stat.Status.TerminalResult, err)
 		}
 		b.StopTimer()
+		// A worker's failure is a control the graph may ignore (the run
+		// still succeeds): every step must have run its agent to success.
+		if ended := executionsEnded(b, e, id); len(ended) != steps || slices.ContainsFunc(ended, func(s string) bool { return s != "succeeded" }) {
+			b.Fatalf("run %s: its %d steps' executions ended %q", id, steps, ended)
+		}
 		// The same program, run directly as many times as the run had
 		// steps, in the run's directory.
 		var prog time.Duration
@@ -152,6 +174,37 @@ func benchAgentSteps(b *testing.B, st store.Store, confined bool, steps int) {
 	b.ReportMetric(ms(percentile(direct, 50)), "direct-ms-p50")
 	if rec != nil {
 		reportStages(b, rec.Spans())
+	}
+}
+
+// executionsEnded returns how each execution of run id ended, in order,
+// as its log says ("succeeded", "failed (…)").
+func executionsEnded(b *testing.B, e *env, id string) []string {
+	sub, err := e.b.Runs().Logs(local(), id, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Stream.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
+	defer cancel()
+	var ended []string
+	for {
+		n, err := sub.Stream.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n.Closed != "" {
+			return ended
+		}
+		var ev struct {
+			Record struct{ Message string } `json:"record"`
+		}
+		if err := json.Unmarshal(append([]byte(`{"x":0`), append(n.Rest, '}')...), &ev); err != nil {
+			b.Fatalf("log event %s: %v", n.Rest, err)
+		}
+		if how, ok := strings.CutPrefix(ev.Record.Message, "execution ended: "); ok {
+			ended = append(ended, how)
+		}
 	}
 }
 

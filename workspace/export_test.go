@@ -6,3 +6,6 @@ var Spreads = spreads
 
 // SetSpread sets or clears that hint.
 var SetSpread = setSpread
+
+// KeptPacks is the bound on the packs snapshots keep as git wrote them.
+const KeptPacks = keptPacks

@@ -38,6 +38,9 @@ type Git struct {
 	Token string
 	// Remote is the URL the token belongs to.
 	Remote string
+	// Config holds settings (key=value) given to each command with -c,
+	// after the host's own.
+	Config []string
 }
 
 // ErrGit wraps every failed git command.
@@ -103,9 +106,12 @@ func (g Git) Status(ctx context.Context, args ...string) (int, error) {
 
 // argv is the command line of git up to its command: the settings that
 // keep hooks, fsmonitor, the untracked cache and any attributes file off,
-// and the directories.
+// Config, and the directories.
 func (g Git) argv() []string {
 	argv := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false", "-c", "core.attributesFile=/dev/null"}
+	for _, c := range g.Config {
+		argv = append(argv, "-c", c)
+	}
 	if g.Dir != "" {
 		argv = append(argv, "-c", "safe.directory="+g.Dir, "-C", g.Dir)
 	}

@@ -2,8 +2,10 @@ package workspace_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/oecp/oecp/workspace"
@@ -58,4 +60,61 @@ func TestSnapshotOfATouchedTreeCommitsNothing(t *testing.T) {
 	if err != nil || snap.Changed || snap.Commit != h.src.Revision || snap.Bytes != int64(len(body)) {
 		t.Fatalf("a rewritten, unchanged file: %+v %v", snap, err)
 	}
+}
+
+// TestSnapshotKeepsItsPackUntilTheBound: a snapshot's new objects stay in
+// the pack git wrote (no loose object, so no unpacking process) while the
+// host git directory holds fewer packs than git's own maintenance bound;
+// at the bound they are loose again. The branch names each new commit.
+func TestSnapshotKeepsItsPackUntilTheBound(t *testing.T) {
+	h := newHostileRun(t)
+	ctx := context.Background()
+	home := t.TempDir()
+	packDir := filepath.Join(h.p.Host, "objects", "pack")
+	readme := filepath.Join(h.p.Workspace, "README.md")
+	h.writeFile(readme, "# one\n")
+	snap, err := h.m.Snapshot(ctx, h.key, home, hostileID, "one", workspace.Limits{})
+	if err != nil || !snap.Changed {
+		t.Fatalf("a changed file: %+v %v", snap, err)
+	}
+	if packs, loose := objectFiles(t, h.p.Host); packs != 1 || loose != 0 {
+		t.Fatalf("after one snapshot: %d packs, %d loose objects; want 1 and 0", packs, loose)
+	}
+	if head, err := h.m.Head(ctx, h.key, home); err != nil || head != snap.Commit {
+		t.Fatalf("the branch names %s (%v), the snapshot %s", head, err, snap.Commit)
+	}
+	// Packs without an index are not git's: only the count is reached.
+	for i := range workspace.KeptPacks - 1 {
+		h.writeFile(filepath.Join(packDir, fmt.Sprintf("pack-filler%02d.pack", i)), "")
+	}
+	h.writeFile(readme, "# two\n")
+	snap, err = h.m.Snapshot(ctx, h.key, home, hostileID, "two", workspace.Limits{})
+	if err != nil || !snap.Changed {
+		t.Fatalf("a changed file at the bound: %+v %v", snap, err)
+	}
+	if packs, loose := objectFiles(t, h.p.Host); packs != workspace.KeptPacks || loose == 0 {
+		t.Fatalf("at the bound: %d packs, %d loose objects; want %d and some", packs, loose, workspace.KeptPacks)
+	}
+	body, err := h.m.HostGit(h.key, home).Run(ctx, "cat-file", "-p", snap.Commit+":README.md")
+	if err != nil || body != "# two" {
+		t.Fatalf("recorded %q %v", body, err)
+	}
+}
+
+// objectFiles counts the packs and the loose objects of the git directory
+// dir.
+func objectFiles(t *testing.T, dir string) (packs, loose int) {
+	t.Helper()
+	objects := filepath.Join(dir, "objects")
+	names, err := os.ReadDir(filepath.Join(objects, "pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range names {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			packs++
+		}
+	}
+	fanout, _ := filepath.Glob(filepath.Join(objects, "[0-9a-f][0-9a-f]", "*"))
+	return packs, len(fanout)
 }

@@ -196,20 +196,26 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 				return err
 			}
 		}
-		if _, err := fmt.Fprintf(bw, "reset %s\nfrom :1\n\ndone\n", CheckpointRef); err != nil {
+		// get-mark prints the new commit's id on standard output.
+		if _, err := fmt.Fprintf(bw, "reset %s\nfrom :1\n\nget-mark :1\ndone\n", CheckpointRef); err != nil {
 			return err
 		}
 		return bw.Flush()
 	}
-	marks := filepath.Join(home, fmt.Sprintf("snapshot-%d.marks", time.Now().UnixNano()))
-	defer os.Remove(marks)
-	if err := g.pipe(ctx, feed, nil, "fast-import", "--quiet", "--done", "--export-marks="+marks); err != nil {
+	var named bytes.Buffer
+	read := func(r io.Reader) error {
+		_, err := io.Copy(&named, io.LimitReader(r, 1<<10))
+		return err
+	}
+	if keepsPack(p.Host) {
+		g.Config = append(g.Config, "fastimport.unpackLimit=0")
+	}
+	if err := g.pipe(ctx, feed, read, "fast-import", "--quiet", "--done"); err != nil {
 		return Snap{}, err
 	}
-	b, err := os.ReadFile(marks)
-	commit, ok := strings.CutPrefix(strings.TrimSpace(string(b)), ":1 ")
-	if err != nil || !ok || !commitIDRE.MatchString(commit) {
-		return Snap{}, fmt.Errorf("git fast-import named no commit (%q, %v)", b, err)
+	commit := strings.TrimSpace(named.String())
+	if !commitIDRE.MatchString(commit) {
+		return Snap{}, fmt.Errorf("git fast-import named no commit (%q)", commit)
 	}
 	next.commit = commit
 	if err := writeIndex(p.Host, next, started); err != nil {
@@ -217,6 +223,31 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 	}
 	snap.Commit, snap.Changed = commit, true
 	return snap, nil
+}
+
+// keptPacks bounds the packs of a host git directory that snapshots keep
+// as git wrote them: as many as git's own maintenance lets a repository
+// hold before it merges them (gc.autoPackLimit).
+const keptPacks = 50
+
+// keepsPack reports whether a snapshot's objects stay in the one pack git
+// fast-import writes: while the host git directory dir holds fewer than
+// keptPacks packs. Past them git turns a small pack into loose objects
+// (one more process, and a file and a directory per object) as it always
+// would, so that a run of many steps does not leave thousands of packs
+// for each object lookup to search.
+func keepsPack(dir string) bool {
+	names, err := os.ReadDir(filepath.Join(dir, "objects", "pack"))
+	if err != nil {
+		return false
+	}
+	n := 0
+	for _, e := range names {
+		if strings.HasSuffix(e.Name(), ".pack") {
+			n++
+		}
+	}
+	return n < keptPacks
 }
 
 // CheckpointRef is the ref of a host git directory that names the run's

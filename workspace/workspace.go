@@ -28,6 +28,8 @@ const (
 	// alternatesFile, under a git directory's objects/info, names the
 	// object directories it borrows from.
 	alternatesFile = "alternates"
+	// gitHomeDir, under the root, is the host's git commands' HOME.
+	gitHomeDir = "git-home"
 )
 
 // Source is the repository snapshot a run works on.
@@ -58,8 +60,9 @@ type Paths struct {
 
 // Manager owns the run directories under one root: Root/<Key>/workspace,
 // Root/<Key>/runtime and Root/<Key>/git, and the repositories' mirrors
-// their git directories borrow objects from, under Root/mirrors. It is
-// safe for concurrent use.
+// their git directories borrow objects from, under Root/mirrors, and the
+// HOME of the host's git commands, Root/git-home. It is safe for
+// concurrent use.
 type Manager struct {
 	root    string
 	repos   *Repos
@@ -130,6 +133,20 @@ func (m *Manager) placeRuns(dir string) {
 			m.log.Debug("workspace: no placement hint", "dir", d, "err", err)
 		}
 	}
+}
+
+// GitHome returns the directory the host's git commands on run
+// directories run in and take as HOME: empty, under the root (mode 0700),
+// made when missing, shared by every command (none writes there). One
+// directory for all saves each command's caller making and removing one
+// of its own: on a file system that passes over recently freed inodes for
+// each new one, every inode a run's path creates costs.
+func (m *Manager) GitHome() (string, error) {
+	dir := filepath.Join(m.root, gitHomeDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 func (m *Manager) paths(key string) Paths {
@@ -227,11 +244,10 @@ func (m *Manager) PrepareFor(ctx context.Context, key string, src Source, branch
 	if prepared(p, src) {
 		return nil
 	}
-	home, err := os.MkdirTemp("", "oecp-git-")
+	home, err := m.GitHome()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	defer os.RemoveAll(home)
 	remote := Git{Home: home, Token: token, Remote: repo.URL}
 	name := mirrorName(src.Repository, repo.URL)
 	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch, owner)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/oecp/oecp/workspace"
 )
@@ -49,11 +48,10 @@ func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, bra
 		return cp, err
 	}
 	defer release()
-	home, err := os.MkdirTemp("", "oecp-checkpoint-")
+	home, err := k.M.GitHome()
 	if err != nil {
 		return cp, err
 	}
-	defer os.RemoveAll(home)
 	snap, err := k.M.Snapshot(ctx, key, home, workspace.Identity{Name: committerName, Email: committerEmail},
 		"oecp: checkpoint after "+execution, k.Limits)
 	if err != nil {
