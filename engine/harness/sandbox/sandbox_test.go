@@ -197,3 +197,59 @@ func TestConfinedWriterAndVerifier(t *testing.T) {
 		t.Error("the writer's file is missing")
 	}
 }
+
+// TestIdentityFilesAreWrittenOncePerIdentity: the executions of a run
+// with the same UID and home share one copy of the sandbox's passwd,
+// group and gitconfig, which outlives each execution (the run's scratch
+// directory goes with the run); another home gets its own; without a
+// scratch directory an execution's files are its own and go at Close.
+func TestIdentityFilesAreWrittenOncePerIdentity(t *testing.T) {
+	h, err := New(Config{})
+	if err != nil {
+		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("needs the agent sandbox: %v", err)
+	}
+	defer h.CloseRun("r")
+	ws, scratch := t.TempDir(), t.TempDir()
+	home, other := t.TempDir(), t.TempDir()
+	start := func(home, scratch string) *Execution {
+		t.Helper()
+		e, err := h.Start(Spec{Run: "r", Workspace: ws, Home: home, Scratch: scratch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	passwd := func(e *Execution) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(e.files, "passwd"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	first := start(home, scratch)
+	firstFiles := first.files
+	first.Close()
+	second := start(home, scratch)
+	defer second.Close()
+	if second.files != firstFiles || second.ownFiles || !strings.Contains(passwd(second), ":"+home+":") {
+		t.Fatalf("the second execution's files: %s (own %v), the first's %s; passwd %q", second.files, second.ownFiles, firstFiles, passwd(second))
+	}
+	third := start(other, scratch)
+	defer third.Close()
+	if third.files == firstFiles || !strings.Contains(passwd(third), ":"+other+":") {
+		t.Fatalf("another home's files: %s, passwd %q", third.files, passwd(third))
+	}
+	own := start(home, "")
+	ownFiles := own.files
+	if !own.ownFiles || ownFiles == firstFiles || !strings.Contains(passwd(own), ":"+home+":") {
+		t.Fatalf("files without a scratch directory: %s (own %v)", ownFiles, own.ownFiles)
+	}
+	own.Close()
+	if _, err := os.Stat(ownFiles); !os.IsNotExist(err) {
+		t.Fatalf("an execution's own files stay after Close: %v", err)
+	}
+}
