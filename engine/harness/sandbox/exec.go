@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -35,10 +33,8 @@ type Spec struct {
 	// Home is the session's private home ("" none).
 	Home string
 	// Scratch is a directory of the host's, never shown to the sandbox,
-	// where the execution's generated files (passwd, group) are kept and
-	// reused by the next executions of the same UID and home; it is
-	// removed with the run ("" uses a directory of the system's
-	// temporary directory, removed at Close).
+	// where the execution's generated files (passwd, group) are kept (""
+	// uses the system's temporary directory).
 	Scratch string
 	// Verifier executions see the workspace and git directory read-only,
 	// under a UID of their own.
@@ -54,9 +50,7 @@ type Execution struct {
 	lease *lease
 	net   *runNetwork // the run's namespace it enters (nil: one of its own per sandbox)
 	files string
-	// ownFiles: files is the execution's own, removed at Close.
-	ownFiles bool
-	cg       *group
+	cg    *group
 	// diskStop ends the --agent-max-disk watch, which closes diskDone.
 	diskStop, diskDone chan struct{}
 
@@ -228,47 +222,18 @@ func chownTree(dir string, uid int) error {
 }
 
 // writeFiles writes the sandbox's passwd, group and system git
-// configuration, or finds them written for an earlier execution of the
-// same UID and home in Scratch: only the host writes there, and a
-// directory takes its name only once its files are complete. Each file
-// made and removed per execution would cost the next ones on a file
-// system that passes over recently freed inodes for each new one.
+// configuration.
 func (e *Execution) writeFiles() error {
-	uid := e.uid
-	if uid < 0 {
-		uid = os.Getuid()
-	}
-	var name string
-	if e.spec.Scratch != "" {
-		sum := sha256.Sum256([]byte(e.spec.Home))
-		name = filepath.Join(e.spec.Scratch, "sandbox-"+strconv.Itoa(uid)+"-"+hex.EncodeToString(sum[:8]))
-		if info, err := os.Lstat(name); err == nil && info.IsDir() {
-			e.files = name
-			return nil
-		}
-	}
 	dir, err := os.MkdirTemp(e.spec.Scratch, "sandbox-")
 	if err != nil {
 		return err
 	}
-	e.files, e.ownFiles = dir, true
-	if err := writeIdentityFiles(dir, uid, e.spec.Home); err != nil {
-		return err
+	e.files = dir
+	uid := e.uid
+	if uid < 0 {
+		uid = os.Getuid()
 	}
-	if name == "" {
-		return nil
-	}
-	if err := os.Rename(dir, name); err != nil {
-		// Another execution named its copy first: that one is used.
-		return nil
-	}
-	e.files, e.ownFiles = name, false
-	return nil
-}
-
-// writeIdentityFiles writes into dir the passwd, group and gitconfig of
-// a sandbox running as uid with home.
-func writeIdentityFiles(dir string, uid int, home string) error {
+	home := e.spec.Home
 	if home == "" {
 		home = "/tmp"
 	}
@@ -310,7 +275,7 @@ func (e *Execution) Close() {
 			e.h.log.Error("sandbox: removing an execution's cgroups", "err", err)
 		}
 	}
-	if e.files != "" && e.ownFiles {
+	if e.files != "" {
 		_ = os.RemoveAll(e.files)
 	}
 }
