@@ -202,7 +202,7 @@ func executionsEnded(b *testing.B, e *env, id string) []string {
 		if err := json.Unmarshal(append([]byte(`{"x":0`), append(n.Rest, '}')...), &ev); err != nil {
 			b.Fatalf("log event %s: %v", n.Rest, err)
 		}
-		if how, ok := strings.CutPrefix(ev.Record.Message, "execution ended: "); ok {
+		if how, ok := strings.CutPrefix(ev.Record.Message, capsule.EndRecordPrefix); ok {
 			ended = append(ended, how)
 		}
 	}

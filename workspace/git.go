@@ -105,10 +105,12 @@ func (g Git) Status(ctx context.Context, args ...string) (int, error) {
 }
 
 // argv is the command line of git up to its command: the settings that
-// keep hooks, fsmonitor, the untracked cache and any attributes file off,
-// Config, and the directories.
+// keep hooks, fsmonitor, the untracked cache, any attributes file and any
+// user excludes file ($HOME/.config/git/ignore) off, Config, and the
+// directories.
 func (g Git) argv() []string {
-	argv := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false", "-c", "core.attributesFile=/dev/null"}
+	argv := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "core.untrackedCache=false", "-c", "core.attributesFile=/dev/null",
+		"-c", "core.excludesFile=/dev/null"}
 	for _, c := range g.Config {
 		argv = append(argv, "-c", c)
 	}

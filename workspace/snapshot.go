@@ -225,17 +225,17 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 	return snap, nil
 }
 
-// keptPacks bounds the packs of a host git directory that snapshots keep
-// as git wrote them: as many as git's own maintenance lets a repository
-// hold before it merges them (gc.autoPackLimit).
+// keptPacks bounds the packs of a host git directory below which a
+// snapshot keeps its objects in the pack git wrote: git's default
+// gc.autoPackLimit (the host git directory runs no maintenance).
 const keptPacks = 50
 
 // keepsPack reports whether a snapshot's objects stay in the one pack git
-// fast-import writes: while the host git directory dir holds fewer than
-// keptPacks packs. Past them git turns a small pack into loose objects
-// (one more process, and a file and a directory per object) as it always
-// would, so that a run of many steps does not leave thousands of packs
-// for each object lookup to search.
+// fast-import writes, whatever their number: while the host git directory
+// dir holds fewer than keptPacks packs. Past them fast-import does what it
+// always does: a pack of fewer than 100 objects becomes loose objects (one
+// more process, and a file and a directory per object), a larger one
+// stays. So the small packs of a run's many small steps stop at keptPacks.
 func keepsPack(dir string) bool {
 	names, err := os.ReadDir(filepath.Join(dir, "objects", "pack"))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -136,15 +137,33 @@ func (m *Manager) placeRuns(dir string) {
 }
 
 // GitHome returns the directory the host's git commands on run
-// directories run in and take as HOME: empty, under the root (mode 0700),
-// made when missing, shared by every command (none writes there). One
-// directory for all saves each command's caller making and removing one
-// of its own: on a file system that passes over recently freed inodes for
-// each new one, every inode a run's path creates costs.
+// directories run in and take as HOME: under the root, made when missing
+// (mode 0700), shared by every command (none writes there). It must be
+// the server's own empty directory, writable by no one else: git still
+// reads a few files under HOME (a user excludes file, .netrc), so a
+// directory that is not refuses the command. One directory for all saves
+// each command's caller making and removing one of its own: on a file
+// system that passes over recently freed inodes for each new one, every
+// inode a run's path creates costs.
 func (m *Manager) GitHome() (string, error) {
 	dir := filepath.Join(m.root, gitHomeDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !info.IsDir() || !ok || int(st.Uid) != os.Geteuid() || info.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("git's home %s is not a directory of the server's own that only it may use (mode %v)", dir, info.Mode())
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(names) > 0 {
+		return "", fmt.Errorf("git's home %s holds %q: it must stay empty", dir, names[0].Name())
 	}
 	return dir, nil
 }

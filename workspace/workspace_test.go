@@ -285,3 +285,40 @@ func TestCloneErrorStripsCredentials(t *testing.T) {
 		t.Fatalf("error: %v", err)
 	}
 }
+
+// TestGitHomeIsTheServersOwnEmptyDirectory: the home the host's git
+// commands share is made under the root, mode 0700; one that holds a file
+// (git reads a user excludes file or a .netrc there) or that others may
+// write is refused, and the refusal says why.
+func TestGitHomeIsTheServersOwnEmptyDirectory(t *testing.T) {
+	m := manager(t, nil, time.Hour)
+	home, err := m.GitHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(home); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("git's home %s: %v %v", home, info, err)
+	}
+	planted := filepath.Join(home, ".netrc")
+	if err := os.WriteFile(planted, []byte("machine example.com login x password y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.GitHome(); err == nil || !strings.Contains(err.Error(), ".netrc") {
+		t.Fatalf("a home holding a file: %v", err)
+	}
+	if err := os.Remove(planted); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(home, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.GitHome(); err == nil || !strings.Contains(err.Error(), "only it may use") {
+		t.Fatalf("a home others may write: %v", err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.GitHome(); err != nil || got != home {
+		t.Fatalf("the home again: %s %v", got, err)
+	}
+}
