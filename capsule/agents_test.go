@@ -87,7 +87,7 @@ func (h *agentHost) submit(id string, graph []byte, input, plan string, revision
 }
 
 // readEvents reads a subscription to its close: each event's JSON.
-func readEvents(t *testing.T, sub *server.Subscription, until func(string) bool) []string {
+func readEvents(t testing.TB, sub *server.Subscription, until func(string) bool) []string {
 	t.Helper()
 	var out []string
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
@@ -126,19 +126,28 @@ func (h *agentHost) finish(id string) string {
 // logs replays the finished run's log messages, one a line.
 func (h *agentHost) logs(id string) string {
 	h.t.Helper()
-	sub, err := h.runs().Logs(local(), id, nil, nil)
+	return strings.Join(logMessages(h.t, h.runs(), id), "\n")
+}
+
+// logMessages replays a finished run's log messages, in order.
+func logMessages(t testing.TB, b *runs.Backend, id string) []string {
+	t.Helper()
+	sub, err := b.Logs(local(), id, nil, nil)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
+	defer sub.Stream.Close()
 	var msgs []string
-	for _, ev := range readEvents(h.t, sub, nil) {
+	for _, ev := range readEvents(t, sub, nil) {
 		var m struct {
 			Record struct{ Message string } `json:"record"`
 		}
-		_ = json.Unmarshal([]byte(`{"x":0`+ev+`}`), &m)
+		if err := json.Unmarshal([]byte(`{"x":0`+ev+`}`), &m); err != nil {
+			t.Fatalf("log event %s: %v", ev, err)
+		}
 		msgs = append(msgs, m.Record.Message)
 	}
-	return strings.Join(msgs, "\n")
+	return msgs
 }
 
 // branch is the run's delivery branch.

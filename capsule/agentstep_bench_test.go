@@ -21,7 +21,6 @@ import (
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness/sandbox"
 	"github.com/oecp/oecp/engine/harness/sandbox/sandboxtest"
-	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/store"
 	"github.com/oecp/oecp/store/postgres"
 	"github.com/oecp/oecp/store/postgres/pgtest"
@@ -180,32 +179,13 @@ func benchAgentSteps(b *testing.B, st store.Store, dir string, confined bool, st
 // executionsEnded returns how each execution of run id ended, in order,
 // as its log says ("succeeded", "failed (…)").
 func executionsEnded(b *testing.B, e *env, id string) []string {
-	sub, err := e.b.Runs().Logs(local(), id, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sub.Stream.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
-	defer cancel()
 	var ended []string
-	for {
-		n, err := sub.Stream.Next(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n.Closed != "" {
-			return ended
-		}
-		var ev struct {
-			Record struct{ Message string } `json:"record"`
-		}
-		if err := json.Unmarshal(append([]byte(`{"x":0`), append(n.Rest, '}')...), &ev); err != nil {
-			b.Fatalf("log event %s: %v", n.Rest, err)
-		}
-		if how, ok := strings.CutPrefix(ev.Record.Message, capsule.EndRecordPrefix); ok {
+	for _, msg := range logMessages(b, e.b.Runs(), id) {
+		if how, ok := strings.CutPrefix(msg, capsule.EndRecordPrefix); ok {
 			ended = append(ended, how)
 		}
 	}
+	return ended
 }
 
 // stepNode is the node name stepsGraph gives an agent step, at the end of
