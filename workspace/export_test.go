@@ -9,3 +9,24 @@ var SetSpread = setSpread
 
 // KeptPacks is the bound on the packs snapshots keep as git wrote them.
 const KeptPacks = keptPacks
+
+// KeptTrees is how many checked-out trees m keeps in memory.
+func KeptTrees(m *Manager) int {
+	m.kept.mu.Lock()
+	defer m.kept.mu.Unlock()
+	return len(m.kept.trees)
+}
+
+// SpoilKept replaces the bytes of the file at path in every tree m keeps,
+// so that a test can tell a checkout written from them.
+func SpoilKept(m *Manager, path string, data []byte) {
+	m.kept.mu.Lock()
+	defer m.kept.mu.Unlock()
+	for _, t := range m.kept.trees {
+		for i := range t.entries {
+			if t.entries[i].git.path == path {
+				t.entries[i].data = data
+			}
+		}
+	}
+}

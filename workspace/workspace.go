@@ -70,6 +70,7 @@ type Manager struct {
 	keep    time.Duration
 	log     *slog.Logger
 	mirrors *mirrors
+	kept    *keptTrees
 
 	// ctx ends at Close, which stops the removals waiting for a gate.
 	ctx    context.Context
@@ -90,7 +91,7 @@ func NewManager(root string, repos *Repos, keep time.Duration, log *slog.Logger)
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, mirrors: newMirrors(filepath.Join(root, mirrorsDir), log),
+	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, mirrors: newMirrors(filepath.Join(root, mirrorsDir), log), kept: newKeptTrees(keptTreesBytes),
 		ctx: ctx, cancel: cancel, gates: map[string]*Gate{}, timers: map[string]*time.Timer{}}
 }
 
@@ -306,28 +307,115 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if err := initHostGit(p, objects, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if err := materialise(ctx, remote.Home, p, revision); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	written, err := m.checkoutKept(p, name, revision, owner)
+	if err != nil {
+		return err
 	}
-	if owner != nil {
-		if uid, ok := owner(); ok {
-			if err := giveTree(p.Workspace, uid); err != nil {
-				return fmt.Errorf("%w: %w: %v", ErrUnavailable, errNotGiven, err)
-			}
-			// A run that ended meanwhile gave its UID back (and another
-			// run may hold it now): its tree is not kept.
-			if again, ok := owner(); !ok || again != uid {
-				return fmt.Errorf("%w: %w: the run's writer UID was given back meanwhile", ErrUnavailable, errNotGiven)
+	if !written {
+		if err := materialise(ctx, remote.Home, p, revision); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		m.keepCheckout(p, name, revision)
+		if owner != nil {
+			if uid, ok := owner(); ok {
+				if err := giveTree(p.Workspace, uid); err != nil {
+					return fmt.Errorf("%w: %w: %v", ErrUnavailable, errNotGiven, err)
+				}
+				if err := stillOwner(owner, uid); err != nil {
+					return err
+				}
 			}
 		}
+		m.primeIndex(ctx, remote.Home, p, revision)
 	}
-	m.primeIndex(ctx, remote.Home, p, revision)
 	// The host's index is the work tree it has just written: the agents'
 	// starts as its copy (their HEAD is the same revision).
 	if err := initAgentGit(ctx, remote.Home, p, objects, url, revision, branch, true); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// stillOwner fails (errNotGiven) unless owner still gives uid: a run that
+// ended meanwhile gave its UID back (and another run may hold it now), so
+// its tree is not kept.
+func stillOwner(owner Owner, uid int) error {
+	if again, ok := owner(); !ok || again != uid {
+		return fmt.Errorf("%w: %w: the run's writer UID was given back meanwhile", ErrUnavailable, errNotGiven)
+	}
+	return nil
+}
+
+// keepCheckout keeps the work tree git has just written at p.Workspace
+// from revision of mirror name (nothing else has written there yet), when
+// it is not kept already and fits the bounds, for checkoutKept.
+func (m *Manager) keepCheckout(p Paths, name, revision string) {
+	if !keepsTrees || m.kept.get(name, revision) != nil {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(p.Host, "index"))
+	if err != nil {
+		return
+	}
+	entries, err := parseGitIndex(b)
+	if err != nil {
+		return
+	}
+	t, err := readCheckout(p.Workspace, entries)
+	if err != nil {
+		m.log.Debug("workspace: checkout not kept", "revision", revision, "err", err)
+		return
+	}
+	m.kept.put(name, revision, t)
+}
+
+// checkoutKept writes the work tree p.Workspace from the tree kept for
+// revision of mirror name, given to owner's UID as it is written when
+// owner gives one, with the host's git index and its own index of what
+// it wrote, and reports whether it did. Nothing kept, or a write that
+// failed (logged; the directory is emptied), is not written: git writes
+// the tree then. It fails only when the owner's UID was given back
+// meanwhile (errNotGiven).
+func (m *Manager) checkoutKept(p Paths, name, revision string, owner Owner) (bool, error) {
+	t := m.kept.get(name, revision)
+	if t == nil {
+		return false, nil
+	}
+	uid := -1
+	if owner != nil {
+		if u, ok := owner(); ok {
+			uid = u
+		}
+	}
+	err := emptyDir(p.Workspace)
+	var entries []gitIndexEntry
+	var stats []fileStat
+	if err == nil {
+		entries, stats, err = writeKept(p.Workspace, t, uid)
+	}
+	if err == nil {
+		err = writeNew(filepath.Join(p.Workspace, ".git"), agentGitFile, 0o644)
+	}
+	if err == nil && uid >= 0 {
+		err = os.Lchown(filepath.Join(p.Workspace, ".git"), uid, uid)
+	}
+	if err == nil {
+		err = writeNew(filepath.Join(p.Host, "index"), string(encodeGitIndex(entries)), 0o600)
+	}
+	if err == nil {
+		err = writeIndex(p.Host, statTree(entries, stats, revision), time.Time{})
+	}
+	if err != nil {
+		m.log.Warn("workspace: the kept tree was not written; git writes it", "dir", p.Workspace, "err", err)
+		for _, f := range []string{filepath.Join(p.Host, "index"), filepath.Join(p.Host, indexFile)} {
+			_ = os.Remove(f)
+		}
+		return false, emptyDir(p.Workspace)
+	}
+	if uid >= 0 {
+		return true, stillOwner(owner, uid)
+	}
+	return true, nil
 }
 
 // Gate returns the run's workspace gate.

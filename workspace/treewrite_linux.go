@@ -1,0 +1,153 @@
+package workspace
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// writeKept writes t into the empty directory dir, which the host has
+// just made: every directory and file new (O_EXCL), each opened from its
+// parent's descriptor with no link followed, and given to uid (its group
+// too) as it is made when uid is not negative, dir itself included. It
+// returns t's git index entries with the stat of what it wrote, in t's
+// order, and each regular file's full stat (zero for the others). A
+// failure leaves a partial tree for the caller to remove.
+func writeKept(dir string, t *keptTree, uid int) ([]gitIndexEntry, []fileStat, error) {
+	top, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	// open is the directories from dir down to the one being written:
+	// paths relative to dir ("" is dir) and their descriptors. A
+	// directory's entries are together in t's order, so one left is
+	// never entered again.
+	type opened struct {
+		path string
+		fd   int
+	}
+	open := []opened{{"", top}}
+	defer func() {
+		for _, o := range open {
+			unix.Close(o.fd)
+		}
+	}()
+	give := func(fd int) error {
+		if uid < 0 {
+			return nil
+		}
+		return unix.Fchown(fd, uid, uid)
+	}
+	if err := give(top); err != nil {
+		return nil, nil, err
+	}
+	out := make([]gitIndexEntry, len(t.entries))
+	stats := make([]fileStat, len(t.entries))
+	for i, e := range t.entries {
+		parent, name := path.Split(e.git.path)
+		parent = strings.TrimSuffix(parent, "/")
+		for last := open[len(open)-1].path; last != "" && last != parent && !strings.HasPrefix(parent, last+"/"); last = open[len(open)-1].path {
+			unix.Close(open[len(open)-1].fd)
+			open = open[:len(open)-1]
+		}
+		for last := open[len(open)-1].path; last != parent; last = open[len(open)-1].path {
+			rest := strings.TrimPrefix(parent, last)
+			rest = strings.TrimPrefix(rest, "/")
+			sub, _, _ := strings.Cut(rest, "/")
+			fd, err := mkdirOpen(open[len(open)-1].fd, sub)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", path.Join(last, sub), err)
+			}
+			open = append(open, opened{path.Join(last, sub), fd})
+			if err := give(fd); err != nil {
+				return nil, nil, err
+			}
+		}
+		at := open[len(open)-1].fd
+		var st unix.Stat_t
+		var err error
+		switch e.git.modeString() {
+		case modeFile, modeExec:
+			err = writeFileAt(at, name, e.data, uint32(e.perm), uid, &st)
+		case modeLink:
+			err = unix.Symlinkat(string(e.data), at, name)
+			if err == nil && uid >= 0 {
+				err = unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			if err == nil {
+				err = unix.Fstatat(at, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			}
+		case modeGitlink:
+			// git makes a gitlink's directory and records no stat of it.
+			var fd int
+			if fd, err = mkdirOpen(at, name); err == nil {
+				err = give(fd)
+				unix.Close(fd)
+			}
+		default:
+			err = fmt.Errorf("mode %s", e.git.modeString())
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", e.git.path, err)
+		}
+		out[i] = statEntry(e.git, &st)
+		if mode := e.git.modeString(); mode == modeFile || mode == modeExec {
+			stats[i] = fileStat{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: mode}
+		}
+	}
+	return out, stats, nil
+}
+
+// mkdirOpen makes the directory name in the directory at and opens it,
+// following no link.
+func mkdirOpen(at int, name string) (int, error) {
+	if err := unix.Mkdirat(at, name, 0o777); err != nil {
+		return -1, err
+	}
+	return unix.Openat(at, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// writeFileAt writes the new file name in the directory at with data and
+// perm, gives it to uid when uid is not negative, and fills st with its
+// stat once given.
+func writeFileAt(at int, name string, data []byte, perm uint32, uid int, st *unix.Stat_t) error {
+	fd, err := unix.Openat(at, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 && err == nil {
+		var n int
+		if n, err = unix.Write(fd, data); err == nil {
+			data = data[n:]
+		}
+	}
+	if err == nil && uid >= 0 {
+		err = unix.Fchown(fd, uid, uid)
+	}
+	if err == nil {
+		err = unix.Fstat(fd, st)
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// statEntry is e with the stat st of the file written for it, as a git
+// index records it (the low 32 bits of each field). A gitlink records
+// none.
+func statEntry(e gitIndexEntry, st *unix.Stat_t) gitIndexEntry {
+	if e.modeString() == modeGitlink {
+		e.ctimeSec, e.ctimeNsec, e.mtimeSec, e.mtimeNsec, e.dev, e.ino, e.uid, e.gid, e.size = 0, 0, 0, 0, 0, 0, 0, 0, 0
+		return e
+	}
+	e.ctimeSec, e.ctimeNsec = uint32(st.Ctim.Sec), uint32(st.Ctim.Nsec)
+	e.mtimeSec, e.mtimeNsec = uint32(st.Mtim.Sec), uint32(st.Mtim.Nsec)
+	e.dev, e.ino, e.uid, e.gid, e.size = uint32(st.Dev), uint32(st.Ino), st.Uid, st.Gid, uint32(st.Size)
+	return e
+}
+
+// keepsTrees reports whether this system writes kept trees.
+const keepsTrees = true
