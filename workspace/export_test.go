@@ -1,5 +1,7 @@
 package workspace
 
+import "path/filepath"
+
 // Spreads reports whether dir carries the placement hint of runs removed
 // at once.
 var Spreads = spreads
@@ -30,3 +32,13 @@ func SpoilKept(m *Manager, path string, data []byte) {
 		}
 	}
 }
+
+// Spares is how many work trees m has written ahead or is writing.
+func Spares(m *Manager) int {
+	m.spares.mu.Lock()
+	defer m.spares.mu.Unlock()
+	return len(m.spares.made)
+}
+
+// SparesDir is where m writes work trees ahead.
+func SparesDir(m *Manager) string { return filepath.Join(m.root, sparesDir) }

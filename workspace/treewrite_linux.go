@@ -8,6 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// keepsTrees reports whether this system writes kept trees.
+const keepsTrees = true
+
 // writeKept writes t into the empty directory dir, which the host has
 // just made: every directory and file new (O_EXCL), each opened from its
 // parent's descriptor with no link followed, and given to uid (its group
@@ -16,14 +19,69 @@ import (
 // order, and each regular file's full stat (zero for the others). A
 // failure leaves a partial tree for the caller to remove.
 func writeKept(dir string, t *keptTree, uid int) ([]gitIndexEntry, []fileStat, error) {
+	entries := make([]gitIndexEntry, len(t.entries))
+	for i, e := range t.entries {
+		entries[i] = e.git
+	}
+	return walkTree(dir, entries, uid, true, func(at int, name string, i int, st *unix.Stat_t) error {
+		e := t.entries[i]
+		switch e.git.modeString() {
+		case modeFile, modeExec:
+			return writeFileAt(at, name, e.data, uint32(e.perm), uid, st)
+		case modeLink:
+			err := unix.Symlinkat(string(e.data), at, name)
+			if err == nil && uid >= 0 {
+				err = unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			if err == nil {
+				err = unix.Fstatat(at, name, st, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			return err
+		case modeGitlink:
+			// git makes a gitlink's directory and records no stat of it.
+			fd, err := mkdirOpen(at, name)
+			if err == nil {
+				if uid >= 0 {
+					err = unix.Fchown(fd, uid, uid)
+				}
+				unix.Close(fd)
+			}
+			return err
+		}
+		return fmt.Errorf("mode %s", e.git.modeString())
+	})
+}
+
+// giveWritten gives the tree the host wrote at dir from entries (with
+// writeKept, into a directory no one else has written to since) to uid
+// (its group too), dir itself and every directory included, following no
+// link, and returns entries and the regular files' stats as they are once
+// given.
+func giveWritten(dir string, entries []gitIndexEntry, uid int) ([]gitIndexEntry, []fileStat, error) {
+	return walkTree(dir, entries, uid, false, func(at int, name string, i int, st *unix.Stat_t) error {
+		err := unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && entries[i].modeString() != modeGitlink {
+			err = unix.Fstatat(at, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		return err
+	})
+}
+
+// walkTree calls entry for each of entries (sorted by path, bytewise, as
+// a git index keeps them: a directory's entries are together) with the
+// descriptor of its directory under dir, its name there, its position and
+// the stat to fill. The directories leading to the entries are made
+// (create) or opened, with no link followed, and given to uid when it is
+// not negative, dir itself included. It returns entries with the stats
+// entry filled (none for a gitlink) and each regular file's full stat.
+func walkTree(dir string, entries []gitIndexEntry, uid int, create bool, entry func(at int, name string, i int, st *unix.Stat_t) error) ([]gitIndexEntry, []fileStat, error) {
 	top, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	// open is the directories from dir down to the one being written:
-	// paths relative to dir ("" is dir) and their descriptors. A
-	// directory's entries are together in t's order, so one left is
-	// never entered again.
+	// open is the directories from dir down to the one of the entry at
+	// hand: their paths relative to dir ("" is dir) and descriptors. A
+	// directory left is never entered again.
 	type opened struct {
 		path string
 		fd   int
@@ -43,20 +101,25 @@ func writeKept(dir string, t *keptTree, uid int) ([]gitIndexEntry, []fileStat, e
 	if err := give(top); err != nil {
 		return nil, nil, err
 	}
-	out := make([]gitIndexEntry, len(t.entries))
-	stats := make([]fileStat, len(t.entries))
-	for i, e := range t.entries {
-		parent, name := path.Split(e.git.path)
+	out := make([]gitIndexEntry, len(entries))
+	stats := make([]fileStat, len(entries))
+	for i, e := range entries {
+		parent, name := path.Split(e.path)
 		parent = strings.TrimSuffix(parent, "/")
 		for last := open[len(open)-1].path; last != "" && last != parent && !strings.HasPrefix(parent, last+"/"); last = open[len(open)-1].path {
 			unix.Close(open[len(open)-1].fd)
 			open = open[:len(open)-1]
 		}
 		for last := open[len(open)-1].path; last != parent; last = open[len(open)-1].path {
-			rest := strings.TrimPrefix(parent, last)
-			rest = strings.TrimPrefix(rest, "/")
-			sub, _, _ := strings.Cut(rest, "/")
-			fd, err := mkdirOpen(open[len(open)-1].fd, sub)
+			sub, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(parent, last), "/"), "/")
+			at := open[len(open)-1].fd
+			var fd int
+			var err error
+			if create {
+				fd, err = mkdirOpen(at, sub)
+			} else {
+				fd, err = unix.Openat(at, sub, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", path.Join(last, sub), err)
 			}
@@ -65,35 +128,12 @@ func writeKept(dir string, t *keptTree, uid int) ([]gitIndexEntry, []fileStat, e
 				return nil, nil, err
 			}
 		}
-		at := open[len(open)-1].fd
 		var st unix.Stat_t
-		var err error
-		switch e.git.modeString() {
-		case modeFile, modeExec:
-			err = writeFileAt(at, name, e.data, uint32(e.perm), uid, &st)
-		case modeLink:
-			err = unix.Symlinkat(string(e.data), at, name)
-			if err == nil && uid >= 0 {
-				err = unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW)
-			}
-			if err == nil {
-				err = unix.Fstatat(at, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-			}
-		case modeGitlink:
-			// git makes a gitlink's directory and records no stat of it.
-			var fd int
-			if fd, err = mkdirOpen(at, name); err == nil {
-				err = give(fd)
-				unix.Close(fd)
-			}
-		default:
-			err = fmt.Errorf("mode %s", e.git.modeString())
+		if err := entry(open[len(open)-1].fd, name, i, &st); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", e.path, err)
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", e.git.path, err)
-		}
-		out[i] = statEntry(e.git, &st)
-		if mode := e.git.modeString(); mode == modeFile || mode == modeExec {
+		out[i] = statEntry(e, &st)
+		if mode := e.modeString(); mode == modeFile || mode == modeExec {
 			stats[i] = fileStat{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: mode}
 		}
 	}
@@ -148,6 +188,3 @@ func statEntry(e gitIndexEntry, st *unix.Stat_t) gitIndexEntry {
 	e.dev, e.ino, e.uid, e.gid, e.size = uint32(st.Dev), uint32(st.Ino), st.Uid, st.Gid, uint32(st.Size)
 	return e
 }
-
-// keepsTrees reports whether this system writes kept trees.
-const keepsTrees = true

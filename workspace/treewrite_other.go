@@ -4,10 +4,14 @@ package workspace
 
 import "errors"
 
-// writeKept is Linux's only: elsewhere git writes every checkout.
+// keepsTrees reports whether this system writes kept trees: elsewhere
+// git writes every checkout.
+const keepsTrees = false
+
 func writeKept(string, *keptTree, int) ([]gitIndexEntry, []fileStat, error) {
 	return nil, nil, errors.ErrUnsupported
 }
 
-// keepsTrees reports whether this system writes kept trees.
-const keepsTrees = false
+func giveWritten(string, []gitIndexEntry, int) ([]gitIndexEntry, []fileStat, error) {
+	return nil, nil, errors.ErrUnsupported
+}

@@ -71,6 +71,7 @@ type Manager struct {
 	log     *slog.Logger
 	mirrors *mirrors
 	kept    *keptTrees
+	spares  *spares
 
 	// ctx ends at Close, which stops the removals waiting for a gate.
 	ctx    context.Context
@@ -80,6 +81,9 @@ type Manager struct {
 	mu     sync.Mutex
 	gates  map[string]*Gate
 	timers map[string]*time.Timer
+	// wants is the tree each run checked out, for a spare written when
+	// the run finishes.
+	wants  map[string]keptKey
 	closed bool
 }
 
@@ -91,8 +95,8 @@ func NewManager(root string, repos *Repos, keep time.Duration, log *slog.Logger)
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, mirrors: newMirrors(filepath.Join(root, mirrorsDir), log), kept: newKeptTrees(keptTreesBytes),
-		ctx: ctx, cancel: cancel, gates: map[string]*Gate{}, timers: map[string]*time.Timer{}}
+	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, mirrors: newMirrors(filepath.Join(root, mirrorsDir), log), kept: newKeptTrees(keptTreesBytes), spares: newSpares(filepath.Join(root, sparesDir), log),
+		ctx: ctx, cancel: cancel, gates: map[string]*Gate{}, timers: map[string]*time.Timer{}, wants: map[string]keptKey{}}
 }
 
 // Repos is the host's repository file (nil when it serves none).
@@ -307,7 +311,7 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if err := initHostGit(p, objects, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	written, err := m.checkoutKept(p, name, revision, owner)
+	written, err := m.checkoutKept(ctx, p, name, revision, owner)
 	if err != nil {
 		return err
 	}
@@ -332,6 +336,11 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	// starts as its copy (their HEAD is the same revision).
 	if err := initAgentGit(ctx, remote.Home, p, objects, url, revision, branch, true); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if keepsTrees {
+		m.mu.Lock()
+		m.wants[key] = keptKey{name, revision}
+		m.mu.Unlock()
 	}
 	return nil
 }
@@ -369,14 +378,15 @@ func (m *Manager) keepCheckout(p Paths, name, revision string) {
 	m.kept.put(name, revision, t)
 }
 
-// checkoutKept writes the work tree p.Workspace from the tree kept for
-// revision of mirror name, given to owner's UID as it is written when
-// owner gives one, with the host's git index and its own index of what
-// it wrote, and reports whether it did. Nothing kept, or a write that
-// failed (logged; the directory is emptied), is not written: git writes
-// the tree then. It fails only when the owner's UID was given back
+// checkoutKept makes the work tree p.Workspace the tree kept for revision
+// of mirror name: the spare written ahead of it when there is one (taken
+// whole, waiting for one being written), else written now; given to
+// owner's UID when owner gives one, with the host's git index and its own
+// index of the tree as given. It reports whether it did: with nothing
+// kept, or a write that failed (logged; the directory is emptied), git
+// writes the tree. It fails only when the owner's UID was given back
 // meanwhile (errNotGiven).
-func (m *Manager) checkoutKept(p Paths, name, revision string, owner Owner) (bool, error) {
+func (m *Manager) checkoutKept(ctx context.Context, p Paths, name, revision string, owner Owner) (bool, error) {
 	t := m.kept.get(name, revision)
 	if t == nil {
 		return false, nil
@@ -391,6 +401,15 @@ func (m *Manager) checkoutKept(p Paths, name, revision string, owner Owner) (boo
 	var entries []gitIndexEntry
 	var stats []fileStat
 	if err == nil {
+		if sp := m.spares.take(ctx, keptKey{name, revision}); sp != nil {
+			if entries, stats, err = takeSpare(p, sp, uid); err != nil {
+				m.log.Warn("workspace: a spare work tree was not taken; the kept tree is written", "dir", p.Workspace, "err", err)
+				err = emptyDir(p.Workspace)
+				entries, stats = nil, nil
+			}
+		}
+	}
+	if err == nil && entries == nil {
 		entries, stats, err = writeKept(p.Workspace, t, uid)
 	}
 	if err == nil {
@@ -416,6 +435,24 @@ func (m *Manager) checkoutKept(p Paths, name, revision string, owner Owner) (boo
 		return true, stillOwner(owner, uid)
 	}
 	return true, nil
+}
+
+// takeSpare makes the spare sp the work tree p.Workspace (an empty
+// directory), given to uid when uid is not negative, and returns its git
+// index entries and its regular files' stats as they are then. The
+// spare's own directory is removed either way.
+func takeSpare(p Paths, sp *spare, uid int) ([]gitIndexEntry, []fileStat, error) {
+	defer os.RemoveAll(filepath.Dir(sp.work))
+	if err := os.Remove(p.Workspace); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Rename(sp.work, p.Workspace); err != nil {
+		return nil, nil, errors.Join(err, os.Mkdir(p.Workspace, 0o700))
+	}
+	if uid < 0 {
+		return sp.entries, sp.stats, nil
+	}
+	return giveWritten(p.Workspace, sp.entries, uid)
 }
 
 // Gate returns the run's workspace gate.
@@ -446,6 +483,15 @@ func (m *Manager) Finish(key string) {
 		m.log.Warn("workspace: cannot mark a finished run", "dir", p.Dir, "err", err)
 	}
 	m.schedule(key, m.keep)
+	m.mu.Lock()
+	want, ok := m.wants[key]
+	delete(m.wants, key)
+	m.mu.Unlock()
+	if ok {
+		if t := m.kept.get(want.mirror, want.commit); t != nil {
+			m.spares.want(want, t)
+		}
+	}
 }
 
 // Sweep schedules the removal of every run directory marked finished,
@@ -478,7 +524,7 @@ func (m *Manager) liveRunRefs() map[string]bool {
 	dirs, _ := filepath.Glob(filepath.Join(m.root, "*", "*"))
 	live := make(map[string]bool, len(dirs))
 	for _, dir := range dirs {
-		if parent := filepath.Base(filepath.Dir(dir)); parent != mirrorsDir {
+		if parent := filepath.Base(filepath.Dir(dir)); parent != mirrorsDir && parent != sparesDir {
 			live[runRef(parent+"/"+filepath.Base(dir))] = true
 		}
 	}
@@ -569,4 +615,5 @@ func (m *Manager) Close() {
 	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
+	m.spares.close()
 }

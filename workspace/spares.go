@@ -1,0 +1,241 @@
+package workspace
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// sparesDir, under the manager's root, holds work trees written ahead.
+const sparesDir = "spares"
+
+// Bounds of the spares: how many at once (one per mirror and commit), how
+// long one waits to be taken before it is removed, and the age past which
+// another process's leftover directory is removed.
+const (
+	maxSpares     = 4
+	spareIdle     = 10 * time.Minute
+	spareLeftover = time.Hour
+)
+
+// spares are work trees the host writes ahead, from kept trees, when a
+// run that checked out a commit ends, so that the next checkout of that
+// commit takes a whole tree at once (a rename) instead of writing it
+// while its run waits. They live in a directory of this process's own
+// under Root/spares, which only the host writes and no agent is shown;
+// each is written once, never changed, and taken by one checkout. Safe
+// for concurrent use.
+type spares struct {
+	root string // Root/spares
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	dir    string // this process's directory under root, once made
+	made   map[keptKey]*spare
+	clock  uint64
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// spare is one work tree written ahead.
+type spare struct {
+	done chan struct{} // closed once written or failed
+	// Set before done is closed.
+	work    string          // the work tree
+	entries []gitIndexEntry // the git index of what was written
+	stats   []fileStat      // each regular file's stat, entries' order
+	err     error
+	// Under spares.mu.
+	used  uint64
+	timer *time.Timer
+}
+
+func newSpares(root string, log *slog.Logger) *spares {
+	return &spares{root: root, log: log, made: map[keptKey]*spare{}}
+}
+
+// want starts writing a spare of t for key unless there is one (being
+// written or waiting), the least recently wanted waiting spare removed
+// first when there are maxSpares.
+func (s *spares) want(key keptKey, t *keptTree) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clock++
+	if sp := s.made[key]; sp != nil || s.closed {
+		if sp != nil {
+			sp.used = s.clock
+		}
+		return
+	}
+	if len(s.made) >= maxSpares && !s.dropOldest() {
+		return
+	}
+	if s.dir == "" {
+		dir, err := s.makeDir()
+		if err != nil {
+			s.log.Warn("workspace: no spare work trees", "err", err)
+			return
+		}
+		s.dir = dir
+	}
+	sp := &spare{done: make(chan struct{}), used: s.clock}
+	s.made[key] = sp
+	dir := s.dir
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(sp.done)
+		sp.work, sp.entries, sp.stats, sp.err = writeSpare(dir, t)
+		if sp.err != nil {
+			s.log.Warn("workspace: a spare work tree was not written", "err", sp.err)
+			s.mu.Lock()
+			if s.made[key] == sp {
+				delete(s.made, key)
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		mine := s.made[key] == sp
+		if mine {
+			sp.timer = time.AfterFunc(spareIdle, func() { s.drop(key, sp) })
+		}
+		s.mu.Unlock()
+		if !mine { // closed meanwhile
+			_ = os.RemoveAll(filepath.Dir(sp.work))
+		}
+	}()
+}
+
+// makeDir makes this process's directory of spares, removing what other
+// processes left there long ago. s.mu is held.
+func (s *spares) makeDir() (string, error) {
+	if err := os.MkdirAll(s.root, 0o700); err != nil {
+		return "", err
+	}
+	if old, err := os.ReadDir(s.root); err == nil {
+		for _, d := range old {
+			if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > spareLeftover {
+				_ = os.RemoveAll(filepath.Join(s.root, d.Name()))
+			}
+		}
+	}
+	return os.MkdirTemp(s.root, strconv.Itoa(os.Getpid())+"-")
+}
+
+// writeSpare writes t as a new work tree in a directory of its own under
+// dir, owned by the host.
+func writeSpare(dir string, t *keptTree) (string, []gitIndexEntry, []fileStat, error) {
+	own, err := os.MkdirTemp(dir, "")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	work := filepath.Join(own, "workspace")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return "", nil, nil, err
+	}
+	entries, stats, err := writeKept(work, t, -1)
+	if err != nil {
+		_ = os.RemoveAll(own)
+		return "", nil, nil, err
+	}
+	return work, entries, stats, nil
+}
+
+// dropOldest removes the least recently wanted spare that is written,
+// and reports whether there was one. s.mu is held.
+func (s *spares) dropOldest() bool {
+	var oldest keptKey
+	var at *spare
+	for key, sp := range s.made {
+		select {
+		case <-sp.done:
+		default:
+			continue
+		}
+		if at == nil || sp.used < at.used {
+			oldest, at = key, sp
+		}
+	}
+	if at == nil {
+		return false
+	}
+	s.removeLocked(oldest, at)
+	return true
+}
+
+// drop removes sp, when it is still key's spare.
+func (s *spares) drop(key keptKey, sp *spare) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.made[key] == sp {
+		s.removeLocked(key, sp)
+	}
+}
+
+// removeLocked forgets key's spare sp (written) and removes its files on
+// a goroutine of their own. s.mu is held.
+func (s *spares) removeLocked(key keptKey, sp *spare) {
+	delete(s.made, key)
+	if sp.timer != nil {
+		sp.timer.Stop()
+	}
+	if sp.work == "" {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = os.RemoveAll(filepath.Dir(sp.work))
+	}()
+}
+
+// take returns key's spare, waiting for one being written (until ctx
+// ends), and forgets it: the caller owns its files and removes what it
+// does not keep. It returns nil when there is none, or it failed.
+func (s *spares) take(ctx context.Context, key keptKey) *spare {
+	s.mu.Lock()
+	sp := s.made[key]
+	s.mu.Unlock()
+	if sp == nil {
+		return nil
+	}
+	select {
+	case <-sp.done:
+	case <-ctx.Done():
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.made[key] != sp || sp.err != nil {
+		return nil
+	}
+	delete(s.made, key)
+	if sp.timer != nil {
+		sp.timer.Stop()
+	}
+	return sp
+}
+
+// close stops making spares, waits for those being written and removes
+// this process's directory of them.
+func (s *spares) close() {
+	s.mu.Lock()
+	s.closed = true
+	dir := s.dir
+	for key, sp := range s.made {
+		if sp.timer != nil {
+			sp.timer.Stop()
+		}
+		delete(s.made, key)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+}
