@@ -42,3 +42,16 @@ func Spares(m *Manager) int {
 
 // SparesDir is where m writes work trees ahead.
 func SparesDir(m *Manager) string { return filepath.Join(m.root, sparesDir) }
+
+// AwaitSpares waits until m's spares being written are written.
+func AwaitSpares(m *Manager) {
+	m.spares.mu.Lock()
+	var writing []*spare
+	for _, sp := range m.spares.made {
+		writing = append(writing, sp)
+	}
+	m.spares.mu.Unlock()
+	for _, sp := range writing {
+		<-sp.done
+	}
+}

@@ -112,7 +112,7 @@ func treeOf(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// gitIn runs git with the given git directory and work tree.
+// gitAt runs git with the given git directory and work tree.
 func gitAt(t *testing.T, gitDir, work string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"--git-dir=" + gitDir, "--work-tree=" + work}, args...)...)

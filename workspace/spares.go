@@ -27,14 +27,18 @@ const (
 // commit takes a whole tree at once (a rename) instead of writing it
 // while its run waits. They live in a directory of this process's own
 // under Root/spares, which only the host writes and no agent is shown;
-// each is written once, never changed, and taken by one checkout. Safe
-// for concurrent use.
+// each is written once and not changed until one checkout takes it (and
+// gives it to its run's writer where it lands). Safe for concurrent use.
 type spares struct {
 	root string // Root/spares
 	log  *slog.Logger
 
+	// dirMu is held while this process's directory under root is looked
+	// for or made (and other processes' old ones removed).
+	dirMu sync.Mutex
+	dir   string
+
 	mu     sync.Mutex
-	dir    string // this process's directory under root, once made
 	made   map[keptKey]*spare
 	clock  uint64
 	closed bool
@@ -74,22 +78,17 @@ func (s *spares) want(key keptKey, t *keptTree) {
 	if len(s.made) >= maxSpares && !s.dropOldest() {
 		return
 	}
-	if s.dir == "" {
-		dir, err := s.makeDir()
-		if err != nil {
-			s.log.Warn("workspace: no spare work trees", "err", err)
-			return
-		}
-		s.dir = dir
-	}
 	sp := &spare{done: make(chan struct{}), used: s.clock}
 	s.made[key] = sp
-	dir := s.dir
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(sp.done)
-		sp.work, sp.entries, sp.stats, sp.err = writeSpare(dir, t)
+		dir, err := s.ownDir()
+		if err == nil {
+			sp.work, sp.entries, sp.stats, err = writeSpare(dir, t)
+		}
+		sp.err = err
 		if sp.err != nil {
 			s.log.Warn("workspace: a spare work tree was not written", "err", sp.err)
 			s.mu.Lock()
@@ -105,18 +104,33 @@ func (s *spares) want(key keptKey, t *keptTree) {
 			sp.timer = time.AfterFunc(spareIdle, func() { s.drop(key, sp) })
 		}
 		s.mu.Unlock()
-		if !mine { // closed meanwhile
+		if !mine { // dropped meanwhile
 			_ = os.RemoveAll(filepath.Dir(sp.work))
 		}
 	}()
 }
 
-// makeDir makes this process's directory of spares, removing what other
-// processes left there long ago. s.mu is held.
-func (s *spares) makeDir() (string, error) {
+// ownDir returns this process's directory of spares, making it when it
+// is missing (the first time, or removed meanwhile), and then removing
+// what other processes left there more than spareLeftover ago: a live
+// process's directory changes whenever it writes a spare, and a spare
+// lives at most spareIdle, so an older one holds none.
+func (s *spares) ownDir() (string, error) {
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	if s.dir != "" {
+		if _, err := os.Lstat(s.dir); err == nil {
+			return s.dir, nil
+		}
+	}
 	if err := os.MkdirAll(s.root, 0o700); err != nil {
 		return "", err
 	}
+	dir, err := os.MkdirTemp(s.root, strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", err
+	}
+	s.dir = dir
 	if old, err := os.ReadDir(s.root); err == nil {
 		for _, d := range old {
 			if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > spareLeftover {
@@ -124,7 +138,7 @@ func (s *spares) makeDir() (string, error) {
 			}
 		}
 	}
-	return os.MkdirTemp(s.root, strconv.Itoa(os.Getpid())+"-")
+	return dir, nil
 }
 
 // writeSpare writes t as a new work tree in a directory of its own under
@@ -221,21 +235,29 @@ func (s *spares) take(ctx context.Context, key keptKey) *spare {
 	return sp
 }
 
-// close stops making spares, waits for those being written and removes
-// this process's directory of them.
+// close stops making spares, waits for those being written, removes
+// those not taken and then this process's directory of them when it is
+// empty: a spare taken meanwhile is its taker's to remove.
 func (s *spares) close() {
 	s.mu.Lock()
 	s.closed = true
-	dir := s.dir
+	writing := make([]*spare, 0, len(s.made))
+	for _, sp := range s.made {
+		writing = append(writing, sp)
+	}
+	s.mu.Unlock()
+	for _, sp := range writing {
+		<-sp.done
+	}
+	s.mu.Lock()
 	for key, sp := range s.made {
-		if sp.timer != nil {
-			sp.timer.Stop()
-		}
-		delete(s.made, key)
+		s.removeLocked(key, sp)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	if dir != "" {
-		_ = os.RemoveAll(dir)
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	if s.dir != "" {
+		_ = os.Remove(s.dir)
 	}
 }

@@ -117,3 +117,59 @@ func TestSpareWorkTreeIsTakenWhole(t *testing.T) {
 		t.Fatalf("spares left after Close: %v %v", entries, err)
 	}
 }
+
+// TestSpareChangedIsNotTaken: a spare that is no longer what the host
+// wrote (a file gone, a file rewritten) is not taken as it is: the
+// checkout is written anew, git's tree to the byte, and git sees no
+// change in it.
+func TestSpareChangedIsNotTaken(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the host writes kept trees on Linux only")
+	}
+	for name, spoil := range map[string]func(work string) error{
+		"file gone":      func(work string) error { return os.Remove(filepath.Join(work, "a0")) },
+		"file rewritten": func(work string) error { return os.WriteFile(filepath.Join(work, "a", "z"), []byte("Z\n"), 0o644) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			remote, head := keptSeed(t)
+			m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: remote}}), time.Hour)
+			src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: head}
+			ctx := context.Background()
+			prepare := func(run string) workspace.Paths {
+				t.Helper()
+				key := workspace.Key("tenant", run)
+				if err := m.Prepare(ctx, key, src, workspace.Branch("tenant", run)); err != nil {
+					t.Fatal(err)
+				}
+				p, _ := m.Paths(key)
+				return p
+			}
+			byGit := prepare("first")
+			m.Finish(workspace.Key("tenant", "first"))
+			workspace.AwaitSpares(m)
+			works, _ := filepath.Glob(filepath.Join(workspace.SparesDir(m), "*", "*", "workspace"))
+			if len(works) != 1 {
+				t.Fatalf("spares written: %q", works)
+			}
+			if err := spoil(works[0]); err != nil {
+				t.Fatal(err)
+			}
+			again := prepare("second")
+			if n := workspace.Spares(m); n != 0 {
+				t.Fatalf("%d spares left", n)
+			}
+			want, got := treeOf(t, byGit.Workspace), treeOf(t, again.Workspace)
+			for path, w := range want {
+				if got[path] != w {
+					t.Errorf("%s: %q, git's %q", path, got[path], w)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d entries, git's %d", len(got), len(want))
+			}
+			if out := gitAt(t, again.Git, again.Workspace, "status", "--porcelain"); out != "" {
+				t.Errorf("the agents' git sees changes:\n%s", out)
+			}
+		})
+	}
+}

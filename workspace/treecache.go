@@ -99,8 +99,9 @@ func (k *keptTrees) put(mirror, commit string, t *keptTree) {
 // readCheckout reads the work tree git has just written at dir from the
 // entries of the git index it wrote with it. Each file must be a regular
 // file of the inode, times and size the index records, each link a link
-// of the inode and times it records; nothing is followed out of dir. It fails on anything
-// else, or when the tree passes the bounds of a kept tree.
+// of the inode and times it records; nothing is followed out of dir. It
+// fails on anything else, or when the tree passes the bounds of a kept
+// tree.
 func readCheckout(dir string, entries []gitIndexEntry) (*keptTree, error) {
 	if len(entries) > keptTreeEntries {
 		return nil, fmt.Errorf("%d entries", len(entries))

@@ -52,18 +52,41 @@ func writeKept(dir string, t *keptTree, uid int) ([]gitIndexEntry, []fileStat, e
 	})
 }
 
-// giveWritten gives the tree the host wrote at dir from entries (with
-// writeKept, into a directory no one else has written to since) to uid
-// (its group too), dir itself and every directory included, following no
-// link, and returns entries and the regular files' stats as they are once
-// given.
-func giveWritten(dir string, entries []gitIndexEntry, uid int) ([]gitIndexEntry, []fileStat, error) {
+// takeWritten takes the tree the host wrote at dir from entries (with
+// writeKept, into a directory no one else has written to since) as the
+// run's: each entry is given to uid (its group too) when uid is not
+// negative, dir itself and every directory included, following no link,
+// and must still be what was written (stats the stat it had then, for a
+// regular file; entries' own for the others: inode, size, modification
+// time, and change time unless it was given). It returns entries and the
+// regular files' stats as they are once given.
+func takeWritten(dir string, entries []gitIndexEntry, stats []fileStat, uid int) ([]gitIndexEntry, []fileStat, error) {
 	return walkTree(dir, entries, uid, false, func(at int, name string, i int, st *unix.Stat_t) error {
-		err := unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW)
-		if err == nil && entries[i].modeString() != modeGitlink {
-			err = unix.Fstatat(at, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		e := entries[i]
+		if uid >= 0 {
+			if err := unix.Fchownat(at, name, uid, uid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return err
+			}
 		}
-		return err
+		if err := unix.Fstatat(at, name, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		same := uint32(st.Ino) == e.ino && uint32(st.Size) == e.size && uint32(st.Mtim.Sec) == e.mtimeSec && uint32(st.Mtim.Nsec) == e.mtimeNsec &&
+			(uid >= 0 || uint32(st.Ctim.Sec) == e.ctimeSec && uint32(st.Ctim.Nsec) == e.ctimeNsec)
+		switch mode := e.modeString(); mode {
+		case modeFile, modeExec:
+			was := stats[i]
+			same = st.Mode&unix.S_IFMT == unix.S_IFREG && int64(st.Ino) == was.ino && st.Size == was.size && st.Mtim.Nano() == was.mtime &&
+				(uid >= 0 || st.Ctim.Nano() == was.ctime)
+		case modeLink:
+			same = same && st.Mode&unix.S_IFMT == unix.S_IFLNK
+		case modeGitlink:
+			same = st.Mode&unix.S_IFMT == unix.S_IFDIR
+		}
+		if !same {
+			return fmt.Errorf("not as the host wrote it")
+		}
+		return nil
 	})
 }
 
@@ -104,6 +127,9 @@ func walkTree(dir string, entries []gitIndexEntry, uid int, create bool, entry f
 	out := make([]gitIndexEntry, len(entries))
 	stats := make([]fileStat, len(entries))
 	for i, e := range entries {
+		if !treePath(e.path) {
+			return nil, nil, fmt.Errorf("path %q", e.path)
+		}
 		parent, name := path.Split(e.path)
 		parent = strings.TrimSuffix(parent, "/")
 		for last := open[len(open)-1].path; last != "" && last != parent && !strings.HasPrefix(parent, last+"/"); last = open[len(open)-1].path {
@@ -138,6 +164,17 @@ func walkTree(dir string, entries []gitIndexEntry, uid int, create bool, entry f
 		}
 	}
 	return out, stats, nil
+}
+
+// treePath reports whether p is a path a tree may hold: relative, each
+// component neither empty, "." nor "..", no NUL.
+func treePath(p string) bool {
+	for c := range strings.SplitSeq(p, "/") {
+		if c == "" || c == "." || c == ".." || strings.IndexByte(c, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mkdirOpen makes the directory name in the directory at and opens it,

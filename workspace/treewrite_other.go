@@ -12,6 +12,6 @@ func writeKept(string, *keptTree, int) ([]gitIndexEntry, []fileStat, error) {
 	return nil, nil, errors.ErrUnsupported
 }
 
-func giveWritten(string, []gitIndexEntry, int) ([]gitIndexEntry, []fileStat, error) {
+func takeWritten(string, []gitIndexEntry, []fileStat, int) ([]gitIndexEntry, []fileStat, error) {
 	return nil, nil, errors.ErrUnsupported
 }

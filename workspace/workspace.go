@@ -61,9 +61,9 @@ type Paths struct {
 
 // Manager owns the run directories under one root: Root/<Key>/workspace,
 // Root/<Key>/runtime and Root/<Key>/git, and the repositories' mirrors
-// their git directories borrow objects from, under Root/mirrors, and the
-// HOME of the host's git commands, Root/git-home. It is safe for
-// concurrent use.
+// their git directories borrow objects from, under Root/mirrors, the
+// HOME of the host's git commands, Root/git-home, and the work trees it
+// writes ahead, under Root/spares. It is safe for concurrent use.
 type Manager struct {
 	root    string
 	repos   *Repos
@@ -233,6 +233,10 @@ func (m *Manager) Prepare(ctx context.Context, key string, src Source, branch st
 // mirror is not to blame.
 var errNotGiven = errors.New("giving the work tree to the run's writer")
 
+// errRunDir is a run's directory the host could not write: the mirror is
+// not to blame.
+var errRunDir = errors.New("the run's directory")
+
 // Owner returns the UID a run's new work tree is given to before the host
 // records its files' state, and false when it stays the host's. It may
 // wait (for a lease being taken meanwhile). It is asked again once the
@@ -275,7 +279,7 @@ func (m *Manager) PrepareFor(ctx context.Context, key string, src Source, branch
 	remote := Git{Home: home, Token: token, Remote: repo.URL}
 	name := mirrorName(src.Repository, repo.URL)
 	err = m.checkout(ctx, remote, name, repo.URL, key, p, src.Revision, branch, owner)
-	if err != nil && !errors.Is(err, errNotGiven) && m.mirrors.mayCheck(name, err) {
+	if err != nil && !errors.Is(err, errNotGiven) && !errors.Is(err, errRunDir) && m.mirrors.mayCheck(name, err) {
 		if rebuilt, rerr := m.mirrors.repair(ctx, remote, name, repo.URL); rerr != nil {
 			m.log.Warn("workspace: cannot check a mirror", "repository", src.Repository, "err", rerr)
 		} else if rebuilt {
@@ -384,8 +388,9 @@ func (m *Manager) keepCheckout(p Paths, name, revision string) {
 // owner's UID when owner gives one, with the host's git index and its own
 // index of the tree as given. It reports whether it did: with nothing
 // kept, or a write that failed (logged; the directory is emptied), git
-// writes the tree. It fails only when the owner's UID was given back
-// meanwhile (errNotGiven).
+// writes the tree. It fails when the owner's UID was given back meanwhile
+// (errNotGiven) or the work tree cannot be emptied after a failed write
+// (errRunDir).
 func (m *Manager) checkoutKept(ctx context.Context, p Paths, name, revision string, owner Owner) (bool, error) {
 	t := m.kept.get(name, revision)
 	if t == nil {
@@ -429,7 +434,10 @@ func (m *Manager) checkoutKept(ctx context.Context, p Paths, name, revision stri
 		for _, f := range []string{filepath.Join(p.Host, "index"), filepath.Join(p.Host, indexFile)} {
 			_ = os.Remove(f)
 		}
-		return false, emptyDir(p.Workspace)
+		if err := emptyDir(p.Workspace); err != nil {
+			return false, fmt.Errorf("%w: %w: %v", ErrUnavailable, errRunDir, err)
+		}
+		return false, nil
 	}
 	if uid >= 0 {
 		return true, stillOwner(owner, uid)
@@ -439,8 +447,9 @@ func (m *Manager) checkoutKept(ctx context.Context, p Paths, name, revision stri
 
 // takeSpare makes the spare sp the work tree p.Workspace (an empty
 // directory), given to uid when uid is not negative, and returns its git
-// index entries and its regular files' stats as they are then. The
-// spare's own directory is removed either way.
+// index entries and its regular files' stats as they are then; every
+// entry must still be what the host wrote. The spare's own directory is
+// removed either way.
 func takeSpare(p Paths, sp *spare, uid int) ([]gitIndexEntry, []fileStat, error) {
 	defer os.RemoveAll(filepath.Dir(sp.work))
 	if err := os.Remove(p.Workspace); err != nil {
@@ -449,10 +458,7 @@ func takeSpare(p Paths, sp *spare, uid int) ([]gitIndexEntry, []fileStat, error)
 	if err := os.Rename(sp.work, p.Workspace); err != nil {
 		return nil, nil, errors.Join(err, os.Mkdir(p.Workspace, 0o700))
 	}
-	if uid < 0 {
-		return sp.entries, sp.stats, nil
-	}
-	return giveWritten(p.Workspace, sp.entries, uid)
+	return takeWritten(p.Workspace, sp.entries, sp.stats, uid)
 }
 
 // Gate returns the run's workspace gate.
@@ -598,6 +604,7 @@ func (m *Manager) remove(key string) {
 	if m.gates[key] == gate {
 		delete(m.gates, key)
 	}
+	delete(m.wants, key)
 	m.mu.Unlock()
 	m.log.Info("workspace removed", "dir", dir)
 	m.mirrors.release(m.ctx, runRef(key), m.served)
