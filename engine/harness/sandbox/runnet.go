@@ -75,16 +75,9 @@ func (h *Host) Prepare(run string) {
 	}()
 }
 
-// takeSpareNetwork returns the namespace made ahead for the next run,
-// waiting for one being made (rather than make a second meanwhile), or
-// nil when there is none.
+// takeSpareNetwork returns the namespace made ahead for the next run, or
+// nil when there is none (yet).
 func (h *Host) takeSpareNetwork() *runNetwork {
-	h.mu.Lock()
-	made := h.spareMade
-	h.mu.Unlock()
-	if made != nil {
-		<-made
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.spareNet
@@ -102,20 +95,18 @@ func (h *Host) makeSpareNetwork() {
 		return
 	}
 	h.mu.Lock()
-	if h.spareNet != nil || h.spareMade != nil || h.closed {
+	if h.spareNet != nil || h.spareMaking || h.closed {
 		h.mu.Unlock()
 		return
 	}
-	made := make(chan struct{})
-	h.spareMade = made
+	h.spareMaking = true
 	h.spareWG.Add(1)
 	h.mu.Unlock()
 	go func() {
 		defer h.spareWG.Done()
-		defer close(made)
 		n, err := h.newNetwork()
 		h.mu.Lock()
-		h.spareMade = nil
+		h.spareMaking = false
 		keep := err == nil && !h.closed && h.spareNet == nil
 		if keep {
 			h.spareNet = n
