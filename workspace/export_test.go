@@ -55,3 +55,14 @@ func AwaitSpares(m *Manager) {
 		<-sp.done
 	}
 }
+
+// DiscardSpares waits for m's spares being written and removes every
+// spare, so that the next checkout is written from the kept tree.
+func DiscardSpares(m *Manager) {
+	AwaitSpares(m)
+	m.spares.mu.Lock()
+	for key, sp := range m.spares.made {
+		m.spares.removeLocked(key, sp)
+	}
+	m.spares.mu.Unlock()
+}

@@ -187,8 +187,10 @@ func TestKeptCheckoutIsGitsCheckout(t *testing.T) {
 		t.Fatalf("the first snapshot of an untouched kept checkout: %+v %v", snap, err)
 	}
 
-	// The next checkout is written from the kept tree, not by git.
+	// With no spare ready, the next checkout is written from the kept
+	// tree, not by git.
 	workspace.SpoilKept(m, "a0", []byte("spoiled\n"))
+	workspace.DiscardSpares(m)
 	if b, err := os.ReadFile(filepath.Join(prepare("third").Workspace, "a0")); err != nil || string(b) != "spoiled\n" {
 		t.Fatalf("the third checkout did not come from the kept tree: %q %v", b, err)
 	}

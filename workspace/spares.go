@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,10 +21,11 @@ const (
 	spareLeftover = time.Hour
 )
 
-// spares are work trees the host writes ahead, from kept trees, when a
-// run that checked out a commit ends, so that the next checkout of that
-// commit takes a whole tree at once (a rename) instead of writing it
-// while its run waits. They live in a directory of this process's own
+// spares are work trees the host writes ahead, from kept trees: once a
+// run has checked out a commit, the host writes that commit's tree again
+// in the background, at the lowest CPU priority, so that the next checkout
+// of that commit takes a whole tree at once (a rename) instead of writing
+// it while its run waits. They live in a directory of this process's own
 // under Root/spares, which only the host writes and no agent is shown;
 // each is written once and not changed until one checkout takes it (and
 // gives it to its run's writer where it lands). Safe for concurrent use.
@@ -63,8 +63,8 @@ func newSpares(root string, log *slog.Logger) *spares {
 }
 
 // want starts writing a spare of t for key unless there is one (being
-// written or waiting), the least recently wanted waiting spare removed
-// first when there are maxSpares.
+// written or ready), the least recently wanted ready spare removed first
+// when there are maxSpares.
 func (s *spares) want(key keptKey, t *keptTree) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,6 +84,9 @@ func (s *spares) want(key keptKey, t *keptTree) {
 	go func() {
 		defer s.wg.Done()
 		defer close(sp.done)
+		// No checkout waits for a spare: it is written with what CPU the
+		// runs leave (the goroutine's thread ends with it).
+		idleThread()
 		dir, err := s.ownDir()
 		if err == nil {
 			sp.work, sp.entries, sp.stats, err = writeSpare(dir, t)
@@ -208,24 +211,24 @@ func (s *spares) removeLocked(key keptKey, sp *spare) {
 	}()
 }
 
-// take returns key's spare, waiting for one being written (until ctx
-// ends), and forgets it: the caller owns its files and removes what it
-// does not keep. It returns nil when there is none, or it failed.
-func (s *spares) take(ctx context.Context, key keptKey) *spare {
+// take returns key's spare when it is written, and forgets it: the
+// caller owns its files and removes what it does not keep. It returns nil
+// when there is none, it failed or it is still being written (it is
+// written at the lowest priority: a checkout waiting for it could wait
+// for as long as other work keeps the CPUs busy).
+func (s *spares) take(key keptKey) *spare {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	sp := s.made[key]
-	s.mu.Unlock()
 	if sp == nil {
 		return nil
 	}
 	select {
 	case <-sp.done:
-	case <-ctx.Done():
+	default:
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.made[key] != sp || sp.err != nil {
+	if sp.err != nil {
 		return nil
 	}
 	delete(s.made, key)

@@ -14,13 +14,13 @@ import (
 	"github.com/oecp/oecp/workspace"
 )
 
-// TestSpareWorkTreeIsTakenWhole: once a run that checked out a commit
-// finishes, the host writes that commit's tree ahead, and the next
-// checkout of it takes that tree whole: it is git's checkout to the byte,
-// given to the run's writer (every entry) when there is one, read by git
-// as unchanged and by the first snapshot without reading a file; nothing
-// of the spare is left beside it. Closing the manager removes the spares
-// not taken.
+// TestSpareWorkTreeIsTakenWhole: once a run has checked out a commit, the
+// host writes that commit's tree again ahead, and the next checkout of it
+// takes that tree whole (the same inodes): it is git's checkout to the
+// byte, given to the run's writer (every entry) when there is one, read by
+// git as unchanged and by the first snapshot without reading a file;
+// nothing of the spare is left beside it. Closing the manager removes the
+// spare not taken.
 func TestSpareWorkTreeIsTakenWhole(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the host writes kept trees on Linux only")
@@ -49,16 +49,18 @@ func TestSpareWorkTreeIsTakenWhole(t *testing.T) {
 	}
 
 	byGit := prepare("first")
-	if n := workspace.Spares(m); n != 0 {
-		t.Fatalf("%d spares before any run finished", n)
-	}
-	m.Finish(workspace.Key("tenant", "first"))
 	if n := workspace.Spares(m); n != 1 {
-		t.Fatalf("%d spares once the first run finished", n)
+		t.Fatalf("%d spares after the first checkout", n)
 	}
+	workspace.AwaitSpares(m)
+	works, _ := filepath.Glob(filepath.Join(workspace.SparesDir(m), "*", "*", "workspace"))
+	if len(works) != 1 {
+		t.Fatalf("spares written: %q", works)
+	}
+	spareInode := inode(t, filepath.Join(works[0], "a", "b", "c.go"))
 	fromSpare := prepare("second")
-	if n := workspace.Spares(m); n != 0 {
-		t.Fatalf("%d spares once the second run took it", n)
+	if inode(t, filepath.Join(fromSpare.Workspace, "a", "b", "c.go")) != spareInode {
+		t.Fatal("the second checkout is not the spare's tree")
 	}
 	want, got := treeOf(t, byGit.Workspace), treeOf(t, fromSpare.Workspace)
 	if len(got) != len(want) {
@@ -96,21 +98,14 @@ func TestSpareWorkTreeIsTakenWhole(t *testing.T) {
 	if err != nil || snap.Changed || snap.Bytes != 0 {
 		t.Fatalf("the first snapshot of an untouched spare: %+v %v", snap, err)
 	}
-	var left []string
-	_ = filepath.WalkDir(workspace.SparesDir(m), func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			left = append(left, path)
-		}
-		return nil
-	})
-	if len(left) != 0 {
-		t.Fatalf("files left of the spare taken: %q", left)
+	if _, err := os.Lstat(filepath.Dir(works[0])); !os.IsNotExist(err) {
+		t.Fatalf("the directory of the spare taken is left: %v", err)
 	}
 
-	// A spare not taken is removed when the manager closes.
-	m.Finish(workspace.Key("tenant", "second"))
+	// The second checkout had the next spare written; one not taken is
+	// removed when the manager closes.
 	if n := workspace.Spares(m); n != 1 {
-		t.Fatalf("%d spares once the second run finished", n)
+		t.Fatalf("%d spares after the second checkout", n)
 	}
 	m.Close()
 	if entries, err := os.ReadDir(workspace.SparesDir(m)); err != nil || len(entries) != 0 {
@@ -145,7 +140,6 @@ func TestSpareChangedIsNotTaken(t *testing.T) {
 				return p
 			}
 			byGit := prepare("first")
-			m.Finish(workspace.Key("tenant", "first"))
 			workspace.AwaitSpares(m)
 			works, _ := filepath.Glob(filepath.Join(workspace.SparesDir(m), "*", "*", "workspace"))
 			if len(works) != 1 {
@@ -155,8 +149,8 @@ func TestSpareChangedIsNotTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 			again := prepare("second")
-			if n := workspace.Spares(m); n != 0 {
-				t.Fatalf("%d spares left", n)
+			if _, err := os.Lstat(works[0]); !os.IsNotExist(err) {
+				t.Fatalf("the changed spare is left: %v", err)
 			}
 			want, got := treeOf(t, byGit.Workspace), treeOf(t, again.Workspace)
 			for path, w := range want {
@@ -172,4 +166,14 @@ func TestSpareChangedIsNotTaken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inode is the inode number of the file at path.
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	info, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sys().(*syscall.Stat_t).Ino
 }

@@ -81,9 +81,6 @@ type Manager struct {
 	mu     sync.Mutex
 	gates  map[string]*Gate
 	timers map[string]*time.Timer
-	// wants is the tree each run checked out, for a spare written when
-	// the run finishes.
-	wants  map[string]keptKey
 	closed bool
 }
 
@@ -96,7 +93,7 @@ func NewManager(root string, repos *Repos, keep time.Duration, log *slog.Logger)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{root: root, repos: repos, keep: max(keep, 0), log: log, mirrors: newMirrors(filepath.Join(root, mirrorsDir), log), kept: newKeptTrees(keptTreesBytes), spares: newSpares(filepath.Join(root, sparesDir), log),
-		ctx: ctx, cancel: cancel, gates: map[string]*Gate{}, timers: map[string]*time.Timer{}, wants: map[string]keptKey{}}
+		ctx: ctx, cancel: cancel, gates: map[string]*Gate{}, timers: map[string]*time.Timer{}}
 }
 
 // Repos is the host's repository file (nil when it serves none).
@@ -308,19 +305,42 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 	}
-	objects, err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key))
-	if err != nil {
-		return err
+	// A revision whose tree is kept was in the mirror when git wrote it:
+	// the mirror pins it (one git process) while the host writes the
+	// tree, and the checkout fails if the pin does.
+	pinned := make(chan error, 1)
+	objects := filepath.Join(m.mirrors.path(name), "objects")
+	if m.kept.get(name, revision) != nil {
+		go func() {
+			_, err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key))
+			pinned <- err
+		}()
+	} else {
+		var err error
+		if objects, err = m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key)); err != nil {
+			return err
+		}
+		pinned <- nil
 	}
+	err := m.checkoutFrom(ctx, remote.Home, name, url, key, p, objects, revision, branch, owner)
+	if perr := <-pinned; perr != nil {
+		return perr
+	}
+	return err
+}
+
+// checkoutFrom is checkout once the mirror holds revision, its objects at
+// objects.
+func (m *Manager) checkoutFrom(ctx context.Context, home, name, url, key string, p Paths, objects, revision, branch string, owner Owner) error {
 	if err := initHostGit(p, objects, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	written, err := m.checkoutKept(ctx, p, name, revision, owner)
+	written, err := m.checkoutKept(p, name, revision, owner)
 	if err != nil {
 		return err
 	}
 	if !written {
-		if err := materialise(ctx, remote.Home, p, revision); err != nil {
+		if err := materialise(ctx, home, p, revision); err != nil {
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		m.keepCheckout(p, name, revision)
@@ -334,17 +354,16 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 				}
 			}
 		}
-		m.primeIndex(ctx, remote.Home, p, revision)
+		m.primeIndex(ctx, home, p, revision)
 	}
 	// The host's index is the work tree it has just written: the agents'
 	// starts as its copy (their HEAD is the same revision).
-	if err := initAgentGit(ctx, remote.Home, p, objects, url, revision, branch, true); err != nil {
+	if err := initAgentGit(ctx, home, p, objects, url, revision, branch, true); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if keepsTrees {
-		m.mu.Lock()
-		m.wants[key] = keptKey{name, revision}
-		m.mu.Unlock()
+	// The next checkout of revision takes the spare written meanwhile.
+	if t := m.kept.get(name, revision); t != nil {
+		m.spares.want(keptKey{name, revision}, t)
 	}
 	return nil
 }
@@ -383,15 +402,15 @@ func (m *Manager) keepCheckout(p Paths, name, revision string) {
 }
 
 // checkoutKept makes the work tree p.Workspace the tree kept for revision
-// of mirror name: the spare written ahead of it when there is one (taken
-// whole, waiting for one being written), else written now; given to
+// of mirror name: the spare written ahead of it when one is ready (taken
+// whole), else written now; given to
 // owner's UID when owner gives one, with the host's git index and its own
 // index of the tree as given. It reports whether it did: with nothing
 // kept, or a write that failed (logged; the directory is emptied), git
 // writes the tree. It fails when the owner's UID was given back meanwhile
 // (errNotGiven) or the work tree cannot be emptied after a failed write
 // (errRunDir).
-func (m *Manager) checkoutKept(ctx context.Context, p Paths, name, revision string, owner Owner) (bool, error) {
+func (m *Manager) checkoutKept(p Paths, name, revision string, owner Owner) (bool, error) {
 	t := m.kept.get(name, revision)
 	if t == nil {
 		return false, nil
@@ -406,7 +425,7 @@ func (m *Manager) checkoutKept(ctx context.Context, p Paths, name, revision stri
 	var entries []gitIndexEntry
 	var stats []fileStat
 	if err == nil {
-		if sp := m.spares.take(ctx, keptKey{name, revision}); sp != nil {
+		if sp := m.spares.take(keptKey{name, revision}); sp != nil {
 			if entries, stats, err = takeSpare(p, sp, uid); err != nil {
 				m.log.Warn("workspace: a spare work tree was not taken; the kept tree is written", "dir", p.Workspace, "err", err)
 				err = emptyDir(p.Workspace)
@@ -489,15 +508,6 @@ func (m *Manager) Finish(key string) {
 		m.log.Warn("workspace: cannot mark a finished run", "dir", p.Dir, "err", err)
 	}
 	m.schedule(key, m.keep)
-	m.mu.Lock()
-	want, ok := m.wants[key]
-	delete(m.wants, key)
-	m.mu.Unlock()
-	if ok {
-		if t := m.kept.get(want.mirror, want.commit); t != nil {
-			m.spares.want(want, t)
-		}
-	}
 }
 
 // Sweep schedules the removal of every run directory marked finished,
@@ -604,7 +614,6 @@ func (m *Manager) remove(key string) {
 	if m.gates[key] == gate {
 		delete(m.gates, key)
 	}
-	delete(m.wants, key)
 	m.mu.Unlock()
 	m.log.Info("workspace removed", "dir", dir)
 	m.mirrors.release(m.ctx, runRef(key), m.served)
