@@ -23,9 +23,9 @@ const (
 
 // spares are work trees the host writes ahead, from kept trees: once a
 // run has checked out a commit, the host writes that commit's tree again
-// in the background, at the lowest CPU priority, so that the next checkout
-// of that commit takes a whole tree at once (a rename) instead of writing
-// it while its run waits. They live in a directory of this process's own
+// in the background, so that the next checkout of that commit takes a
+// whole tree at once (a rename) instead of writing it while its run
+// waits; no checkout waits for a spare still being written. They live in a directory of this process's own
 // under Root/spares, which only the host writes and no agent is shown;
 // each is written once and not changed until one checkout takes it (and
 // gives it to its run's writer where it lands). Safe for concurrent use.
@@ -84,9 +84,6 @@ func (s *spares) want(key keptKey, t *keptTree) {
 	go func() {
 		defer s.wg.Done()
 		defer close(sp.done)
-		// No checkout waits for a spare: it is written with what CPU the
-		// runs leave (the goroutine's thread ends with it).
-		idleThread()
 		dir, err := s.ownDir()
 		if err == nil {
 			sp.work, sp.entries, sp.stats, err = writeSpare(dir, t)
@@ -153,6 +150,7 @@ func writeSpare(dir string, t *keptTree) (string, []gitIndexEntry, []fileStat, e
 	}
 	work := filepath.Join(own, "workspace")
 	if err := os.Mkdir(work, 0o700); err != nil {
+		_ = os.RemoveAll(own)
 		return "", nil, nil, err
 	}
 	entries, stats, err := writeKept(work, t, -1)
@@ -213,9 +211,8 @@ func (s *spares) removeLocked(key keptKey, sp *spare) {
 
 // take returns key's spare when it is written, and forgets it: the
 // caller owns its files and removes what it does not keep. It returns nil
-// when there is none, it failed or it is still being written (it is
-// written at the lowest priority: a checkout waiting for it could wait
-// for as long as other work keeps the CPUs busy).
+// when there is none, it failed or it is still being written (writing
+// the tree itself costs the caller no more than waiting would).
 func (s *spares) take(key keptKey) *spare {
 	s.mu.Lock()
 	defer s.mu.Unlock()

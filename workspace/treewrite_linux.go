@@ -3,7 +3,6 @@ package workspace
 import (
 	"fmt"
 	"path"
-	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -225,17 +224,4 @@ func statEntry(e gitIndexEntry, st *unix.Stat_t) gitIndexEntry {
 	e.mtimeSec, e.mtimeNsec = uint32(st.Mtim.Sec), uint32(st.Mtim.Nsec)
 	e.dev, e.ino, e.uid, e.gid, e.size = uint32(st.Dev), uint32(st.Ino), st.Uid, st.Gid, uint32(st.Size)
 	return e
-}
-
-// idleThread locks the calling goroutine to its thread and has the kernel
-// run that thread only when no other thread wants its CPU (SCHED_IDLE,
-// else the lowest nice). The goroutine must end without unlocking it: the
-// thread then ends with it, its priority never raised again.
-func idleThread() {
-	runtime.LockOSThread()
-	tid := unix.Gettid()
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
-	if unix.SchedSetAttr(tid, &attr, 0) != nil {
-		_ = unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
-	}
 }

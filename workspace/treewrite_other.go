@@ -15,6 +15,3 @@ func writeKept(string, *keptTree, int) ([]gitIndexEntry, []fileStat, error) {
 func takeWritten(string, []gitIndexEntry, []fileStat, int) ([]gitIndexEntry, []fileStat, error) {
 	return nil, nil, errors.ErrUnsupported
 }
-
-// idleThread does nothing where kept trees are not written.
-func idleThread() {}

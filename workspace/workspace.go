@@ -307,10 +307,15 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	}
 	// A revision whose tree is kept was in the mirror when git wrote it:
 	// the mirror pins it (one git process) while the host writes the
-	// tree, and the checkout fails if the pin does.
+	// tree, and the checkout fails if the pin does. Without a kept tree,
+	// git writes the tree from the mirror's objects: the pin comes first.
+	t := m.kept.get(name, revision)
+	if !keepsTrees {
+		t = nil
+	}
 	pinned := make(chan error, 1)
 	objects := filepath.Join(m.mirrors.path(name), "objects")
-	if m.kept.get(name, revision) != nil {
+	if t != nil {
 		go func() {
 			_, err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key))
 			pinned <- err
@@ -322,28 +327,38 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 		}
 		pinned <- nil
 	}
-	err := m.checkoutFrom(ctx, remote.Home, name, url, key, p, objects, revision, branch, owner)
-	if perr := <-pinned; perr != nil {
+	pin := sync.OnceValue(func() error { return <-pinned })
+	err := m.checkoutFrom(ctx, remote.Home, t, pin, name, url, p, objects, revision, branch, owner)
+	if perr := pin(); perr != nil && !errors.Is(err, errNotGiven) && !errors.Is(err, errRunDir) {
 		return perr
 	}
 	return err
 }
 
-// checkoutFrom is checkout once the mirror holds revision, its objects at
-// objects.
-func (m *Manager) checkoutFrom(ctx context.Context, home, name, url, key string, p Paths, objects, revision, branch string, owner Owner) error {
+// checkoutFrom is checkout with the mirror holding revision (pin returns
+// once it is pinned, and how that ended), its objects at objects: from t,
+// revision's kept tree (nil: none), else by git once the pin is in place.
+func (m *Manager) checkoutFrom(ctx context.Context, home string, t *keptTree, pin func() error, name, url string, p Paths, objects, revision, branch string, owner Owner) error {
 	if err := initHostGit(p, objects, revision, branch); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	written, err := m.checkoutKept(p, name, revision, owner)
-	if err != nil {
-		return err
+	written := false
+	if t != nil {
+		var err error
+		if written, err = m.checkoutKept(p, t, name, revision, owner); err != nil {
+			return err
+		}
 	}
 	if !written {
+		if err := pin(); err != nil {
+			return err
+		}
 		if err := materialise(ctx, home, p, revision); err != nil {
 			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
-		m.keepCheckout(p, name, revision)
+		if t == nil {
+			t = m.keepCheckout(p, name, revision)
+		}
 		if owner != nil {
 			if uid, ok := owner(); ok {
 				if err := giveTree(p.Workspace, uid); err != nil {
@@ -362,7 +377,7 @@ func (m *Manager) checkoutFrom(ctx context.Context, home, name, url, key string,
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	// The next checkout of revision takes the spare written meanwhile.
-	if t := m.kept.get(name, revision); t != nil {
+	if t != nil {
 		m.spares.want(keptKey{name, revision}, t)
 	}
 	return nil
@@ -380,41 +395,37 @@ func stillOwner(owner Owner, uid int) error {
 
 // keepCheckout keeps the work tree git has just written at p.Workspace
 // from revision of mirror name (nothing else has written there yet), when
-// it is not kept already and fits the bounds, for checkoutKept.
-func (m *Manager) keepCheckout(p Paths, name, revision string) {
-	if !keepsTrees || m.kept.get(name, revision) != nil {
-		return
+// it fits the bounds, for checkoutKept, and returns it (nil: not kept).
+func (m *Manager) keepCheckout(p Paths, name, revision string) *keptTree {
+	if !keepsTrees {
+		return nil
 	}
 	b, err := os.ReadFile(filepath.Join(p.Host, "index"))
 	if err != nil {
-		return
+		return nil
 	}
 	entries, err := parseGitIndex(b)
 	if err != nil {
-		return
+		return nil
 	}
 	t, err := readCheckout(p.Workspace, entries)
 	if err != nil {
 		m.log.Debug("workspace: checkout not kept", "revision", revision, "err", err)
-		return
+		return nil
 	}
 	m.kept.put(name, revision, t)
+	return t
 }
 
-// checkoutKept makes the work tree p.Workspace the tree kept for revision
-// of mirror name: the spare written ahead of it when one is ready (taken
-// whole), else written now; given to
-// owner's UID when owner gives one, with the host's git index and its own
-// index of the tree as given. It reports whether it did: with nothing
-// kept, or a write that failed (logged; the directory is emptied), git
-// writes the tree. It fails when the owner's UID was given back meanwhile
-// (errNotGiven) or the work tree cannot be emptied after a failed write
-// (errRunDir).
-func (m *Manager) checkoutKept(p Paths, name, revision string, owner Owner) (bool, error) {
-	t := m.kept.get(name, revision)
-	if t == nil {
-		return false, nil
-	}
+// checkoutKept makes the work tree p.Workspace t, the tree kept for
+// revision of mirror name: the spare written ahead of it when one is ready
+// (taken whole), else written now; given to owner's UID when owner gives
+// one, with the host's git index and its own index of the tree as given.
+// It reports whether it did: after a write that failed (logged; the
+// directory is emptied), git writes the tree. It fails when the owner's
+// UID was given back meanwhile (errNotGiven) or the work tree cannot be
+// emptied after a failed write (errRunDir).
+func (m *Manager) checkoutKept(p Paths, t *keptTree, name, revision string, owner Owner) (bool, error) {
 	uid := -1
 	if owner != nil {
 		if u, ok := owner(); ok {
