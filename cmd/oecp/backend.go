@@ -224,7 +224,7 @@ func newBackend(cfg backendConfig, log *slog.Logger) (server.Backend, func(), er
 	}
 	c.Start()
 	started = true
-	return c.Backend(), func() { _ = c.Close(); unlock() }, nil
+	return c.Backend(), func() { _ = c.Close(); opts.Sandbox.Close(); unlock() }, nil
 }
 
 // harnessOptions loads the harness file into opts with its accounting,

@@ -88,5 +88,6 @@ func requireHost(t *testing.T, cfg Config) *Host {
 		}
 		t.Skipf("needs the agent sandbox: %v", err)
 	}
+	t.Cleanup(h.Close)
 	return h
 }

@@ -180,7 +180,8 @@ func (h *Host) writer(run string) (*lease, error) {
 }
 
 // CloseRun ends a finished run's writer identity: every process of its
-// UID is killed and the UID may be leased again.
+// UID is killed and the UID may be leased again. Where runs get network
+// namespaces of their own, it has one made ahead for the next run.
 func (h *Host) CloseRun(run string) {
 	if h == nil {
 		return
@@ -195,6 +196,7 @@ func (h *Host) CloseRun(run string) {
 			h.log.Error("sandbox: releasing a run's writer UID", "uid", l.uid, "err", err)
 		}
 	}
+	h.makeSpareNetwork()
 }
 
 // chownTree gives every file of the tree at dir (not following links) to

@@ -34,6 +34,7 @@ func TestHostKilledDuringSetupLeavesNoAgent(t *testing.T) {
 		}
 		t.Skipf("needs the agent sandbox: %v", err)
 	}
+	t.Cleanup(survivor.Close)
 	for _, stage := range []string{"limits", "network", "unblock", "gate"} {
 		t.Run(stage, func(t *testing.T) {
 			ws := filepath.Join(t.TempDir(), "workspace")
@@ -106,6 +107,7 @@ func dyingHost(t *testing.T, stage string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
 	setupStage = func(s string, pid int) {
 		if s == stage {
 			fmt.Printf("paused %d\n", pid)
@@ -138,6 +140,7 @@ func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
 		}
 		t.Skipf("needs the agent sandbox: %v", err)
 	}
+	t.Cleanup(h.Close)
 	ws := t.TempDir()
 	defer h.CloseRun("r")
 	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
@@ -185,6 +188,7 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 		}
 		t.Skipf("needs the agent sandbox: %v", err)
 	}
+	t.Cleanup(h.Close)
 	if h.nsenter == "" {
 		t.Skip("no nsenter: each execution connects a namespace of its own")
 	}

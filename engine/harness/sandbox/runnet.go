@@ -37,8 +37,9 @@ func (n *runNetwork) close() {
 	n.ns.Close()
 }
 
-// Prepare leases, in the background, run's writer UID and makes its
-// first network namespace, so that its first execution finds both ready;
+// Prepare leases, in the background, run's writer UID and gives it its
+// first network namespace (the one made ahead at an earlier run's end, or
+// a new one), so that its first execution finds both ready;
 // call it when the run's workspace is being made. CloseRun ends them.
 func (h *Host) Prepare(run string) {
 	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
@@ -62,13 +63,86 @@ func (h *Host) Prepare(run string) {
 			h.mu.Unlock()
 			close(ready)
 		}()
-		n, err := h.newNetwork()
-		if err != nil {
-			h.log.Warn("sandbox: preparing a run's network", "err", err)
-			return
+		n := h.takeSpareNetwork()
+		if n == nil {
+			var err error
+			if n, err = h.newNetwork(); err != nil {
+				h.log.Warn("sandbox: preparing a run's network", "err", err)
+				return
+			}
 		}
 		h.giveBack(run, n)
 	}()
+}
+
+// takeSpareNetwork returns the namespace made ahead for the next run,
+// waiting for one being made (rather than make a second meanwhile), or
+// nil when there is none.
+func (h *Host) takeSpareNetwork() *runNetwork {
+	h.mu.Lock()
+	made := h.spareMade
+	h.mu.Unlock()
+	if made != nil {
+		<-made
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.spareNet
+	h.spareNet = nil
+	return n
+}
+
+// makeSpareNetwork makes, on a goroutine of its own, a namespace for the
+// next run's Prepare, unless there is one, one is being made or the host
+// is closed; call it when a run ends, so that making it does not compete
+// with a run's own work. No execution has entered a spare: it is what
+// Prepare would make, made earlier.
+func (h *Host) makeSpareNetwork() {
+	if h.cfg.Unconfined || !h.root || h.nsenter == "" {
+		return
+	}
+	h.mu.Lock()
+	if h.spareNet != nil || h.spareMade != nil || h.closed {
+		h.mu.Unlock()
+		return
+	}
+	made := make(chan struct{})
+	h.spareMade = made
+	h.spareWG.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.spareWG.Done()
+		defer close(made)
+		n, err := h.newNetwork()
+		h.mu.Lock()
+		h.spareMade = nil
+		keep := err == nil && !h.closed && h.spareNet == nil
+		if keep {
+			h.spareNet = n
+		}
+		h.mu.Unlock()
+		if err != nil {
+			h.log.Warn("sandbox: making a network ahead", "err", err)
+		} else if !keep {
+			n.close()
+		}
+	}()
+}
+
+// Close ends the namespace made ahead for the next run, once one being
+// made is done; runs' own namespaces end with CloseRun. The host makes
+// none ahead after it. A nil host has nothing to close.
+func (h *Host) Close() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.spareWG.Wait()
+	if n := h.takeSpareNetwork(); n != nil {
+		n.close()
+	}
 }
 
 // leaseAhead starts leasing run's writer UID on a goroutine of its own

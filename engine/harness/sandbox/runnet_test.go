@@ -211,3 +211,56 @@ func TestNewNetNamespaceKillsNoChild(t *testing.T) {
 		}
 	}
 }
+
+// A run's end has a network namespace made ahead, and the next run's
+// Prepare gives that one (its pasta running) to the run instead of making
+// another; Close ends the one made ahead, and a closed host makes none.
+func TestNetworkMadeAheadIsTheNextRuns(t *testing.T) {
+	h := requireHost(t, Config{})
+	if !h.root || h.nsenter == "" {
+		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
+	}
+	spare := func() *runNetwork {
+		h.spareWG.Wait()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.spareNet
+	}
+	h.Prepare("a")
+	h.awaitPrepared("a")
+	if spare() != nil {
+		t.Fatal("a network made ahead before any run ended")
+	}
+	h.CloseRun("a")
+	ahead := spare()
+	if ahead == nil {
+		t.Fatal("no network made ahead at a run's end")
+	}
+	h.Prepare("b")
+	h.awaitPrepared("b")
+	h.mu.Lock()
+	nets, left := h.nets["b"], h.spareNet
+	h.mu.Unlock()
+	if len(nets) != 1 || nets[0] != ahead || left != nil {
+		t.Fatalf("the next run got %v (left ahead: %v), not the network made ahead %p", nets, left, ahead)
+	}
+	if err := ahead.net.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the pasta of the network made ahead: %v", err)
+	}
+	h.CloseRun("b")
+	second := spare()
+	if second == nil || second == ahead {
+		t.Fatalf("network made ahead at the second run's end: %p", second)
+	}
+	h.Close()
+	testkit.Recv(t, second.net.reaped)
+	if spare() != nil {
+		t.Fatal("Close left the network made ahead")
+	}
+	h.Prepare("c")
+	h.awaitPrepared("c")
+	h.CloseRun("c")
+	if spare() != nil {
+		t.Fatal("a closed host made a network ahead")
+	}
+}

@@ -108,6 +108,13 @@ type Host struct {
 	nets    map[string][]*runNetwork // each run's free network namespaces
 	making  map[string]chan struct{} // closed once Prepare's namespace is made
 	leasing map[string]chan struct{} // closed once Prepare's writer lease is taken (or failed)
+	// spareNet is a namespace made ahead, at a run's end, for the next
+	// run's Prepare (runnet.go); spareMade, while one is being made, is
+	// closed once it is.
+	spareNet  *runNetwork
+	spareMade chan struct{}
+	closed    bool
+	spareWG   sync.WaitGroup
 
 	// orphans are the sandbox inits without a bwrap parent at the last
 	// sweep, by PID, with their start times (orphans.go).

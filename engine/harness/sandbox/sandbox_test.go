@@ -163,6 +163,7 @@ func TestConfinedWriterAndVerifier(t *testing.T) {
 		}
 		t.Skipf("needs the agent sandbox: %v", err)
 	}
+	t.Cleanup(h.Close)
 	defer h.CloseRun("r")
 	script := `ls "$PWD" >/dev/null && echo canread; echo w > "$PWD/by-$ROLE" && echo wrote; ls /proc | grep -c '^[0-9]'; cat ` + filepath.Join(data, "ledger") + ` || echo noledger`
 	for _, tc := range []struct {

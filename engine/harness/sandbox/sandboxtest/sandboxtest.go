@@ -41,6 +41,7 @@ func open(t testing.TB, cfg sandbox.Config, without func(error)) *sandbox.Host {
 		without(err)
 		return nil
 	}
+	t.Cleanup(h.Close)
 	return h
 }
 
