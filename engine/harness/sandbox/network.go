@@ -25,6 +25,13 @@ type network struct {
 	reaped chan struct{}
 }
 
+// exited reports whether pasta has exited (without reaping it: stop does).
+func (n *network) exited() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, n.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err != nil || info.Signo != 0
+}
+
 // connectPid connects the network namespace of process pid (connect).
 func (h *Host) connectPid(pid int) (*network, error) {
 	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))

@@ -64,6 +64,11 @@ func (h *Host) Prepare(run string) {
 			close(ready)
 		}()
 		n := h.takeSpareNetwork()
+		if n != nil && n.net.exited() {
+			h.log.Warn("sandbox: the network made ahead lost its pasta; making another")
+			n.close()
+			n = nil
+		}
 		if n == nil {
 			var err error
 			if n, err = h.newNetwork(); err != nil {

@@ -214,7 +214,8 @@ func TestNewNetNamespaceKillsNoChild(t *testing.T) {
 
 // A run's end has a network namespace made ahead, and the next run's
 // Prepare gives that one (its pasta running) to the run instead of making
-// another; Close ends the one made ahead, and a closed host makes none.
+// another, unless its pasta has died; Close ends the one made ahead, and a
+// closed host makes none.
 func TestNetworkMadeAheadIsTheNextRuns(t *testing.T) {
 	h := requireHost(t, Config{})
 	if !h.root || h.nsenter == "" {
@@ -252,8 +253,30 @@ func TestNetworkMadeAheadIsTheNextRuns(t *testing.T) {
 	if second == nil || second == ahead {
 		t.Fatalf("network made ahead at the second run's end: %p", second)
 	}
-	h.Close()
+	// One whose pasta died is not given: the run gets a new one.
+	if err := second.net.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, second.net.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.Prepare("dead")
+	h.awaitPrepared("dead")
+	h.mu.Lock()
+	nets = h.nets["dead"]
+	h.mu.Unlock()
+	if len(nets) != 1 || nets[0] == second || nets[0].net.exited() {
+		t.Fatalf("the run after a dead pasta got %v", nets)
+	}
 	testkit.Recv(t, second.net.reaped)
+	h.CloseRun("dead")
+	third := spare()
+	if third == nil {
+		t.Fatal("no network made ahead at the third run's end")
+	}
+	h.Close()
+	testkit.Recv(t, third.net.reaped)
 	if spare() != nil {
 		t.Fatal("Close left the network made ahead")
 	}
