@@ -112,6 +112,49 @@ func treeOf(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// prepareRun prepares the run named run of tenant "tenant" at src, for
+// owner (nil: the host's), and returns its directories.
+func prepareRun(t *testing.T, m *workspace.Manager, src workspace.Source, run string, owner workspace.Owner) workspace.Paths {
+	t.Helper()
+	key := workspace.Key("tenant", run)
+	if err := m.PrepareFor(context.Background(), key, src, workspace.Branch("tenant", run), owner); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Paths(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ownedBy fails the test for each entry under dir, dir too, that is not
+// uid's (user and group), and returns how many entries and regular files
+// it walked.
+func ownedBy(t *testing.T, dir string, uid int) (entries, files int) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		if st := info.Sys().(*syscall.Stat_t); st.Uid != uint32(uid) || st.Gid != uint32(uid) {
+			t.Errorf("%s belongs to %d:%d", path, st.Uid, st.Gid)
+		}
+		entries++
+		if d.Type().IsRegular() {
+			files++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries, files
+}
+
 // gitAt runs git with the given git directory and work tree.
 func gitAt(t *testing.T, gitDir, work string, args ...string) string {
 	t.Helper()
@@ -138,18 +181,7 @@ func TestKeptCheckoutIsGitsCheckout(t *testing.T) {
 	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: remote}}), time.Hour)
 	src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: head}
 	ctx := context.Background()
-	prepare := func(run string) workspace.Paths {
-		t.Helper()
-		key := workspace.Key("tenant", run)
-		if err := m.Prepare(ctx, key, src, workspace.Branch("tenant", run)); err != nil {
-			t.Fatal(err)
-		}
-		p, err := m.Paths(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	prepare := func(run string) workspace.Paths { return prepareRun(t, m, src, run, nil) }
 	byGit := prepare("first")
 	if n := workspace.KeptTrees(m); n != 1 {
 		t.Fatalf("%d trees kept after the first checkout", n)
@@ -189,8 +221,8 @@ func TestKeptCheckoutIsGitsCheckout(t *testing.T) {
 
 	// With no spare ready, the next checkout is written from the kept
 	// tree, not by git.
+	workspace.DiscardSpares(m) // waits for the spare being written from the kept tree
 	workspace.SpoilKept(m, "a0", []byte("spoiled\n"))
-	workspace.DiscardSpares(m)
 	if b, err := os.ReadFile(filepath.Join(prepare("third").Workspace, "a0")); err != nil || string(b) != "spoiled\n" {
 		t.Fatalf("the third checkout did not come from the kept tree: %q %v", b, err)
 	}
@@ -217,23 +249,8 @@ func TestKeptCheckoutGivesEveryEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := m.Paths(key)
-	entries := 0
-	err := filepath.WalkDir(p.Workspace, func(path string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(path)
-		if err != nil {
-			return err
-		}
-		if st := info.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != uid {
-			t.Errorf("%s belongs to %d:%d", path, st.Uid, st.Gid)
-		}
-		entries++
-		return nil
-	})
-	if err != nil || entries < 15 {
-		t.Fatalf("walked %d entries: %v", entries, err)
+	if entries, _ := ownedBy(t, p.Workspace, uid); entries < 15 {
+		t.Fatalf("walked %d entries", entries)
 	}
 	snap, err := m.Snapshot(ctx, key, t.TempDir(), hostileID, "first", workspace.Limits{})
 	if err != nil || snap.Changed || snap.Bytes != 0 {

@@ -38,25 +38,8 @@ func TestPrepareForGivesTheTreeBeforeItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := m.Paths(owned)
-	files := 0
-	err := filepath.WalkDir(p.Workspace, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(path)
-		if err != nil {
-			return err
-		}
-		if st := info.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != uid {
-			t.Errorf("%s belongs to %d:%d", path, st.Uid, st.Gid)
-		}
-		if d.Type().IsRegular() {
-			files++
-		}
-		return nil
-	})
-	if err != nil || files < 3 || asked != 2 {
-		t.Fatalf("walked %d files, owner asked %d times: %v", files, asked, err)
+	if _, files := ownedBy(t, p.Workspace, uid); files < 3 || asked != 2 {
+		t.Fatalf("walked %d files, owner asked %d times", files, asked)
 	}
 	snap, err := m.Snapshot(ctx, owned, t.TempDir(), hostileID, "first", workspace.Limits{})
 	if err != nil || snap.Changed || snap.Bytes != 0 {

@@ -2,7 +2,6 @@ package workspace_test
 
 import (
 	"context"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -35,18 +34,7 @@ func TestSpareWorkTreeIsTakenWhole(t *testing.T) {
 		uid = 54321
 		owner = func() (int, bool) { return uid, true }
 	}
-	prepare := func(run string) workspace.Paths {
-		t.Helper()
-		key := workspace.Key("tenant", run)
-		if err := m.PrepareFor(ctx, key, src, workspace.Branch("tenant", run), owner); err != nil {
-			t.Fatal(err)
-		}
-		p, err := m.Paths(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	prepare := func(run string) workspace.Paths { return prepareRun(t, m, src, run, owner) }
 
 	byGit := prepare("first")
 	if n := workspace.Spares(m); n != 1 {
@@ -72,21 +60,7 @@ func TestSpareWorkTreeIsTakenWhole(t *testing.T) {
 		}
 	}
 	if uid >= 0 {
-		err := filepath.WalkDir(fromSpare.Workspace, func(path string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			info, err := os.Lstat(path)
-			if err == nil {
-				if st := info.Sys().(*syscall.Stat_t); st.Uid != uint32(uid) || st.Gid != uint32(uid) {
-					t.Errorf("%s belongs to %d:%d", path, st.Uid, st.Gid)
-				}
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ownedBy(t, fromSpare.Workspace, uid)
 	}
 	if out := gitAt(t, fromSpare.Git, fromSpare.Workspace, "status", "--porcelain"); out != "" {
 		t.Errorf("the agents' git sees changes in the spare:\n%s", out)
@@ -129,16 +103,7 @@ func TestSpareChangedIsNotTaken(t *testing.T) {
 			remote, head := keptSeed(t)
 			m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: remote}}), time.Hour)
 			src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: head}
-			ctx := context.Background()
-			prepare := func(run string) workspace.Paths {
-				t.Helper()
-				key := workspace.Key("tenant", run)
-				if err := m.Prepare(ctx, key, src, workspace.Branch("tenant", run)); err != nil {
-					t.Fatal(err)
-				}
-				p, _ := m.Paths(key)
-				return p
-			}
+			prepare := func(run string) workspace.Paths { return prepareRun(t, m, src, run, nil) }
 			byGit := prepare("first")
 			workspace.AwaitSpares(m)
 			works, _ := filepath.Glob(filepath.Join(workspace.SparesDir(m), "*", "*", "workspace"))
