@@ -1,6 +1,11 @@
 package workspace
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/oecp/oecp/internal/testkit"
+)
 
 // Spreads reports whether dir carries the placement hint of runs removed
 // at once.
@@ -43,8 +48,10 @@ func Spares(m *Manager) int {
 // SparesDir is where m writes work trees ahead.
 func SparesDir(m *Manager) string { return filepath.Join(m.root, sparesDir) }
 
-// AwaitSpares waits until m's spares being written are written.
-func AwaitSpares(m *Manager) {
+// AwaitSpares waits until m's spares being written are written (failing
+// t past testkit's bound).
+func AwaitSpares(t testing.TB, m *Manager) {
+	t.Helper()
 	m.spares.mu.Lock()
 	var writing []*spare
 	for _, sp := range m.spares.made {
@@ -52,14 +59,15 @@ func AwaitSpares(m *Manager) {
 	}
 	m.spares.mu.Unlock()
 	for _, sp := range writing {
-		<-sp.done
+		testkit.Recv(t, sp.done)
 	}
 }
 
 // DiscardSpares waits for m's spares being written and removes every
 // spare, so that the next checkout is written from the kept tree.
-func DiscardSpares(m *Manager) {
-	AwaitSpares(m)
+func DiscardSpares(t testing.TB, m *Manager) {
+	t.Helper()
+	AwaitSpares(t, m)
 	m.spares.mu.Lock()
 	for key, sp := range m.spares.made {
 		m.spares.removeLocked(key, sp)

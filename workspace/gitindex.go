@@ -36,8 +36,21 @@ type gitIndexEntry struct {
 	path                                     string
 }
 
-// modeString is the entry's mode as git prints it.
-func (e gitIndexEntry) modeString() string { return fmt.Sprintf("%06o", e.mode) }
+// modeString is the entry's mode as git prints it (without formatting
+// for the four modes a tree's entries have: it is asked for each entry).
+func (e gitIndexEntry) modeString() string {
+	switch e.mode {
+	case 0o100644:
+		return modeFile
+	case 0o100755:
+		return modeExec
+	case 0o120000:
+		return modeLink
+	case 0o160000:
+		return modeGitlink
+	}
+	return fmt.Sprintf("%06o", e.mode)
+}
 
 // readGitIndex returns commit's tree from the git index of the host git
 // directory dir, which git has just written from commit (read-tree

@@ -221,7 +221,7 @@ func TestKeptCheckoutIsGitsCheckout(t *testing.T) {
 
 	// With no spare ready, the next checkout is written from the kept
 	// tree, not by git.
-	workspace.DiscardSpares(m) // waits for the spare being written from the kept tree
+	workspace.DiscardSpares(t, m) // waits for the spare being written from the kept tree
 	workspace.SpoilKept(m, "a0", []byte("spoiled\n"))
 	if b, err := os.ReadFile(filepath.Join(prepare("third").Workspace, "a0")); err != nil || string(b) != "spoiled\n" {
 		t.Fatalf("the third checkout did not come from the kept tree: %q %v", b, err)

@@ -25,10 +25,11 @@ const (
 // run has checked out a commit, the host writes that commit's tree again
 // in the background, so that the next checkout of that commit takes a
 // whole tree at once (a rename) instead of writing it while its run
-// waits; no checkout waits for a spare still being written. They live in a directory of this process's own
-// under Root/spares, which only the host writes and no agent is shown;
-// each is written once and not changed until one checkout takes it (and
-// gives it to its run's writer where it lands). Safe for concurrent use.
+// waits; no checkout waits for a spare still being written. They live in
+// a directory of this process's own under Root/spares, which only the
+// host writes and no agent is shown; each is written once and not
+// changed until one checkout takes it (and gives it to its run's writer
+// where it lands). Safe for concurrent use.
 type spares struct {
 	root string // Root/spares
 	log  *slog.Logger

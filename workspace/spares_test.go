@@ -40,7 +40,7 @@ func TestSpareWorkTreeIsTakenWhole(t *testing.T) {
 	if n := workspace.Spares(m); n != 1 {
 		t.Fatalf("%d spares after the first checkout", n)
 	}
-	workspace.AwaitSpares(m)
+	workspace.AwaitSpares(t, m)
 	works, _ := filepath.Glob(filepath.Join(workspace.SparesDir(m), "*", "*", "workspace"))
 	if len(works) != 1 {
 		t.Fatalf("spares written: %q", works)
@@ -105,7 +105,7 @@ func TestSpareChangedIsNotTaken(t *testing.T) {
 			src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: head}
 			prepare := func(run string) workspace.Paths { return prepareRun(t, m, src, run, nil) }
 			byGit := prepare("first")
-			workspace.AwaitSpares(m)
+			workspace.AwaitSpares(t, m)
 			works, _ := filepath.Glob(filepath.Join(workspace.SparesDir(m), "*", "*", "workspace"))
 			if len(works) != 1 {
 				t.Fatalf("spares written: %q", works)

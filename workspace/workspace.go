@@ -309,25 +309,25 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	// the mirror pins it (one git process) while the host writes the
 	// tree, and the checkout fails if the pin does. Without a kept tree,
 	// git writes the tree from the mirror's objects: the pin comes first.
-	t := m.kept.get(name, revision)
-	if !keepsTrees {
-		t = nil
+	var t *keptTree
+	if keepsTrees {
+		t = m.kept.get(name, revision)
 	}
-	pinned := make(chan error, 1)
 	objects := filepath.Join(m.mirrors.path(name), "objects")
+	pin := func() error { return nil }
 	if t != nil {
+		pinned := make(chan error, 1)
 		go func() {
 			_, err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key))
 			pinned <- err
 		}()
+		pin = sync.OnceValue(func() error { return <-pinned })
 	} else {
 		var err error
 		if objects, err = m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key)); err != nil {
 			return err
 		}
-		pinned <- nil
 	}
-	pin := sync.OnceValue(func() error { return <-pinned })
 	err := m.checkoutFrom(ctx, remote.Home, t, pin, name, url, p, objects, revision, branch, owner)
 	if perr := pin(); perr != nil && !errors.Is(err, errNotGiven) && !errors.Is(err, errRunDir) {
 		return perr

@@ -257,8 +257,12 @@ func TestNetworkMadeAheadIsTheNextRuns(t *testing.T) {
 	if err := second.net.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var info unix.Siginfo
-	if err := unix.Waitid(unix.P_PID, second.net.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+	exited := make(chan error, 1)
+	go func() { // waits for the exit without reaping it
+		var info unix.Siginfo
+		exited <- unix.Waitid(unix.P_PID, second.net.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+	}()
+	if err := testkit.Recv(t, exited); err != nil {
 		t.Fatal(err)
 	}
 	h.Prepare("dead")
