@@ -182,6 +182,7 @@ func (s *Supervisor) reconcileAll(ctx context.Context) (failed bool) {
 			s.drop(ctx, ref)
 		}
 	}
+	s.recovered = s.recovered || !rep.failed
 	return rep.failed
 }
 

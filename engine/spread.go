@@ -5,18 +5,24 @@ import (
 	"errors"
 )
 
-// Runs spread over the replicas. Where claims expire (several processes
-// share one ledger) and the executions running at once are bounded, a
-// supervisor claims only the runs it can run: at most its execution
-// slots plus a small margin (claimCap), so that the runs of a replica
-// that died are shared among the survivors instead of going, all of
-// them, to the first one to notice. The running runs it lists but does
-// not claim wait in a backlog, per tenant in listing order; when a
-// claimed run goes (it finished, or its claim was lost) the next pass
+// A supervisor claims only the runs it can run. Where the executions
+// running at once are bounded it claims at most its execution slots plus
+// a small margin (claimCap), whether its claims expire (several processes
+// share one ledger) or not (one process owns it): so the runs of a
+// replica that died are shared among the survivors instead of going, all
+// of them, to the first one to notice, and what a supervisor holds (its
+// claims, the runs it has read, the workspaces prepared ahead) is as
+// large as its slots however deep the queue is. The running runs it lists
+// but does not claim wait in a backlog, per tenant in listing order; when
+// a claimed run goes (it finished, or its claim was lost) the next pass
 // claims from the backlog, fairly across tenants (fewest claimed runs
 // first), without listing every run again. A full pass rebuilds the
-// backlog. Where claims do not expire (one process owns the ledger), or
-// the executions are unbounded, every running run is claimed.
+// backlog. Where the executions are unbounded every running run is
+// claimed, and so is every running run a supervisor whose claims do not
+// expire finds in its first full pass: it owns the ledger, so the
+// executions a crash left active are its own to settle, and their
+// processes to kill, at once rather than when their runs' turn in the
+// backlog comes.
 
 // claimMarginDivisor sets the margin of claims beyond the execution
 // slots: a quarter of the slots, at least one, so that a run is read and
@@ -28,7 +34,7 @@ func (s *Supervisor) claimCap() int {
 	if s.maxActive <= 0 {
 		return 0
 	}
-	if _, ttl := s.keeper(); ttl <= 0 {
+	if _, ttl := s.keeper(); ttl <= 0 && !s.recovered {
 		return 0
 	}
 	return s.maxActive + max(1, s.maxActive/claimMarginDivisor)

@@ -115,17 +115,72 @@ func TestClaimSpreadIsFairAcrossTenants(t *testing.T) {
 	}
 }
 
-// TestLocalLedgerClaimsEveryRun: where claims do not expire (one process
-// owns the ledger) every running run is claimed, whatever the bound.
-func TestLocalLedgerClaimsEveryRun(t *testing.T) {
+// TestLocalLedgerClaimsOnlyWhatItCanRun: where claims do not expire (one
+// process owns the ledger) the claims are bounded all the same once the
+// first full pass is done, so that what the supervisor holds for a deep
+// queue (its claims, the runs it has read, the workspaces prepared
+// ahead) does not grow with the queue; the backlog is claimed from as
+// claimed runs go.
+func TestLocalLedgerClaimsOnlyWhatItCanRun(t *testing.T) {
+	l := &missedWake{versioned: versioned{version: 1}}
+	s := New(l, nil, nil)
+	s.SetMaxActive(4)
+	s.reconcileAll(context.Background()) // the first pass, on an empty ledger
+	l.mu.Lock()
+	for i := range 9 {
+		l.runs = append(l.runs, RunRef{Tenant: "t", RunID: fmt.Sprint("r", i)})
+	}
+	l.mu.Unlock()
+	s.reconcileAll(context.Background())
+	if len(s.claimed) != 5 || s.spread.len() != 4 {
+		t.Fatalf("claimed %d of 9 runs on a local ledger with 4 slots (backlog %d), want 5 and 4", len(s.claimed), s.spread.len())
+	}
+	for i := range 5 {
+		if !s.claimed[l.runs[i]] {
+			t.Fatalf("claimed %v: not the oldest five", s.claimed)
+		}
+	}
+	s.drop(context.Background(), l.runs[0])
+	s.reconcileSome(context.Background(), nil)
+	if len(s.claimed) != 5 || !s.claimed[l.runs[5]] {
+		t.Fatalf("after a drop and a pass: claimed %v, want the next run claimed from the backlog", s.claimed)
+	}
+}
+
+// TestLocalLedgerClaimsEveryRunAtStart: the first full pass of a
+// supervisor whose claims do not expire claims every running run (those
+// a crash left executing among them, so that their executions are
+// settled at once); the runs that come later wait in the backlog.
+func TestLocalLedgerClaimsEveryRunAtStart(t *testing.T) {
+	l := &missedWake{versioned: versioned{version: 1}}
+	for i := range 9 {
+		l.runs = append(l.runs, RunRef{Tenant: "t", RunID: fmt.Sprint("r", i)})
+	}
+	s := New(l, nil, nil)
+	s.SetMaxActive(4)
+	s.reconcileAll(context.Background())
+	if len(s.claimed) != 9 {
+		t.Fatalf("the first pass claimed %d of 9 runs on a local ledger", len(s.claimed))
+	}
+	l.mu.Lock()
+	l.runs = append(l.runs, RunRef{Tenant: "t", RunID: "late"})
+	l.mu.Unlock()
+	s.reconcileAll(context.Background())
+	if len(s.claimed) != 9 || s.spread.len() != 1 {
+		t.Fatalf("a later pass: claimed %d, backlog %d; want 9 and the late run waiting", len(s.claimed), s.spread.len())
+	}
+}
+
+// TestUnboundedLocalLedgerClaimsEveryRun: with no bound on executions
+// every running run is claimed.
+func TestUnboundedLocalLedgerClaimsEveryRun(t *testing.T) {
 	l := &missedWake{versioned: versioned{version: 1}}
 	for i := range 5 {
 		l.runs = append(l.runs, RunRef{Tenant: "t", RunID: fmt.Sprint("r", i)})
 	}
 	s := New(l, nil, nil)
-	s.SetMaxActive(1)
 	s.reconcileAll(context.Background())
 	if len(s.claimed) != 5 {
-		t.Fatalf("claimed %d of 5 runs on a local ledger", len(s.claimed))
+		t.Fatalf("claimed %d of 5 runs on a local ledger without a bound", len(s.claimed))
 	}
 }

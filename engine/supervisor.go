@@ -224,6 +224,11 @@ type Supervisor struct {
 	// pass (spread.go). Unguarded: only the reconcile loop uses them.
 	spread        backlog
 	heldElsewhere map[RunRef]bool
+	// recovered is set once a full pass has read and written what it
+	// had to: until then a supervisor whose claims do not expire claims
+	// every running run (spread.go). Unguarded: only the reconcile loop
+	// uses it.
+	recovered bool
 	// hostHolds holds back the runs whose last execution its host could
 	// not start (hostfault.go). Under mu.
 	hostHolds map[RunRef]hostHold
