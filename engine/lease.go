@@ -131,11 +131,13 @@ func (s *Supervisor) dropLost() (lost []RunRef, all bool) {
 	if all = s.keep.lostAll; all {
 		clear(s.claimed)
 		clear(s.seen)
+		clear(s.idle)
 		s.keep.lostAll = false
 	}
 	for ref := range s.keep.lost {
 		delete(s.claimed, ref)
 		delete(s.seen, ref)
+		delete(s.idle, ref)
 		lost = append(lost, ref)
 	}
 	clear(s.keep.lost)
@@ -146,6 +148,7 @@ func (s *Supervisor) dropLost() (lost []RunRef, all bool) {
 // releases it.
 func (s *Supervisor) unclaim(ctx context.Context, ref RunRef) {
 	delete(s.claimed, ref)
+	delete(s.idle, ref)
 	if lk, ttl := s.keeper(); ttl > 0 {
 		err := lk.Release(ctx, ref)
 		switch {

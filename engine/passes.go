@@ -217,7 +217,7 @@ func (s *Supervisor) reconcileSome(ctx context.Context, refs []RunRef) (failed b
 		writes = s.reconcileInto(ctx, ref, writes, rep)
 	}
 	if s.obs != nil {
-		s.obs.RunsActive(len(s.claimed))
+		s.obs.RunsActive(len(s.claimed) + s.spread.len())
 	}
 	s.issue(ctx, writes, rep)
 	return rep.failed
@@ -277,6 +277,7 @@ func (s *Supervisor) drop(ctx context.Context, ref RunRef) {
 	}
 	s.waiting.remove(ref)
 	s.hostStarted(ref)
+	delete(s.idle, ref)
 	delete(s.seen, ref)
 	delete(s.memos, ref)
 	delete(s.counts, ref)

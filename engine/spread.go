@@ -12,7 +12,10 @@ import (
 // replica that died are shared among the survivors instead of going, all
 // of them, to the first one to notice, and what a supervisor holds (its
 // claims, the runs it has read, the workspaces prepared ahead) is as
-// large as its slots however deep the queue is. The running runs it lists
+// large as its slots however deep the queue is. A claimed run that waits
+// for a person (Supervisor.idle) keeps its claim but not its place under
+// the cap, so that runs suspended or held for a retry grant cannot keep
+// the backlog from ever being claimed. The running runs it lists
 // but does not claim wait in a backlog, per tenant in listing order; when
 // a claimed run goes (it finished, or its claim was lost) the next pass
 // claims from the backlog, fairly across tenants (fewest claimed runs
@@ -28,6 +31,10 @@ import (
 // slots: a quarter of the slots, at least one, so that a run is read and
 // ready (its workspace prepared) when a slot frees.
 const claimMarginDivisor = 4
+
+// claimsInUse is how many claimed runs count against the claim cap: all
+// of them but the idle ones.
+func (s *Supervisor) claimsInUse() int { return len(s.claimed) - len(s.idle) }
 
 // claimCap is how many runs the supervisor claims at most (0: no bound).
 func (s *Supervisor) claimCap() int {
@@ -107,12 +114,12 @@ func (s *Supervisor) claimUpTo(ctx context.Context, candidates []RunRef, report 
 			s.spread.push(ref)
 		}
 	}
-	for s.spread.len() > 0 && len(s.claimed) < limit && ctx.Err() == nil {
+	for s.spread.len() > 0 && s.claimsInUse() < limit && ctx.Err() == nil {
 		perTenant := map[string]int{}
 		for ref := range s.claimed {
 			perTenant[ref.Tenant]++
 		}
-		next := s.spread.take(limit-len(s.claimed), perTenant)
+		next := s.spread.take(limit-s.claimsInUse(), perTenant)
 		got := s.claimAll(ctx, next, report)
 		claimed = append(claimed, got...)
 		settled := len(got)

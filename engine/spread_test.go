@@ -3,9 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oecp/oecp/protocol"
 )
 
 // sharedLeases are run claims that expire, shared by the supervisors of
@@ -182,5 +185,54 @@ func TestUnboundedLocalLedgerClaimsEveryRun(t *testing.T) {
 	s.reconcileAll(context.Background())
 	if len(s.claimed) != 5 {
 		t.Fatalf("claimed %d of 5 runs on a local ledger without a bound", len(s.claimed))
+	}
+}
+
+// gatedRuns is a local ledger whose runs named "held…" are suspended by
+// a person and those named "prep…" wait for their host to prepare them;
+// every other run's gate is open (and refuses each dispatch).
+type gatedRuns struct{ missedWake }
+
+func (g *gatedRuns) Snapshot(ctx context.Context, ref RunRef) (*Snapshot, error) {
+	snap, err := g.versioned.Snapshot(ctx, ref)
+	if err == nil && strings.HasPrefix(ref.RunID, "held") {
+		snap.Dispatch = protocol.DispatchSuspended
+	}
+	if err == nil && strings.HasPrefix(ref.RunID, "prep") {
+		snap.Dispatch, snap.Preparing = protocol.DispatchSuspended, true
+	}
+	return snap, err
+}
+
+// TestIdleClaimsDoNotHoldTheBacklog: claimed runs that wait for a person
+// (suspended, held for a retry grant) with nothing running do not count
+// against the claim cap, so runs in the backlog are claimed past them;
+// runs whose host prepares them do count, so a deep queue of them is not
+// all prepared at once.
+func TestIdleClaimsDoNotHoldTheBacklog(t *testing.T) {
+	for _, c := range []struct {
+		first   string
+		claimed bool // whether the backlog's runs are claimed past them
+	}{{"held", true}, {"prep", false}} {
+		l := &gatedRuns{missedWake{versioned: versioned{version: 1}}}
+		s := New(l, nil, nil)
+		s.SetMaxActive(1) // two claims: one slot and the margin
+		ctx := context.Background()
+		s.reconcileAll(ctx) // the first pass, on an empty ledger
+		l.mu.Lock()
+		l.runs = []RunRef{{Tenant: "t", RunID: c.first + "0"}, {Tenant: "t", RunID: c.first + "1"}}
+		for i := range 3 {
+			l.runs = append(l.runs, RunRef{Tenant: "t", RunID: fmt.Sprint("a", i)})
+		}
+		l.mu.Unlock()
+		s.reconcileAll(ctx)
+		if len(s.claimed) != 2 || !s.claimed[l.runs[0]] || !s.claimed[l.runs[1]] {
+			t.Fatalf("%s: claimed %v, want the two oldest", c.first, s.claimed)
+		}
+		s.reconcileSome(ctx, nil)
+		a0, a1, a2 := l.runs[2], l.runs[3], l.runs[4]
+		if got := s.claimed[a0] && s.claimed[a1]; got != c.claimed || s.claimed[a2] {
+			t.Fatalf("%s: claimed %v; backlog's oldest two claimed: %v, want %v (and never a2)", c.first, s.claimed, got, c.claimed)
+		}
 	}
 }

@@ -49,6 +49,11 @@ type Snapshot struct {
 	Dispatch string
 	// Held names the execution the run holds on (0: not held).
 	Held uint64
+	// Preparing says the run's gate is closed (Dispatch not active)
+	// while its host prepares what it needs to run (a workspace), not
+	// because a person suspended or stopped it: the run will dispatch
+	// without anyone's word.
+	Preparing bool
 	// Native selects the reducer's native mode (reduce.ReduceNative):
 	// attempt 1 only, no holds, unrouted errors set the error control.
 	Native bool
@@ -229,6 +234,11 @@ type Supervisor struct {
 	// every running run (spread.go). Unguarded: only the reconcile loop
 	// uses it.
 	recovered bool
+	// idle holds the claimed runs whose last reading found them waiting
+	// for a person (suspended, stopping, or held for a retry grant) with
+	// none of their executions running: they do not count against the
+	// claim cap (spread.go). Unguarded: only the reconcile loop uses it.
+	idle map[RunRef]bool
 	// hostHolds holds back the runs whose last execution its host could
 	// not start (hostfault.go). Under mu.
 	hostHolds map[RunRef]hostHold
@@ -264,6 +274,7 @@ func New(ledger Ledger, workers *worker.Registry, log *slog.Logger) *Supervisor 
 	s.dirty, s.safetyNet = map[RunRef]bool{}, DefaultSafetyNet
 	s.heldElsewhere = map[RunRef]bool{}
 	s.hostHolds = map[RunRef]hostHold{}
+	s.idle = map[RunRef]bool{}
 	return s
 }
 
@@ -361,6 +372,8 @@ func (s *Supervisor) memo(ref RunRef) *runMemo {
 // slots allow); any other step is returned as a write, which reconcileAll
 // issues with the other runs' writes.
 func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, *write, error) {
+	wasIdle := s.idle[ref]
+	delete(s.idle, ref) // step marks it again
 	snap, err := s.ledger.Snapshot(ctx, ref)
 	if err != nil {
 		return nil, nil, err
@@ -402,6 +415,9 @@ func (s *Supervisor) reconcile(ctx context.Context, ref RunRef) (*want, *write, 
 		}}, nil
 	}
 	w, wr := s.step(snap, len(active))
+	if s.idle[ref] && !wasIdle {
+		s.freedClaim() // its place under the claim cap is free
+	}
 	return w, wr, nil
 }
 
@@ -439,7 +455,11 @@ func (s *Supervisor) step(snap *Snapshot, active int) (*want, *write) {
 	}
 	if ds := res.Dispatches(); len(ds) > 0 {
 		if snap.Dispatch != protocol.DispatchActive {
-			return nil, nil // suspended or stopping: the gate holds new work
+			// Suspended or stopping: the gate holds new work.
+			if active == 0 && !snap.Preparing {
+				s.idle[ref] = true
+			}
+			return nil, nil
 		}
 		if s.heldByHost(ref) {
 			return nil, nil // its host could not start the last one: wait
@@ -448,6 +468,9 @@ func (s *Supervisor) step(snap *Snapshot, active int) (*want, *write) {
 	}
 	if hs := res.Holds(); len(hs) > 0 && active == 0 && snap.Held != hs[0].Execution {
 		return nil, act(func(ctx context.Context) error { return s.ledger.Hold(ctx, ref, hs[0]) })
+	}
+	if active == 0 {
+		s.idle[ref] = true // held for a retry grant
 	}
 	return nil, nil
 }

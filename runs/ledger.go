@@ -166,7 +166,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		}
 		if !ready {
 			// No dispatch before the workspace is there.
-			snap.Dispatch = protocol.DispatchSuspended
+			snap.Dispatch, snap.Preparing = protocol.DispatchSuspended, true
 		}
 		for _, x := range st.Execs {
 			snap.KeepGroup(x.IDs[1], x.Group)
