@@ -6,26 +6,25 @@ import (
 )
 
 // A supervisor claims only the runs it can run. Where the executions
-// running at once are bounded it claims at most its execution slots plus
-// a small margin (claimCap), whether its claims expire (several processes
-// share one ledger) or not (one process owns it): so the runs of a
-// replica that died are shared among the survivors instead of going, all
-// of them, to the first one to notice, and what a supervisor holds (its
-// claims, the runs it has read, the workspaces prepared ahead) is as
-// large as its slots however deep the queue is. A claimed run that waits
-// for a person (Supervisor.idle) keeps its claim but not its place under
-// the cap, so that runs suspended or held for a retry grant cannot keep
-// the backlog from ever being claimed. The running runs it lists
-// but does not claim wait in a backlog, per tenant in listing order; when
-// a claimed run goes (it finished, or its claim was lost) the next pass
-// claims from the backlog, fairly across tenants (fewest claimed runs
-// first), without listing every run again. A full pass rebuilds the
-// backlog. Where the executions are unbounded every running run is
-// claimed, and so is every running run a supervisor whose claims do not
-// expire finds in its first full pass: it owns the ledger, so the
-// executions a crash left active are its own to settle, and their
-// processes to kill, at once rather than when their runs' turn in the
-// backlog comes.
+// running at once are bounded it claims at most its execution slots plus a
+// small margin (claimCap), whether its claims expire (several processes
+// share one ledger) or not (one process owns it): so the runs of a replica
+// that died are shared among the survivors instead of going, all of them,
+// to the first one to notice, and what a supervisor holds (its claims, the
+// runs it has read, the workspaces prepared ahead) is as large as its
+// slots however deep the queue is. A claimed run that waits for a person
+// (Supervisor.idle) keeps its claim but not its place under the cap, so
+// that runs suspended or held for a retry grant cannot keep the backlog
+// from ever being claimed. The running runs it lists but does not claim
+// wait in a backlog, per tenant in listing order; when a claimed run goes
+// (it finished, or its claim was lost) the next pass claims from the
+// backlog, fairly across tenants (fewest claimed runs first), without
+// listing every run again. A full pass rebuilds the backlog. Where the
+// executions are unbounded every running run is claimed, and so is every
+// running run a supervisor whose claims do not expire finds in its first
+// full pass: it owns the ledger, so the executions a crash left active are
+// its own to settle, and their processes to kill, at once rather than when
+// their runs' turn in the backlog comes.
 
 // claimMarginDivisor sets the margin of claims beyond the execution
 // slots: a quarter of the slots, at least one, so that a run is read and

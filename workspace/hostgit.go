@@ -100,5 +100,5 @@ func (m *Manager) MirrorObjects(src Source) string {
 	if !ok {
 		return ""
 	}
-	return filepath.Join(m.mirrors.path(mirrorName(src.Repository, repo.URL)), "objects")
+	return m.mirrors.objects(mirrorName(src.Repository, repo.URL))
 }

@@ -139,56 +139,59 @@ func hasCommit(ctx context.Context, g Git, rev string) bool {
 	return err == nil && code == 0
 }
 
+// objects is the objects directory of mirror name.
+func (ms *mirrors) objects(name string) string { return filepath.Join(ms.path(name), "objects") }
+
 // borrow makes sure the mirror of url holds revision (making the mirror,
-// or fetching its branches and then the revision itself, as needed), pins
-// the revision with ref and returns the mirror's objects directory.
-// remote carries the token; only the fetches get it.
-func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, ref string) (string, error) {
+// or fetching its branches and then the revision itself, as needed) and
+// pins the revision with ref. remote carries the token; only the fetches
+// get it.
+func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, ref string) error {
 	unlock, err := ms.lock(ctx, name)
 	if err != nil {
-		return "", fmt.Errorf("%w: mirror lock: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: mirror lock: %v", ErrUnavailable, err)
 	}
 	defer unlock()
 	dir := ms.path(name)
 	if !complete(dir) {
 		pins, err := readRunRefs(dir) // of a half-made mirror's runs
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		if err := ms.create(ctx, remote, url, name, pins); err != nil {
-			return "", err
+			return err
 		}
 	}
 	g := Git{Dir: dir, Home: remote.Home}
 	// One git process pins a revision the mirror holds: the ref's new
 	// value is revision peeled to a commit, which fails for anything else.
 	if _, err := g.Run(ctx, "update-ref", ref, revision+"^{commit}"); err == nil {
-		return filepath.Join(dir, "objects"), nil
+		return nil
 	}
 	if !hasCommit(ctx, g, revision) {
 		fetch := remote
 		fetch.Dir = dir
 		if _, err := fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-auto-gc", "--", url, headsRefspec); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		if !hasCommit(ctx, g, revision) {
 			// Not on a branch: ask for the commit itself.
 			_, _ = fetch.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-auto-gc", "--", url, revision)
 		}
 		if !hasCommit(ctx, g, revision) {
-			return "", fmt.Errorf("%w: %s is not a commit of the repository", ErrRevisionNotFound, revision)
+			return fmt.Errorf("%w: %s is not a commit of the repository", ErrRevisionNotFound, revision)
 		}
 		if _, err := g.Run(ctx, "update-ref", ref, revision); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		// Maintenance runs under the lock, once the revision is pinned.
 		if _, err := g.Run(ctx, "gc", "--auto", "--quiet"); err != nil {
 			ms.log.Warn("workspace: mirror maintenance failed", "mirror", name, "err", err)
 		}
 	} else if _, err := g.Run(ctx, "update-ref", ref, revision); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	return filepath.Join(dir, "objects"), nil
+	return nil
 }
 
 // create makes the mirror of url anew, beside the old one if there is

@@ -24,8 +24,9 @@ const (
 // host itself (writeKept): no git process, no object read. A tree is read
 // only from a work tree git has just written in a directory no one else
 // has written to (keepCheckout's caller guarantees it), and each file
-// read must be the inode, times and size git's index recorded. The least recently used trees
-// leave first; a kept tree is never changed. Safe for concurrent use.
+// read must be the inode, times and size git's index recorded. The least
+// recently used trees leave first; a kept tree is never changed. Safe for
+// concurrent use.
 type keptTrees struct {
 	limit int // bytes of all trees kept
 

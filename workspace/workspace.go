@@ -313,22 +313,15 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	if keepsTrees {
 		t = m.kept.get(name, revision)
 	}
-	objects := filepath.Join(m.mirrors.path(name), "objects")
 	pin := func() error { return nil }
 	if t != nil {
 		pinned := make(chan error, 1)
-		go func() {
-			_, err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key))
-			pinned <- err
-		}()
+		go func() { pinned <- m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key)) }()
 		pin = sync.OnceValue(func() error { return <-pinned })
-	} else {
-		var err error
-		if objects, err = m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key)); err != nil {
-			return err
-		}
+	} else if err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key)); err != nil {
+		return err
 	}
-	err := m.checkoutFrom(ctx, remote.Home, t, pin, name, url, p, objects, revision, branch, owner)
+	err := m.checkoutFrom(ctx, remote.Home, t, pin, name, url, p, m.mirrors.objects(name), revision, branch, owner)
 	if perr := pin(); perr != nil && !errors.Is(err, errNotGiven) && !errors.Is(err, errRunDir) {
 		return perr
 	}
