@@ -388,36 +388,21 @@ func BenchmarkRuns(b *testing.B) {
 // executions active at most.
 func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 	n := *benchQueued
-	conns := max(benchConns, (n+benchRunsPerConn-1)/benchRunsPerConn)
 	var raw time.Duration
 	var heap float64
 	for b.Loop() {
 		b.StopTimer()
 		s := open(b)
-		rb, stop := benchRig(b, s, bound)
-		srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: rb}, wiretest.Options{})
-		wires := make([]*wiretest.WSWire, conns)
-		for i := range wires {
-			wires[i] = srv.Dial(b, nil)
-		}
+		q := newQueueRig(b, s, bound, n)
 		before := liveHeap()
-		admitted := newBarrier(conns)
-		go func() {
-			<-admitted.all
+		b.StartTimer()
+		q.run(b, func() {
 			b.StopTimer()
 			heap += float64(liveHeap()-before) / float64(n)
 			b.StartTimer()
-			close(admitted.measured)
-		}()
-		b.StartTimer()
-		var wg sync.WaitGroup
-		for i, w := range wires {
-			wg.Add(1)
-			go func() { defer wg.Done(); driveConn(b, w, i, conns, n, admitted) }()
-		}
-		testkit.Wait(b, &wg)
+		})
 		b.StopTimer()
-		stop()
+		q.stop()
 		_ = s.Close() // a PostgreSQL store's connections go back at once
 		baseline := open(b)
 		t0 := time.Now()
@@ -433,6 +418,123 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 	b.ReportMetric(commits, "raw-commits/s")
 	b.ReportMetric(settled/commits, "settled/raw")
 	b.ReportMetric(heap/float64(b.N), "B/queued-run")
+}
+
+// queueRig is one op of BenchmarkRuns: a backend and its supervisor over
+// a store, a WebSocket server, and the connections that submit n runs.
+type queueRig struct {
+	n     int
+	wires []*wiretest.WSWire
+	stop  func()
+}
+
+func newQueueRig(b *testing.B, s store.Store, bound, n int) *queueRig {
+	conns := max(benchConns, (n+benchRunsPerConn-1)/benchRunsPerConn)
+	rb, stop := benchRig(b, s, bound)
+	srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: rb}, wiretest.Options{})
+	q := &queueRig{n: n, wires: make([]*wiretest.WSWire, conns), stop: stop}
+	for i := range q.wires {
+		q.wires[i] = srv.Dial(b, nil)
+	}
+	return q
+}
+
+// run submits the op's runs over its connections, calls admitted once
+// every run is admitted (before any is watched), watches each and returns
+// when the last watch closed done.
+func (q *queueRig) run(b *testing.B, admitted func()) {
+	bar := newBarrier(len(q.wires))
+	go func() {
+		<-bar.all
+		admitted()
+		close(bar.measured)
+	}()
+	var wg sync.WaitGroup
+	for i, w := range q.wires {
+		wg.Add(1)
+		go func() { defer wg.Done(); driveConn(b, w, i, len(q.wires), q.n, bar) }()
+	}
+	testkit.Wait(b, &wg)
+}
+
+// Shape of BenchmarkDeepQueue: each op runs deepShallowOps ops of
+// deepShallow runs and one of deepDeep runs, as BenchmarkRuns does at
+// those depths.
+const (
+	deepShallow = 1000
+	deepDeep    = 16000
+)
+
+var deepShallowOps = flag.Int("deepqueue.shallow", 16, "BenchmarkDeepQueue: ops of 1,000 runs per op (the PostgreSQL case runs a quarter of them)")
+
+// BenchmarkDeepQueue measures the deep-queue ratio in one process: runs/s
+// at 16,000 queued over runs/s at 1,000 queued, each as one op of
+// BenchmarkRuns measures it (submission, admission, watches and every
+// run to its end), at the default bound of active executions. Each op
+// runs -deepqueue.shallow ops of 1,000 runs and one of 16,000, the deep
+// one first in every other op, so that both depths are measured in the
+// same minutes and a machine whose speed drifts moves both alike. It
+// reports each depth's rate over all ops, and the ratio of the two
+// (ratio; 1 is flat). The postgres case runs when OECP_TEST_POSTGRES
+// names a server. Run with:
+//
+//	go test -run '^$' -bench DeepQueue -benchtime 3x ./runs/
+func BenchmarkDeepQueue(b *testing.B) {
+	runs.CheckStateCache(false)
+	defer runs.CheckStateCache(true)
+	cases := []struct {
+		name    string
+		shallow int
+		open    func(b *testing.B) store.Store
+	}{
+		{"sqlite-normal", *deepShallowOps, func(b *testing.B) store.Store {
+			s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}},
+		{"postgres", max(1, *deepShallowOps/4), func(b *testing.B) store.Store {
+			dsn, _ := pgtest.Schema(b)
+			s, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			var shallow, deep time.Duration
+			one := func(n int) time.Duration {
+				s := c.open(b)
+				defer func() { _ = s.Close() }()
+				q := newQueueRig(b, s, capsule.DefaultMaxActive, n)
+				defer q.stop()
+				t0 := time.Now()
+				q.run(b, func() {})
+				return time.Since(t0)
+			}
+			op := 0
+			for b.Loop() {
+				if op%2 == 1 {
+					deep += one(deepDeep)
+				}
+				for range c.shallow {
+					shallow += one(deepShallow)
+				}
+				if op%2 == 0 {
+					deep += one(deepDeep)
+				}
+				op++
+			}
+			atShallow := float64(b.N*c.shallow*deepShallow) / shallow.Seconds()
+			atDeep := float64(b.N*deepDeep) / deep.Seconds()
+			b.ReportMetric(atShallow, "runs/s@1000")
+			b.ReportMetric(atDeep, "runs/s@16000")
+			b.ReportMetric(atDeep/atShallow, "ratio")
+		})
+	}
 }
 
 // benchRig is a backend over st with a running supervisor of at most
