@@ -361,27 +361,35 @@ func BenchmarkRuns(b *testing.B) {
 		open func(b *testing.B) store.Store
 	}{
 		{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
-		{"sqlite-normal", func(b *testing.B) store.Store {
-			s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
-		{"postgres", func(b *testing.B) store.Store {
-			dsn, _ := pgtest.Schema(b)
-			s, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
+		{"sqlite-normal", benchSQLite},
+		{"postgres", benchPostgres},
 	}
 	for _, st := range stores {
 		for _, bound := range benchBounds {
 			b.Run(fmt.Sprintf("runs/%s/max-active=%d", st.name, bound), func(b *testing.B) { benchRuns1(b, st.open, bound) })
 		}
 	}
+}
+
+// benchSQLite opens a fresh SQLite store (synchronous=normal) for one
+// benchmark op.
+func benchSQLite(b *testing.B) store.Store {
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// benchPostgres opens a store on a fresh schema of the PostgreSQL server
+// OECP_TEST_POSTGRES names (the benchmark is skipped without one).
+func benchPostgres(b *testing.B) store.Store {
+	dsn, _ := pgtest.Schema(b)
+	s, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
 
 // benchRuns1 is one case of BenchmarkRuns: stores opened by open, bound
@@ -487,21 +495,8 @@ func BenchmarkDeepQueue(b *testing.B) {
 		shallow int
 		open    func(b *testing.B) store.Store
 	}{
-		{"sqlite-normal", *deepShallowOps, func(b *testing.B) store.Store {
-			s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
-		{"postgres", max(1, *deepShallowOps/4), func(b *testing.B) store.Store {
-			dsn, _ := pgtest.Schema(b)
-			s, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
+		{"sqlite-normal", *deepShallowOps, benchSQLite},
+		{"postgres", max(1, *deepShallowOps/4), benchPostgres},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
