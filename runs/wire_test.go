@@ -433,14 +433,23 @@ func benchRuns1(b *testing.B, open func(b *testing.B) store.Store, bound int) {
 type queueRig struct {
 	n     int
 	wires []*wiretest.WSWire
-	stop  func()
+	halt  func()
+}
+
+// stop closes the rig's connections (so that an op's connections are not
+// left open while later ops run) and stops its supervisor and backend.
+func (q *queueRig) stop() {
+	for _, w := range q.wires {
+		_ = w.C.CloseNow()
+	}
+	q.halt()
 }
 
 func newQueueRig(b *testing.B, s store.Store, bound, n int) *queueRig {
 	conns := max(benchConns, (n+benchRunsPerConn-1)/benchRunsPerConn)
 	rb, stop := benchRig(b, s, bound)
 	srv := wiretest.NewWSServer(b, wireBackend{Backend: cluster.NewFixture(cluster.Isolated), rb: rb}, wiretest.Options{})
-	q := &queueRig{n: n, wires: make([]*wiretest.WSWire, conns), stop: stop}
+	q := &queueRig{n: n, wires: make([]*wiretest.WSWire, conns), halt: stop}
 	for i := range q.wires {
 		q.wires[i] = srv.Dial(b, nil)
 	}
