@@ -138,16 +138,6 @@ func (s *Supervisor) claimUpTo(ctx context.Context, candidates []RunRef, report 
 	return claimed
 }
 
-// claimedAny reports whether any of refs is claimed now.
-func (s *Supervisor) claimedAny(refs []RunRef) bool {
-	for _, ref := range refs {
-		if s.claimed[ref] {
-			return true
-		}
-	}
-	return false
-}
-
 // resetSpread empties the backlog before a full pass lists every run.
 func (s *Supervisor) resetSpread() {
 	s.spread = backlog{}
