@@ -23,6 +23,9 @@ type agentConfig struct {
 	maxMemory  limitFlag
 	maxDisk    limitFlag
 	uidRange   string
+	// networksAhead is --agent-networks-ahead (sandbox.Config's
+	// NetworksAhead, with 0 meaning none).
+	networksAhead int
 	// hide lists the serve flags' files (auth, TLS) no agent may see.
 	hide []string
 
@@ -39,6 +42,7 @@ func (a *agentConfig) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&a.maxProcs, sandbox.LimitProcs, "processes and threads at most per agent execution (cgroup pids; 0 or none: no bound; the default applies where the host can enforce it)")
 	fs.Var(&a.maxMemory, sandbox.LimitMemory, "memory at most per agent execution, with an optional K, M or G suffix (cgroup memory, its /tmp included; 0 or none: no bound; the default applies where the host can enforce it)")
 	fs.Var(&a.maxDisk, sandbox.LimitDisk, "disk a run's workspace, git directory and an execution's home may take, with an optional K, M or G suffix, measured while an agent runs (0 or none: no bound)")
+	fs.IntVar(&a.networksAhead, "agent-networks-ahead", sandbox.DefaultNetworksAhead, "network namespaces (each with its pasta, about 30 MB) a root server keeps made ahead for the next runs, made at idle priority once it has started its first run (0: none; each run then makes its own at its start)")
 	fs.StringVar(&a.uidRange, "agent-uid-range", "", "`FROM-TO` UIDs agents run under when the server is root (default "+fmt.Sprintf("%d-%d", sandbox.DefaultUIDs.From, sandbox.DefaultUIDs.To)+", leased host-wide)")
 }
 
@@ -51,6 +55,9 @@ func (a *agentConfig) validate() error {
 		}
 		a.ports = append(a.ports, n)
 	}
+	if a.networksAhead < 0 {
+		return fmt.Errorf("--agent-networks-ahead %d: want 0 or more", a.networksAhead)
+	}
 	if a.uidRange != "" {
 		r, err := sandbox.ParseUIDRange(a.uidRange)
 		if err != nil {
@@ -59,6 +66,15 @@ func (a *agentConfig) validate() error {
 		a.uids = r
 	}
 	return nil
+}
+
+// networksAhead is --agent-networks-ahead n as sandbox.Config's
+// NetworksAhead, where 0 is the default and none is negative.
+func networksAhead(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // byteSuffixes are the multipliers --agent-max-memory and --agent-max-disk
@@ -102,7 +118,7 @@ func (a *agentConfig) host(cfg backendConfig, h *harness.Config, log *slog.Logge
 	}
 	procs, memory, disk := a.limits(log)
 	host, err := sandbox.New(sandbox.Config{Unconfined: a.unconfined, AllowPorts: ports, MaxProcs: procs, MaxMemory: memory, MaxDisk: disk,
-		UIDs: a.uids, Hide: hide, Programs: h.Programs(), Commands: h.Commands(), Log: log})
+		UIDs: a.uids, NetworksAhead: networksAhead(a.networksAhead), Hide: hide, Programs: h.Programs(), Commands: h.Commands(), Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -508,7 +508,7 @@ func TestServeAgentSandboxRefusals(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "bwrap (Debian package bubblewrap)") || !strings.Contains(stderr, "--agent-unconfined") {
 		t.Errorf("without bwrap: exit %d\n%s", code, stderr)
 	}
-	for _, bad := range [][]string{{"--agent-allow-port", "0"}, {"--agent-max-memory", "12X"}, {"--agent-uid-range", "9-1"}, {"--agent-max-procs", "-1"}, {"--agent-max-disk", "-1"}, {"--agent-max-disk", "10T"}} {
+	for _, bad := range [][]string{{"--agent-allow-port", "0"}, {"--agent-max-memory", "12X"}, {"--agent-uid-range", "9-1"}, {"--agent-max-procs", "-1"}, {"--agent-max-disk", "-1"}, {"--agent-max-disk", "10T"}, {"--agent-networks-ahead", "-1"}} {
 		if code, stderr := run(nil, bad...); code != 2 || !strings.Contains(stderr, bad[0]) {
 			t.Errorf("%v: exit %d\n%s", bad, code, stderr)
 		}
@@ -603,4 +603,15 @@ func serverUIDs() []int {
 		return []int{0, nobodyUID}
 	}
 	return []int{0}
+}
+
+// --agent-networks-ahead 0 makes no network ahead (the sandbox's negative
+// NetworksAhead), and N makes N; the sandbox's own zero, its default, is
+// what the flag's default gives.
+func TestAgentNetworksAheadFlag(t *testing.T) {
+	for flag, want := range map[int]int{0: -1, 1: 1, sandbox.DefaultNetworksAhead: sandbox.DefaultNetworksAhead, 5: 5} {
+		if got := networksAhead(flag); got != want {
+			t.Errorf("--agent-networks-ahead %d: NetworksAhead %d, want %d", flag, got, want)
+		}
+	}
 }

@@ -181,7 +181,7 @@ func (h *Host) writer(run string) (*lease, error) {
 
 // CloseRun ends a finished run's writer identity: every process of its
 // UID is killed and the UID may be leased again. Where runs get network
-// namespaces of their own, it has one made ahead for the next run.
+// namespaces of their own, it tops up the namespaces made ahead.
 func (h *Host) CloseRun(run string) {
 	if h == nil {
 		return
@@ -196,7 +196,7 @@ func (h *Host) CloseRun(run string) {
 			h.log.Error("sandbox: releasing a run's writer UID", "uid", l.uid, "err", err)
 		}
 	}
-	h.makeSpareNetwork()
+	h.makeSpareNetworks()
 }
 
 // chownTree gives every file of the tree at dir (not following links) to

@@ -39,15 +39,16 @@ func (h *Host) connectPid(pid int) (*network, error) {
 		return nil, err
 	}
 	defer netns.Close()
-	return h.connect(netns)
+	return h.connect(netns, nil)
 }
 
 // connect gives the network namespace netns an interface to the outside
 // world through pasta, which does not map the host's loopback (the
 // gateway address reaches the real gateway) and forwards only the allowed
 // ports from the namespace's 127.0.0.1 to the host's. It returns once
-// pasta has configured the namespace.
-func (h *Host) connect(netns *os.File) (*network, error) {
+// pasta has configured the namespace. sched, when not nil, schedules
+// pasta while it configures a namespace made ahead.
+func (h *Host) connect(netns *os.File, sched *aheadSched) (*network, error) {
 	ready, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -85,10 +86,12 @@ func (h *Host) connect(netns *os.File) (*network, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pasta: %w", err)
 	}
+	sched.started(cmd.Process.Pid)
 	n := &network{cmd: cmd, reaped: make(chan struct{})}
 	// pasta writes its PID file once the namespace is configured; EOF
 	// means it exited first.
 	line, _ := bufio.NewReader(ready).ReadString('\n')
+	sched.hurry()
 	if _, err := strconv.Atoi(strings.TrimSpace(line)); err != nil {
 		n.stop()
 		<-n.reaped // its stderr is whole once it is reaped

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -38,9 +39,10 @@ func (n *runNetwork) close() {
 }
 
 // Prepare leases, in the background, run's writer UID and gives it its
-// first network namespace (the one made ahead at an earlier run's end, or
-// a new one), so that its first execution finds both ready;
-// call it when the run's workspace is being made. CloseRun ends them.
+// first network namespace (one made ahead, or a new one), so that its
+// first execution finds both ready; call it when the run's workspace is
+// being made. CloseRun ends them. From the first Prepare on, the host
+// keeps Config.NetworksAhead namespaces made ahead.
 func (h *Host) Prepare(run string) {
 	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
 		return
@@ -71,7 +73,7 @@ func (h *Host) Prepare(run string) {
 		}
 		if n == nil {
 			var err error
-			if n, err = h.newNetwork(); err != nil {
+			if n, err = h.newNetwork(nil); err != nil {
 				h.log.Warn("sandbox: preparing a run's network", "err", err)
 				return
 			}
@@ -80,61 +82,85 @@ func (h *Host) Prepare(run string) {
 	}()
 }
 
-// takeSpareNetwork returns the namespace made ahead for the next run,
-// waiting for one being made (rather than make a second meanwhile), or
-// nil when there is none.
+// takeSpareNetwork returns the oldest namespace made ahead, or, when none
+// is ready, the one being made (its pasta raised to normal priority and
+// waited for, rather than a second made meanwhile), or nil when there is
+// none; the host then makes another ahead in its place.
 func (h *Host) takeSpareNetwork() *runNetwork {
 	h.mu.Lock()
-	made := h.spareMade
-	h.mu.Unlock()
-	if made != nil {
+	if len(h.spares) == 0 && h.spareMade != nil {
+		made, sched := h.spareMade, h.spareSched
+		h.mu.Unlock()
+		sched.hurry()
 		<-made
+		h.mu.Lock()
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.spareNet
-	h.spareNet = nil
+	var n *runNetwork
+	if len(h.spares) > 0 {
+		n = h.spares[0]
+		h.spares = slices.Delete(h.spares, 0, 1)
+	}
+	h.mu.Unlock()
+	h.makeSpareNetworks()
 	return n
 }
 
-// makeSpareNetwork makes, on a goroutine of its own, a namespace for the
-// next run's Prepare, unless there is one, one is being made or the host
-// is closed; call it when a run ends, so that making it does not compete
-// with a run's own work. No execution has entered a spare: it is what
-// Prepare would make, made earlier.
-func (h *Host) makeSpareNetwork() {
+// networksAhead is how many namespaces the host keeps made ahead.
+func (h *Host) networksAhead() int {
+	switch n := h.cfg.NetworksAhead; {
+	case n == 0:
+		return DefaultNetworksAhead
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// makeSpareNetworks makes namespaces for the next runs' Prepare, one at
+// a time on a goroutine of its own, until Config.NetworksAhead are made
+// ahead, unless one is being made or the host is closed. Each one's pasta
+// starts at idle priority (SCHED_IDLE), so that making it takes only
+// what the host's runs leave of its CPUs, and runs at normal priority
+// once it is made or a run waits for it. No execution has entered a
+// spare: it is what Prepare would make, made earlier.
+func (h *Host) makeSpareNetworks() {
 	if h.cfg.Unconfined || !h.root || h.nsenter == "" {
 		return
 	}
 	h.mu.Lock()
-	if h.spareNet != nil || h.spareMade != nil || h.closed {
+	if len(h.spares) >= h.networksAhead() || h.spareMade != nil || h.closed {
 		h.mu.Unlock()
 		return
 	}
-	made := make(chan struct{})
-	h.spareMade = made
+	made, sched := make(chan struct{}), &aheadSched{}
+	h.spareMade, h.spareSched = made, sched
 	h.spareWG.Add(1)
 	h.mu.Unlock()
 	go func() {
 		defer h.spareWG.Done()
-		defer close(made)
-		n, err := h.newNetwork()
+		n, err := h.newNetwork(sched)
 		h.mu.Lock()
-		h.spareMade = nil
-		keep := err == nil && !h.closed && h.spareNet == nil
+		h.spareMade, h.spareSched = nil, nil
+		keep := err == nil && !h.closed && len(h.spares) < h.networksAhead()
 		if keep {
-			h.spareNet = n
+			h.spares = append(h.spares, n)
 		}
 		h.mu.Unlock()
-		if err != nil {
+		close(made)
+		switch {
+		case err != nil:
+			// The next Prepare or CloseRun tries again.
 			h.log.Warn("sandbox: making a network ahead", "err", err)
-		} else if !keep {
+		case !keep:
 			n.close()
+		default:
+			h.makeSpareNetworks()
 		}
 	}()
 }
 
-// Close ends the namespace made ahead for the next run, once one being
+// Close ends the namespaces made ahead for the next runs, once one being
 // made is done; runs' own namespaces end with CloseRun. The host makes
 // none ahead after it. A nil host has nothing to close.
 func (h *Host) Close() {
@@ -143,9 +169,15 @@ func (h *Host) Close() {
 	}
 	h.mu.Lock()
 	h.closed = true
+	sched := h.spareSched
 	h.mu.Unlock()
+	sched.hurry()
 	h.spareWG.Wait()
-	if n := h.takeSpareNetwork(); n != nil {
+	h.mu.Lock()
+	spares := h.spares
+	h.spares = nil
+	h.mu.Unlock()
+	for _, n := range spares {
 		n.close()
 	}
 }
@@ -258,16 +290,17 @@ func (h *Host) takeNetwork(run string) (*runNetwork, error) {
 		h.nets[run] = nil
 	}
 	h.mu.Unlock()
-	return h.newNetwork()
+	return h.newNetwork(nil)
 }
 
-// newNetwork makes a network namespace and connects it.
-func (h *Host) newNetwork() (*runNetwork, error) {
+// newNetwork makes a network namespace and connects it; sched, when not
+// nil, schedules its pasta as one made ahead.
+func (h *Host) newNetwork(sched *aheadSched) (*runNetwork, error) {
 	ns, err := newNetNamespace()
 	if err != nil {
 		return nil, fmt.Errorf("network namespace: %w", err)
 	}
-	net, err := h.connect(ns)
+	net, err := h.connect(ns, sched)
 	if err != nil {
 		ns.Close()
 		return nil, fmt.Errorf("connecting the network: %w", err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -212,82 +213,109 @@ func TestNewNetNamespaceKillsNoChild(t *testing.T) {
 	}
 }
 
-// A run's end has a network namespace made ahead, and the next run's
-// Prepare gives that one (its pasta running) to the run instead of making
-// another, unless its pasta has died; Close ends the one made ahead, and a
-// closed host makes none.
-func TestNetworkMadeAheadIsTheNextRuns(t *testing.T) {
-	h := requireHost(t, Config{})
+// From a host's first Prepare on, it keeps Config.NetworksAhead network
+// namespaces made ahead, their pasta running at normal priority once
+// made; a run's Prepare is given the oldest instead of a new one, unless
+// its pasta has died, and the host makes another in its place, never more
+// than NetworksAhead. Close ends them, and a closed host makes none.
+func TestNetworksMadeAheadAreTheNextRuns(t *testing.T) {
+	h := requireHost(t, Config{NetworksAhead: 2})
 	if !h.root || h.nsenter == "" {
 		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
 	}
-	spare := func() *runNetwork {
+	spares := func() []*runNetwork {
 		h.spareWG.Wait()
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		return h.spareNet
+		return slices.Clone(h.spares)
+	}
+	runNets := func(run string) []*runNetwork {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return slices.Clone(h.nets[run])
+	}
+	if n := len(spares()); n != 0 {
+		t.Fatalf("%d networks made ahead before any run was prepared", n)
 	}
 	h.Prepare("a")
 	h.awaitPrepared("a")
-	if spare() != nil {
-		t.Fatal("a network made ahead before any run ended")
+	ahead := spares()
+	if len(ahead) != 2 || ahead[0] == ahead[1] || slices.Contains(ahead, runNets("a")[0]) {
+		t.Fatalf("after the first run's Prepare, made ahead: %v (the run has %v)", ahead, runNets("a"))
 	}
-	h.CloseRun("a")
-	ahead := spare()
-	if ahead == nil {
-		t.Fatal("no network made ahead at a run's end")
+	for _, n := range ahead {
+		if err := n.net.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("the pasta of a network made ahead: %v", err)
+		}
+		attr, err := unix.SchedGetAttr(n.net.cmd.Process.Pid, 0)
+		if err != nil || attr.Policy != unix.SCHED_NORMAL {
+			t.Fatalf("a network made ahead has its pasta at policy %v (%v), not normal", attr, err)
+		}
 	}
 	h.Prepare("b")
 	h.awaitPrepared("b")
-	h.mu.Lock()
-	nets, left := h.nets["b"], h.spareNet
-	h.mu.Unlock()
-	if len(nets) != 1 || nets[0] != ahead || left != nil {
-		t.Fatalf("the next run got %v (left ahead: %v), not the network made ahead %p", nets, left, ahead)
+	if nets := runNets("b"); len(nets) != 1 || nets[0] != ahead[0] {
+		t.Fatalf("the next run got %v, not the oldest network made ahead %p", nets, ahead[0])
 	}
-	if err := ahead.net.cmd.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Fatalf("the pasta of the network made ahead: %v", err)
+	now := spares()
+	if len(now) != 2 || now[0] != ahead[1] || slices.Contains(ahead, now[1]) {
+		t.Fatalf("made ahead after the second run took one: %v (before: %v)", now, ahead)
 	}
+	h.CloseRun("a")
 	h.CloseRun("b")
-	second := spare()
-	if second == nil || second == ahead {
-		t.Fatalf("network made ahead at the second run's end: %p", second)
+	if n := len(spares()); n != 2 {
+		t.Fatalf("%d networks made ahead after two runs' ends, want 2", n)
 	}
 	// One whose pasta died is not given: the run gets a new one.
-	if err := second.net.cmd.Process.Kill(); err != nil {
+	dead := spares()[0]
+	if err := dead.net.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { // waits for the exit without reaping it
 		var info unix.Siginfo
-		exited <- unix.Waitid(unix.P_PID, second.net.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		exited <- unix.Waitid(unix.P_PID, dead.net.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 	}()
 	if err := testkit.Recv(t, exited); err != nil {
 		t.Fatal(err)
 	}
 	h.Prepare("dead")
 	h.awaitPrepared("dead")
-	h.mu.Lock()
-	nets = h.nets["dead"]
-	h.mu.Unlock()
-	if len(nets) != 1 || nets[0] == second || nets[0].net.exited() {
+	if nets := runNets("dead"); len(nets) != 1 || nets[0] == dead || nets[0].net.exited() {
 		t.Fatalf("the run after a dead pasta got %v", nets)
 	}
-	testkit.Recv(t, second.net.reaped)
+	testkit.Recv(t, dead.net.reaped)
 	h.CloseRun("dead")
-	third := spare()
-	if third == nil {
-		t.Fatal("no network made ahead at the third run's end")
-	}
+	left := spares()
 	h.Close()
-	testkit.Recv(t, third.net.reaped)
-	if spare() != nil {
-		t.Fatal("Close left the network made ahead")
+	for _, n := range left {
+		testkit.Recv(t, n.net.reaped)
+	}
+	if n := len(spares()); n != 0 {
+		t.Fatalf("Close left %d networks made ahead", n)
 	}
 	h.Prepare("c")
 	h.awaitPrepared("c")
 	h.CloseRun("c")
-	if spare() != nil {
-		t.Fatal("a closed host made a network ahead")
+	if n := len(spares()); n != 0 {
+		t.Fatalf("a closed host made %d networks ahead", n)
+	}
+}
+
+// With NetworksAhead negative a host makes no network ahead: each run's
+// Prepare makes its own.
+func TestNoNetworksMadeAhead(t *testing.T) {
+	h := requireHost(t, Config{NetworksAhead: -1})
+	if !h.root || h.nsenter == "" {
+		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
+	}
+	h.Prepare("a")
+	h.awaitPrepared("a")
+	h.CloseRun("a")
+	h.spareWG.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.spares) != 0 || h.spareMade != nil {
+		t.Fatalf("networks made ahead: %v (one being made: %v)", h.spares, h.spareMade != nil)
 	}
 }

@@ -83,8 +83,18 @@ type Config struct {
 	// New fails (ErrHiddenProgram), naming it, when the sandbox cannot
 	// show one, and logs a WARN when an agent's UID may not run it.
 	Commands []string
-	Log      *slog.Logger
+	// NetworksAhead is how many network namespaces, each with its pasta,
+	// a root server keeps made ahead for the next runs once it has
+	// prepared its first run (0: DefaultNetworksAhead; negative: none);
+	// --agent-networks-ahead.
+	NetworksAhead int
+	Log           *slog.Logger
 }
+
+// DefaultNetworksAhead is Config.NetworksAhead's default: two, so that
+// a run that follows another at once finds one ready while the next is
+// being made.
+const DefaultNetworksAhead = 2
 
 // Host confines agent executions. A nil *Host confines nothing.
 type Host struct {
@@ -108,13 +118,14 @@ type Host struct {
 	nets    map[string][]*runNetwork // each run's free network namespaces
 	making  map[string]chan struct{} // closed once Prepare's namespace is made
 	leasing map[string]chan struct{} // closed once Prepare's writer lease is taken (or failed)
-	// spareNet is a namespace made ahead, at a run's end, for the next
-	// run's Prepare (runnet.go); spareMade, while one is being made, is
-	// closed once it is.
-	spareNet  *runNetwork
-	spareMade chan struct{}
-	closed    bool
-	spareWG   sync.WaitGroup
+	// spares are the namespaces made ahead for the next runs' Prepare,
+	// oldest first (runnet.go); while one more is being made, spareMade
+	// is closed once it is and spareSched is its pasta's scheduling.
+	spares     []*runNetwork
+	spareMade  chan struct{}
+	spareSched *aheadSched
+	closed     bool
+	spareWG    sync.WaitGroup
 
 	// orphans are the sandbox inits without a bwrap parent at the last
 	// sweep, by PID, with their start times (orphans.go).
