@@ -82,6 +82,9 @@ func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
 	testkit.FillDisk(t, filler)
 	inodes := filepath.Join(runDir, "inodes")
 	fillInodes(t, inodes)
+	// The executions' homes get a full disk of their own: what the first
+	// step's end frees (its home) is not there for the next to take.
+	homes := fullHomes(t, runDir)
 	if err := os.WriteFile(filepath.Join(gate, "go"), []byte("go\n"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +104,29 @@ func TestFullDiskKeepsTheStepsAttempt(t *testing.T) {
 	if err := os.RemoveAll(inodes); err != nil {
 		t.Fatal(err)
 	}
+	if err := syscall.Unmount(homes, syscall.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
 	if got := ah.finish("full"); got != `{"status":"succeeded","output":null}` {
 		t.Fatalf("terminal %s\n%s", got, ah.logs("full"))
 	}
+}
+
+// fullHomes mounts a file system with no space and no inode left on the
+// directory of the run's execution homes under runDir, and returns it.
+func fullHomes(t *testing.T, runDir string) string {
+	t.Helper()
+	found, err := filepath.Glob(filepath.Join(runDir, "*", "full", "runtime"))
+	if err != nil || len(found) != 1 {
+		t.Fatalf("the run's homes directory: %v (%v)", found, err)
+	}
+	if err := syscall.Mount("tmpfs", found[0], "tmpfs", 0, "size=64k,nr_inodes=64"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(found[0], syscall.MNT_DETACH) })
+	testkit.FillDisk(t, filepath.Join(found[0], "filler"))
+	fillInodes(t, filepath.Join(found[0], "inodes"))
+	return found[0]
 }
 
 // fillInodes makes empty files in dir until its file system has no inode

@@ -74,3 +74,10 @@ func DiscardSpares(t testing.TB, m *Manager) {
 	}
 	m.spares.mu.Unlock()
 }
+
+// SetGitWrites has git write every snapshot's commit of m (on), or the
+// host write the small ones (off, the default).
+func SetGitWrites(m *Manager, on bool) { m.gitWrites = on }
+
+// HostWriteMax bounds the new bytes of a snapshot the host writes itself.
+const HostWriteMax = hostWriteMax

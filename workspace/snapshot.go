@@ -87,6 +87,13 @@ type Snap struct {
 	// read again).
 	Files int
 	Bytes int64
+	// Parent is the commit a new Commit descends from, the branch's head
+	// before the snapshot.
+	Parent string
+	// Pack, when not nil, is a git pack (version 2) of every object a new
+	// Commit adds to Parent: the host wrote the commit itself. A
+	// snapshot git wrote has none.
+	Pack []byte
 }
 
 // Identity is the author and committer of a snapshot's commit.
@@ -114,10 +121,13 @@ type entry struct {
 // is kept as it is; no such repository is read. Ignore files in the work
 // tree choose what is left out, as git add --all would. A file whose
 // stat is what the host's index holds is not read again. When the tree
-// is the branch head's, nothing is written; otherwise git writes what the
-// host read (fast-import) in the host git directory, and the branch (and
-// CheckpointRef) move to the new commit: no git command runs in the work
-// tree, and no file the agent wrote configures one. Nothing is read past
+// is the branch head's, nothing is written; otherwise the new commit and
+// the objects it adds are written in the host git directory, and the
+// branch (and CheckpointRef) move to it: by the host itself, as one pack
+// (Snap.Pack), when the new files take at most hostWriteMax bytes and the
+// directory holds fewer than keptPacks packs, else by git fast-import from
+// what the host read. No git command runs in the work tree, and no file
+// the agent wrote configures one. Nothing is read past
 // lim (ErrTooLarge) or SnapshotTimeout. The run's gate must be held.
 func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, message string, lim Limits) (Snap, error) {
 	ctx, cancel := context.WithTimeout(ctx, SnapshotTimeout)
@@ -182,12 +192,48 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		}
 		return snap, nil // nothing new: the branch stays
 	}
+	now := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
+	who := fmt.Sprintf("%s <%s> %s", id.Name, id.Email, now)
+	var commit string
+	if snap.Bytes <= hostWriteMax && keepsPack(p.Host) && !m.gitWrites {
+		c, objs, err := hostCommit(root, entries, idx, parent, who, message)
+		if err != nil {
+			return Snap{}, err
+		}
+		pack, index, err := packObjects(objs)
+		if err == nil {
+			err = storePack(p.Host, pack, index)
+		}
+		commit = hex.EncodeToString(c.oid[:])
+		if err == nil {
+			err = setRef(p.Host, ref, commit, parent)
+		}
+		if err == nil {
+			err = setRef(p.Host, CheckpointRef, commit, "")
+		}
+		if err != nil {
+			return Snap{}, fmt.Errorf("workspace: writing the snapshot's commit: %w", err)
+		}
+		snap.Pack = pack
+	} else if commit, err = m.gitCommit(ctx, g, p.Host, ref, parent, who, message, entries, idx, root); err != nil {
+		return Snap{}, err
+	}
+	next.commit = commit
+	if err := writeIndex(p.Host, next, started); err != nil {
+		m.log.Warn("workspace: the snapshot's index is not kept", "dir", p.Dir, "err", err)
+	}
+	snap.Commit, snap.Changed, snap.Parent = commit, true, parent
+	return snap, nil
+}
+
+// gitCommit has git fast-import write the commit of entries on parent
+// (whose tree idx records) in the host git directory dir, moving ref and
+// CheckpointRef to it, and returns it.
+func (m *Manager) gitCommit(ctx context.Context, g Git, dir, ref, parent, who, message string, entries []entry, idx treeIndex, root *os.Root) (string, error) {
 	known := make(map[string]bool, len(idx.entries))
 	for _, e := range idx.entries {
 		known[e.oid] = true
 	}
-	now := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
-	who := fmt.Sprintf("%s <%s> %s", id.Name, id.Email, now)
 	feed := func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<16)
 		fmt.Fprintf(bw, "commit %s\nmark :1\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\ndeleteall\n", ref, who, who, len(message), message, parent)
@@ -207,22 +253,17 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		_, err := io.Copy(&named, io.LimitReader(r, 1<<10))
 		return err
 	}
-	if keepsPack(p.Host) {
+	if keepsPack(dir) {
 		g.Config = append(g.Config, "fastimport.unpackLimit=0")
 	}
 	if err := g.pipe(ctx, feed, read, "fast-import", "--quiet", "--done"); err != nil {
-		return Snap{}, err
+		return "", err
 	}
 	commit := strings.TrimSpace(named.String())
 	if !commitIDRE.MatchString(commit) {
-		return Snap{}, fmt.Errorf("git fast-import named no commit (%q)", commit)
+		return "", fmt.Errorf("git fast-import named no commit (%q)", commit)
 	}
-	next.commit = commit
-	if err := writeIndex(p.Host, next, started); err != nil {
-		m.log.Warn("workspace: the snapshot's index is not kept", "dir", p.Dir, "err", err)
-	}
-	snap.Commit, snap.Changed = commit, true
-	return snap, nil
+	return commit, nil
 }
 
 // keptPacks bounds the packs of a host git directory below which a

@@ -72,6 +72,9 @@ type Manager struct {
 	mirrors *mirrors
 	kept    *keptTrees
 	spares  *spares
+	// gitWrites has git write every snapshot's commit, as it does a large
+	// one (tests compare the host's commits with git's).
+	gitWrites bool
 
 	// ctx ends at Close, which stops the removals waiting for a gate.
 	ctx    context.Context

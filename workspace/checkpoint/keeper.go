@@ -67,8 +67,24 @@ func (k *Keeper) take(ctx context.Context, key string, src workspace.Source, bra
 		cp.Ref = HiddenRefPrefix + branch
 		return cp, k.push(ctx, g, src.Repository, cp)
 	}
+	if snap.Pack != nil && snap.Parent == cp.Base {
+		// The pack holds every object the commit adds to the source
+		// revision: it is the bundle's.
+		cp.Bundle, err = k.hostBundle(cp, snap.Pack)
+		return cp, err
+	}
 	cp.Bundle, err = k.bundle(ctx, g, cp)
 	return cp, err
+}
+
+// hostBundle is the bundle of cp whose pack, written by the host, holds
+// every object from cp.Base to cp.Commit; refused past MaxBytes.
+func (k *Keeper) hostBundle(cp Checkpoint, pack []byte) ([]byte, error) {
+	header := bundleHeader(cp)
+	if int64(len(header)+len(pack)) > k.MaxBytes {
+		return nil, fmt.Errorf("%w: over the limit of %d bytes (--checkpoint-max-bytes)", ErrTooLarge, k.MaxBytes)
+	}
+	return append([]byte(header), pack...), nil
 }
 
 // bundleHeader is a git bundle's header (version 2): cp.Base as the one
