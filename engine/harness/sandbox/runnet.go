@@ -41,8 +41,9 @@ func (n *runNetwork) close() {
 // Prepare leases, in the background, run's writer UID and gives it its
 // first network namespace (one made ahead, or a new one), so that its
 // first execution finds both ready; call it when the run's workspace is
-// being made. CloseRun ends them. From the first Prepare on, the host
-// keeps Config.NetworksAhead namespaces made ahead.
+// being made. CloseRun ends them. From the first Prepare (or
+// MakeNetworksAhead) on, the host keeps Config.NetworksAhead namespaces
+// made ahead.
 func (h *Host) Prepare(run string) {
 	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
 		return
@@ -103,6 +104,15 @@ func (h *Host) takeSpareNetwork() *runNetwork {
 	h.mu.Unlock()
 	h.makeSpareNetworks()
 	return n
+}
+
+// MakeNetworksAhead starts making Config.NetworksAhead namespaces ahead
+// now rather than at the first run's Prepare: a server calls it at its
+// start, so that its first runs find theirs made. A nil host makes none.
+func (h *Host) MakeNetworksAhead() {
+	if h != nil {
+		h.makeSpareNetworks()
+	}
 }
 
 // networksAhead is how many namespaces the host keeps made ahead.

@@ -302,6 +302,23 @@ func TestNetworksMadeAheadAreTheNextRuns(t *testing.T) {
 	}
 }
 
+// MakeNetworksAhead makes NetworksAhead networks before any run is
+// prepared (a server's start), each with its pasta running.
+func TestNetworksMadeAheadAtStart(t *testing.T) {
+	h := requireHost(t, Config{NetworksAhead: 1})
+	if !h.root || h.nsenter == "" {
+		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
+	}
+	h.MakeNetworksAhead()
+	h.spareWG.Wait()
+	h.mu.Lock()
+	spares := slices.Clone(h.spares)
+	h.mu.Unlock()
+	if len(spares) != 1 || spares[0].net.exited() {
+		t.Fatalf("made ahead at the start: %v", spares)
+	}
+}
+
 // With NetworksAhead negative a host makes no network ahead: each run's
 // Prepare makes its own.
 func TestNoNetworksMadeAhead(t *testing.T) {

@@ -84,8 +84,9 @@ type Config struct {
 	// show one, and logs a WARN when an agent's UID may not run it.
 	Commands []string
 	// NetworksAhead is how many network namespaces, each with its pasta,
-	// a root server keeps made ahead for the next runs once it has
-	// prepared its first run (0: DefaultNetworksAhead; negative: none);
+	// a root server keeps made ahead for the next runs, from its first
+	// run's Prepare or MakeNetworksAhead on (0: DefaultNetworksAhead;
+	// negative: none);
 	// --agent-networks-ahead.
 	NetworksAhead int
 	Log           *slog.Logger
