@@ -195,26 +195,30 @@ func (s *Supervisor) reconcileSome(ctx context.Context, refs []RunRef) (failed b
 	for _, ref := range refs {
 		dirty[ref] = true
 	}
-	// A run not claimed yet is claimed first (every write for it is
-	// fenced by the claim); one that turns out not to be running is
-	// released again by reconcileInto.
+	// The runs already claimed are read first: one that stopped waiting
+	// for a person counts under the claim cap again before any other is
+	// claimed. A run not claimed yet is claimed before it is read (every
+	// write for it is fenced by the claim); one that turns out not to be
+	// running is released again by reconcileInto.
 	var unclaimed []RunRef
-	for ref := range dirty {
-		if !s.claimed[ref] {
-			unclaimed = append(unclaimed, ref)
-		}
-	}
-	for _, ref := range s.claimUpTo(ctx, unclaimed, rep.report) {
-		dirty[ref] = true // claimed from the backlog (spread.go)
-	}
 	var writes []write
 	for ref := range dirty {
 		if !s.claimed[ref] {
-			s.waiting.remove(ref)
+			unclaimed = append(unclaimed, ref)
 			continue
 		}
 		delete(s.seen, ref)
 		writes = s.reconcileInto(ctx, ref, writes, rep)
+	}
+	for _, ref := range s.claimUpTo(ctx, unclaimed, rep.report) {
+		// Claimed now, from the candidates or the backlog (spread.go).
+		delete(s.seen, ref)
+		writes = s.reconcileInto(ctx, ref, writes, rep)
+	}
+	for _, ref := range unclaimed {
+		if !s.claimed[ref] {
+			s.waiting.remove(ref)
+		}
 	}
 	if s.obs != nil {
 		s.obs.RunsActive(len(s.claimed) + s.spread.len())

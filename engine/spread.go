@@ -18,8 +18,10 @@ import (
 // from ever being claimed. The running runs it lists but does not claim
 // wait in a backlog, per tenant in listing order; when a claimed run goes
 // (it finished, or its claim was lost) the next pass claims from the
-// backlog, fairly across tenants (fewest claimed runs first), without
-// listing every run again. A full pass rebuilds the backlog. Where the
+// backlog, fairly across tenants (fewest claimed runs that are not idle
+// first), without listing every run again; the runs it already holds are
+// read first, so that one that stopped being idle counts before it
+// claims. A full pass rebuilds the backlog. Where the
 // executions are unbounded every running run is claimed, and so is every
 // running run a supervisor whose claims do not expire finds in its first
 // full pass: it owns the ledger, so the executions a crash left active are
@@ -116,7 +118,9 @@ func (s *Supervisor) claimUpTo(ctx context.Context, candidates []RunRef, report 
 	for s.spread.len() > 0 && s.claimsInUse() < limit && ctx.Err() == nil {
 		perTenant := map[string]int{}
 		for ref := range s.claimed {
-			perTenant[ref.Tenant]++
+			if !s.idle[ref] {
+				perTenant[ref.Tenant]++
+			}
 		}
 		next := s.spread.take(limit-s.claimsInUse(), perTenant)
 		got := s.claimAll(ctx, next, report)

@@ -236,3 +236,84 @@ func TestIdleClaimsDoNotHoldTheBacklog(t *testing.T) {
 		}
 	}
 }
+
+// resumable holds the runs named held… suspended until resumed.
+type resumable struct {
+	missedWake
+	resumed map[string]bool // guarded by missedWake.mu
+}
+
+func (r *resumable) Snapshot(ctx context.Context, ref RunRef) (*Snapshot, error) {
+	snap, err := r.versioned.Snapshot(ctx, ref)
+	r.mu.Lock()
+	resumed := r.resumed[ref.RunID]
+	r.mu.Unlock()
+	if err == nil && strings.HasPrefix(ref.RunID, "held") && !resumed {
+		snap.Dispatch = protocol.DispatchSuspended
+	}
+	return snap, err
+}
+
+// setRuns lists refs as the ledger's running runs.
+func (r *resumable) setRuns(refs ...RunRef) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs = refs
+}
+
+// TestResumedRunCountsBeforeTheBacklogIsClaimed: a suspended run that
+// resumes in the pass that finds room under the claim cap takes its place
+// under the cap again before the backlog is claimed from, so the claims
+// in use never pass the cap.
+func TestResumedRunCountsBeforeTheBacklogIsClaimed(t *testing.T) {
+	l := &resumable{missedWake: missedWake{versioned: versioned{version: 1}}, resumed: map[string]bool{}}
+	s := New(l, nil, nil)
+	s.SetMaxActive(1) // two claims: one slot and the margin
+	ctx := context.Background()
+	s.reconcileAll(ctx) // the first pass, on an empty ledger
+	held0, held1 := RunRef{Tenant: "t", RunID: "held0"}, RunRef{Tenant: "t", RunID: "held1"}
+	a0, a1, a2 := RunRef{Tenant: "t", RunID: "a0"}, RunRef{Tenant: "t", RunID: "a1"}, RunRef{Tenant: "t", RunID: "a2"}
+	l.setRuns(held0, held1, a0, a1, a2)
+	s.reconcileAll(ctx)
+	s.reconcileSome(ctx, nil) // the held runs are idle: a0 and a1 are claimed past them
+	if len(s.claimed) != 4 || !s.claimed[a0] || !s.claimed[a1] || s.claimed[a2] {
+		t.Fatalf("claimed %v, want the held runs, a0 and a1", s.claimed)
+	}
+	s.drop(ctx, a0) // a claim goes: room for one
+	l.mu.Lock()
+	l.resumed["held0"] = true
+	l.version++
+	l.mu.Unlock()
+	s.markDirty(held0)
+	s.reconcileSome(ctx, nil)
+	if in, limit := s.claimsInUse(), s.claimCap(); in > limit || s.claimed[a2] {
+		t.Fatalf("%d claims in use, cap %d (a2 claimed: %v; claimed %v, idle %v)", in, limit, s.claimed[a2], s.claimed, s.idle)
+	}
+}
+
+// TestIdleClaimsDoNotCountForFairness: runs claimed but idle (waiting for
+// a person) do not count for their tenant when the backlog is shared out:
+// a tenant whose claimed runs are all held gets the next claim before one
+// with a run that is running.
+func TestIdleClaimsDoNotCountForFairness(t *testing.T) {
+	l := &resumable{missedWake: missedWake{versioned: versioned{version: 1}}, resumed: map[string]bool{}}
+	s := New(l, nil, nil)
+	s.SetMaxActive(1) // two claims: one slot and the margin
+	ctx := context.Background()
+	s.reconcileAll(ctx)
+	x0, x1, x2 := RunRef{Tenant: "x", RunID: "held0"}, RunRef{Tenant: "x", RunID: "held1"}, RunRef{Tenant: "x", RunID: "x2"}
+	y0, y1 := RunRef{Tenant: "y", RunID: "y0"}, RunRef{Tenant: "y", RunID: "y1"}
+	l.setRuns(x0, y0, x1, y1, x2)
+	s.reconcileAll(ctx) // x's first run and y's first
+	if !s.claimed[x0] || !s.claimed[y0] || len(s.claimed) != 2 {
+		t.Fatalf("claimed %v, want each tenant's first run", s.claimed)
+	}
+	s.reconcileSome(ctx, nil) // x0 is idle: one more claim, x's second (first listed of equals)
+	if !s.claimed[x1] || len(s.claimed) != 3 {
+		t.Fatalf("claimed %v, want x's second run too", s.claimed)
+	}
+	s.reconcileSome(ctx, nil) // x1 is idle too: x has nothing running, y has y0
+	if !s.claimed[x2] || s.claimed[y1] {
+		t.Fatalf("claimed %v: x, whose claimed runs are all held, waits behind y", s.claimed)
+	}
+}
