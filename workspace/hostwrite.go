@@ -62,17 +62,38 @@ func (c treeChild) sortKey() string {
 	return c.name
 }
 
-// hostCommit is the commit of entries (every path's object id known) on
-// parent, whose tree idx records, and the objects it adds to parent's:
-// the commit, each tree of a directory in which a path was added, removed
-// or changed, and each blob idx does not record (read again from root,
-// and refused as ErrChanged unless it is what was hashed). Every other
-// object of the commit is parent's, at the same path.
-func hostCommit(root *os.Root, entries []entry, idx treeIndex, parent, who, message string) (object, []object, error) {
-	known := make(map[string]bool, len(idx.entries))
-	for _, e := range idx.entries {
-		known[e.oid] = true
+// hostWrite writes the commit of entries on parent (whose tree idx
+// records; known: the objects it holds) in the host git directory dir as
+// hostCommit makes it, as one pack, moves ref (from parent) and
+// CheckpointRef to it, and returns it and the pack.
+func hostWrite(dir, ref, parent, who, message string, entries []entry, idx treeIndex, known map[string]bool, blobs map[string][]byte) (string, []byte, error) {
+	c, objs, err := hostCommit(entries, idx, known, blobs, parent, who, message)
+	if err != nil {
+		return "", nil, err
 	}
+	commit := hex.EncodeToString(c.oid[:])
+	pack, index := packObjects(objs)
+	err = storePack(dir, pack, index)
+	if err == nil {
+		err = setRef(dir, ref, commit, parent)
+	}
+	if err == nil {
+		err = setRef(dir, CheckpointRef, commit, "")
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("workspace: writing the snapshot's commit: %w", err)
+	}
+	return commit, pack, nil
+}
+
+// hostCommit is the commit of entries (every path's object id known) on
+// parent, whose tree idx records (known: the objects it holds), and the
+// objects it adds to parent's: the commit, each tree of a directory in
+// which a path was added, removed or changed, and each blob parent's tree
+// does not hold, from blobs (the contents identify read to hash, by
+// object id). Every other object of the commit is parent's, at the same
+// path.
+func hostCommit(entries []entry, idx treeIndex, known map[string]bool, blobs map[string][]byte, parent, who, message string) (object, []object, error) {
 	// A directory is changed when a path below it is.
 	changed := map[string]bool{}
 	touch := func(p string) {
@@ -104,10 +125,11 @@ func hostCommit(root *os.Root, entries []entry, idx treeIndex, parent, who, mess
 		if e.mode == modeGitlink || known[e.oid] || added[c.oid] {
 			continue
 		}
-		blob, err := readBlob(root, e)
-		if err != nil {
-			return object{}, nil, err
+		data, ok := blobs[e.oid]
+		if !ok {
+			return object{}, nil, fmt.Errorf("workspace: %s was not read", e.path)
 		}
+		blob := newObject(objBlob, data)
 		objs = append(objs, blob)
 		added[blob.oid] = true
 	}
@@ -157,34 +179,9 @@ func hostCommit(root *os.Root, entries []entry, idx treeIndex, parent, who, mess
 	return commit, append(objs, commit), nil
 }
 
-// readBlob reads the file or link e as a blob, refused as ErrChanged
-// unless its object id is e's.
-func readBlob(root *os.Root, e entry) (object, error) {
-	var data []byte
-	if e.mode == modeLink {
-		target, err := root.Readlink(e.path)
-		if err != nil {
-			return object{}, fmt.Errorf("%w: %s: %v", ErrChanged, e.path, err)
-		}
-		data = []byte(target)
-	} else {
-		var buf bytes.Buffer
-		buf.Grow(int(e.size))
-		if err := copyFile(&buf, root, e); err != nil {
-			return object{}, err
-		}
-		data = buf.Bytes()
-	}
-	blob := newObject(objBlob, data)
-	if hex.EncodeToString(blob.oid[:]) != e.oid {
-		return object{}, fmt.Errorf("%w: %s", ErrChanged, e.path)
-	}
-	return blob, nil
-}
-
 // packObjects returns objs as a git pack (version 2, every object whole),
 // and the index (version 2) of that pack.
-func packObjects(objs []object) (pack, index []byte, err error) {
+func packObjects(objs []object) (pack, index []byte) {
 	type placed struct {
 		oid    [sha1.Size]byte
 		offset uint64
@@ -207,12 +204,8 @@ func packObjects(objs []object) (pack, index []byte, err error) {
 		}
 		p.WriteByte(b)
 		zw.Reset(&p)
-		if _, err := zw.Write(o.data); err != nil {
-			return nil, nil, err
-		}
-		if err := zw.Close(); err != nil {
-			return nil, nil, err
-		}
+		zw.Write(o.data) // into memory: it cannot fail
+		zw.Close()
 		at = append(at, placed{oid: o.oid, offset: uint64(start), crc: crc32.ChecksumIEEE(p.Bytes()[start:])})
 	}
 	sum := sha1.Sum(p.Bytes())
@@ -251,7 +244,7 @@ func packObjects(objs []object) (pack, index []byte, err error) {
 	x.Write(sum[:])
 	idxSum := sha1.Sum(x.Bytes())
 	x.Write(idxSum[:])
-	return p.Bytes(), x.Bytes(), nil
+	return p.Bytes(), x.Bytes()
 }
 
 // storePack puts a pack and its index into the object directory of the

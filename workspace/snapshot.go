@@ -175,10 +175,16 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		}
 	}
 	started := time.Now()
+	// A commit the host writes itself takes the blobs' contents as they
+	// were read to be hashed.
+	var blobs map[string][]byte
+	if snap.Bytes <= hostWriteMax && keepsPack(p.Host) && !m.gitWrites {
+		blobs = map[string][]byte{}
+	}
 	next := treeIndex{commit: parent, entries: make(map[string]indexEntry, len(entries))}
 	for i := range entries {
 		e := &entries[i]
-		if err := identify(root, e); err != nil {
+		if err := identify(root, e, blobs); err != nil {
 			return Snap{}, err
 		}
 		next.entries[e.path] = indexEntry{mode: e.mode, oid: e.oid, st: e.st, hasStat: e.hasStat}
@@ -194,28 +200,17 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 	}
 	now := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
 	who := fmt.Sprintf("%s <%s> %s", id.Name, id.Email, now)
+	known := make(map[string]bool, len(idx.entries))
+	for _, e := range idx.entries {
+		known[e.oid] = true
+	}
 	var commit string
-	if snap.Bytes <= hostWriteMax && keepsPack(p.Host) && !m.gitWrites {
-		c, objs, err := hostCommit(root, entries, idx, parent, who, message)
-		if err != nil {
-			return Snap{}, err
-		}
-		pack, index, err := packObjects(objs)
-		if err == nil {
-			err = storePack(p.Host, pack, index)
-		}
-		commit = hex.EncodeToString(c.oid[:])
-		if err == nil {
-			err = setRef(p.Host, ref, commit, parent)
-		}
-		if err == nil {
-			err = setRef(p.Host, CheckpointRef, commit, "")
-		}
-		if err != nil {
-			return Snap{}, fmt.Errorf("workspace: writing the snapshot's commit: %w", err)
-		}
-		snap.Pack = pack
-	} else if commit, err = m.gitCommit(ctx, g, p.Host, ref, parent, who, message, entries, idx, root); err != nil {
+	if blobs != nil {
+		commit, snap.Pack, err = hostWrite(p.Host, ref, parent, who, message, entries, idx, known, blobs)
+	} else {
+		commit, err = gitCommit(ctx, g, p.Host, ref, parent, who, message, entries, known, root)
+	}
+	if err != nil {
 		return Snap{}, err
 	}
 	next.commit = commit
@@ -227,13 +222,9 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 }
 
 // gitCommit has git fast-import write the commit of entries on parent
-// (whose tree idx records) in the host git directory dir, moving ref and
-// CheckpointRef to it, and returns it.
-func (m *Manager) gitCommit(ctx context.Context, g Git, dir, ref, parent, who, message string, entries []entry, idx treeIndex, root *os.Root) (string, error) {
-	known := make(map[string]bool, len(idx.entries))
-	for _, e := range idx.entries {
-		known[e.oid] = true
-	}
+// (known: the objects parent's tree holds) in the host git directory
+// dir, moving ref and CheckpointRef to it, and returns it.
+func gitCommit(ctx context.Context, g Git, dir, ref, parent, who, message string, entries []entry, known map[string]bool, root *os.Root) (string, error) {
 	feed := func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<16)
 		fmt.Fprintf(bw, "commit %s\nmark :1\nauthor %s\ncommitter %s\ndata %d\n%s\nfrom %s\ndeleteall\n", ref, who, who, len(message), message, parent)
@@ -322,7 +313,8 @@ func sameTree(x, next treeIndex) bool {
 
 // identify sets e's object id when it is not known: a link's from its
 // target, a regular file's from its content, read as writeEntry reads it.
-func identify(root *os.Root, e *entry) error {
+// With keep, what it read is kept there under that id.
+func identify(root *os.Root, e *entry, keep map[string][]byte) error {
 	switch {
 	case e.oid != "":
 		return nil
@@ -332,14 +324,26 @@ func identify(root *os.Root, e *entry) error {
 			return fmt.Errorf("%w: %s: %v", ErrChanged, e.path, err)
 		}
 		e.oid = blobID([]byte(target))
+		if keep != nil {
+			keep[e.oid] = []byte(target)
+		}
 		return nil
 	}
 	h := sha1.New()
 	fmt.Fprintf(h, "blob %d\x00", e.size)
-	if err := copyFile(h, root, *e); err != nil {
+	var w io.Writer = h
+	var content bytes.Buffer
+	if keep != nil {
+		content.Grow(int(e.size))
+		w = io.MultiWriter(h, &content)
+	}
+	if err := copyFile(w, root, *e); err != nil {
 		return err
 	}
 	e.oid = hex.EncodeToString(h.Sum(nil))
+	if keep != nil {
+		keep[e.oid] = content.Bytes()
+	}
 	return nil
 }
 
