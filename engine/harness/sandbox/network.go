@@ -75,13 +75,17 @@ func (h *Host) connect(netns *os.File, sched *aheadSched) (*network, error) {
 		files = []*os.File{userns, netns, readyW}
 		args = append(args, "--userns", "/proc/self/fd/3", "--netns", "/proc/self/fd/4", "--pid", "/proc/self/fd/5")
 	}
-	cmd := exec.Command(h.pasta, args...)
-	cmd.Env = []string{}
-	cmd.ExtraFiles = files
 	var stderr bytes.Buffer
-	cmd.Stderr = &limitedWriter{w: &stderr, n: maxNetworkDiagnostic}
-	pdeathsig(cmd)
-	err = cmd.Start()
+	cmd, err := h.startHuge(func() *exec.Cmd {
+		stderr.Reset()
+		cmd := exec.Command(h.pasta, args...)
+		cmd.Args[0] = programPasta // passt is pasta by this name
+		cmd.Env = []string{}
+		cmd.ExtraFiles = files
+		cmd.Stderr = &limitedWriter{w: &stderr, n: maxNetworkDiagnostic}
+		pdeathsig(cmd)
+		return cmd
+	})
 	readyW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("pasta: %w", err)

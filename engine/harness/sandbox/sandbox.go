@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -113,6 +114,9 @@ type Host struct {
 	cg       *cgroups
 
 	nsenter string // set when runs get network namespaces of their own (runnet.go)
+	// noHuge is set once the kernel refused to start pasta on huge pages
+	// (huge.go).
+	noHuge atomic.Bool
 
 	mu      sync.Mutex
 	writers map[string]*lease
@@ -159,6 +163,9 @@ func New(cfg Config) (*Host, error) {
 			continue
 		}
 		*p.dst = path
+	}
+	if h.pasta != "" {
+		h.pasta = pastaProgram(h.pasta)
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: missing %s; install them (.ci/install-deps does) or pass --agent-unconfined", ErrUnavailable, strings.Join(missing, ", "))
