@@ -3,14 +3,12 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
@@ -22,12 +20,11 @@ const hugePage = 2 << 20
 // Why pasta starts on huge pages: its tables are zero-filled data (bss),
 // tens of megabytes that it writes at its start. On small pages that is
 // one page fault per 4 KiB, thousands of them, most of what configuring a
-// namespace costs. Started stopped at its exec (ptrace), with each whole
-// 2 MiB of that data collapsed into a huge page (process_madvise
-// MADV_COLLAPSE), pasta takes one fault per 2 MiB. Nothing pasta sees
-// changes: the pages are as zero as before. Each network's pasta then
-// holds all of its static memory (about 65 MiB) from its start, where on
-// small pages it held what it had written (about 30 MiB).
+// namespace costs. Started stopped at its exec (ptrace), pasta is made to
+// call madvise(MADV_HUGEPAGE) on that data before its first instruction
+// (remoteMadvise), as a program may for its own memory; its faults then
+// take a 2 MiB page each, only where it writes. Nothing pasta sees
+// changes: its instruction and registers are put back before it runs.
 
 // pastaProgram is the program to run for pasta at path. Debian's passt
 // has a build for CPUs with AVX2 beside it (path.avx2), which a pasta
@@ -45,11 +42,11 @@ func pastaProgram(path string) string {
 }
 
 // startHuge starts the command newCmd returns, stopped at its exec, has
-// its zero-filled data backed by huge pages and lets it run. Where the
-// kernel refuses (ptrace, MADV_COLLAPSE, CAP_SYS_NICE), the command runs
-// on small pages, and h stops trying for later commands. newCmd is
-// called again when the first command did not start; the error is the
-// start's.
+// it advise the kernel that its zero-filled data is for huge pages, and
+// lets it run. Where the kernel refuses (ptrace, madvise, another
+// architecture), the command runs on small pages, and h stops trying for
+// later commands. newCmd is called again when the first command did not
+// start; the error is the start's.
 func (h *Host) startHuge(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 	if h.noHuge.Load() {
 		cmd := newCmd()
@@ -74,44 +71,27 @@ func (h *Host) startHuge(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 		return cmd, nil
 	}
 	if err := hugeData(pid); err != nil {
-		h.hugeRefused("MADV_COLLAPSE", err)
+		h.hugeRefused("madvise", err)
 	}
 	_ = unix.PtraceDetach(pid) // fails only when it was killed since
 	return cmd, nil
 }
 
-// hugeRefused turns huge pages off for h's later commands where err says
-// the kernel will not give them (and not for a lack of memory now).
+// hugeRefused turns huge pages off for h's later commands.
 func (h *Host) hugeRefused(what string, err error) {
-	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY) {
-		return
-	}
 	if !h.noHuge.Swap(true) {
 		h.log.Info("sandbox: pasta starts on small pages", "refused", what, "err", err)
 	}
 }
 
-// remoteIovec is an iovec of another process's address space.
-type remoteIovec struct{ base, len uintptr }
-
-// hugeData collapses each whole 2 MiB of the anonymous writable mappings
-// of process pid, stopped at its exec (so those mappings are its
-// zero-filled data), into huge pages.
+// hugeData has process pid, stopped at its exec, advise the kernel that
+// its anonymous writable mappings (then: its zero-filled data) are for
+// huge pages.
 func hugeData(pid int) error {
 	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return err
 	}
-	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", pid), os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer mem.Close()
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(pidfd)
 	s := bufio.NewScanner(bytes.NewReader(maps))
 	for s.Scan() {
 		var lo, hi uintptr
@@ -122,23 +102,11 @@ func hugeData(pid int) error {
 		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
 			return err
 		}
-		lo = (lo + hugePage - 1) &^ (hugePage - 1)
-		hi &^= hugePage - 1
-		if lo >= hi {
+		if hi-lo < hugePage {
 			continue
 		}
-		// The kernel collapses only where a page table is: one byte
-		// written in each 2 MiB makes it. The byte is zero, as all of the
-		// mapping is at exec.
-		for a := lo; a < hi; a += hugePage {
-			if _, err := mem.WriteAt([]byte{0}, int64(a)); err != nil {
-				return err
-			}
-		}
-		iov := remoteIovec{base: lo, len: hi - lo}
-		_, _, e := unix.Syscall6(unix.SYS_PROCESS_MADVISE, uintptr(pidfd), uintptr(unsafe.Pointer(&iov)), 1, unix.MADV_COLLAPSE, 0, 0)
-		if e != 0 {
-			return e
+		if err := remoteMadvise(pid, lo, hi-lo, unix.MADV_HUGEPAGE); err != nil {
+			return err
 		}
 	}
 	return s.Err()

@@ -76,6 +76,7 @@ func TestPastaStartsOnHugePages(t *testing.T) {
 		t.Skipf("transparent huge pages are off here (%q, %v)", thp, err)
 	}
 	huge, faults, tracer := pastaMemory(t, runPasta(t, h, "huge"))
+	t.Logf("pasta: %d KiB on huge pages, %d faults", huge, faults)
 	if h.noHuge.Load() || huge < 32<<10 || faults > 2000 || tracer != 0 {
 		t.Fatalf("pasta on huge pages: refused %v, %d KiB huge, %d faults, tracer %d", h.noHuge.Load(), huge, faults, tracer)
 	}
@@ -90,6 +91,7 @@ func TestPastaOnSmallPagesOnceRefused(t *testing.T) {
 	}
 	h.noHuge.Store(true)
 	huge, faults, tracer := pastaMemory(t, runPasta(t, h, "small"))
+	t.Logf("pasta: %d KiB on huge pages, %d faults", huge, faults)
 	if huge != 0 || faults < 2000 || tracer != 0 {
 		t.Fatalf("pasta on small pages: %d KiB huge, %d faults, tracer %d", huge, faults, tracer)
 	}
