@@ -144,9 +144,10 @@ func (ms *mirrors) objects(name string) string { return filepath.Join(ms.path(na
 
 // borrow makes sure the mirror of url holds revision (making the mirror,
 // or fetching its branches and then the revision itself, as needed) and
-// pins the revision with ref. remote carries the token; only the fetches
-// get it.
-func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, ref string) error {
+// pins the revision with ref. known says revision is a full object id
+// already read from this mirror as a commit (pinKnown). remote carries
+// the token; only the fetches get it.
+func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, ref string, known bool) error {
 	unlock, err := ms.lock(ctx, name)
 	if err != nil {
 		return fmt.Errorf("%w: mirror lock: %v", ErrUnavailable, err)
@@ -161,6 +162,9 @@ func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, 
 		if err := ms.create(ctx, remote, url, name, pins); err != nil {
 			return err
 		}
+	}
+	if known && pinKnown(dir, ref, revision) {
+		return nil
 	}
 	g := Git{Dir: dir, Home: remote.Home}
 	// One git process pins a revision the mirror holds: the ref's new

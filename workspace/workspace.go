@@ -309,7 +309,8 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 		}
 	}
 	// A revision whose tree is kept was in the mirror when git wrote it:
-	// the mirror pins it (one git process) while the host writes the
+	// the mirror pins it (the host writes the ref when the mirror still
+	// holds the commit, else one git process) while the host writes the
 	// tree, and the checkout fails if the pin does. Without a kept tree,
 	// git writes the tree from the mirror's objects: the pin comes first.
 	var t *keptTree
@@ -319,9 +320,10 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	pin := func() error { return nil }
 	if t != nil {
 		pinned := make(chan error, 1)
-		go func() { pinned <- m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key)) }()
+		known := shaRE.MatchString(revision) // the kept tree's commit
+		go func() { pinned <- m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key), known) }()
 		pin = sync.OnceValue(func() error { return <-pinned })
-	} else if err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key)); err != nil {
+	} else if err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key), false); err != nil {
 		return err
 	}
 	err := m.checkoutFrom(ctx, remote.Home, t, pin, name, url, p, m.mirrors.objects(name), revision, branch, owner)
