@@ -6,23 +6,45 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // A run's revision is pinned in the mirror by a ref of the run's. When
-// the revision's tree is kept, git read it from this mirror as a commit:
-// an object id names the same object forever, so once the mirror is seen
-// to hold that object the host writes the ref itself, with no git process
-// (pinKnown). Otherwise git pins it, peeling the revision to a commit.
+// the revision's tree is kept, git resolved the revision to a commit from
+// this mirror: an object id names the same object forever, so once the
+// mirror is seen to hold that object the host writes the ref itself, with
+// no git process (pinKnown). The revision is the commit or a tag of it;
+// either keeps the commit reachable. Otherwise git pins it, peeling the
+// revision to a commit.
 
 // pinKnown points ref of the mirror at dir at commit, a full object id
-// already read from this mirror as a commit, when the mirror still holds
-// the object; it reports whether it did. The mirror's lock is held.
+// git already resolved from this mirror to a commit, when the mirror
+// still holds the object; it reports whether it did. Only a mirror of
+// git's first formats (refs in files, SHA-1 ids) is written so: another
+// one's refs or ids are not what the host writes. The mirror's lock is
+// held.
 func pinKnown(dir, ref, commit string) bool {
+	if len(commit) != 40 || !firstFormats(dir) {
+		return false
+	}
 	return hasObject(filepath.Join(dir, "objects"), commit) && setRef(dir, ref, commit, "") == nil
 }
 
+// firstFormats reports whether the repository at dir keeps its refs in
+// files and names objects by SHA-1: its configuration sets neither
+// extensions.refStorage nor extensions.objectFormat.
+func firstFormats(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "config"))
+	if err != nil {
+		return false
+	}
+	c := strings.ToLower(string(b))
+	return !strings.Contains(c, "refstorage") && !strings.Contains(c, "objectformat")
+}
+
 // hasObject reports whether the objects directory holds object id, loose
-// or listed in a pack's index (version 2); false where it cannot tell.
+// or listed in the index of a pack that is there (version 2); false
+// where it cannot tell.
 func hasObject(objects, id string) bool {
 	raw, err := hex.DecodeString(id)
 	if err != nil || (len(raw) != 20 && len(raw) != 32) {
@@ -33,7 +55,7 @@ func hasObject(objects, id string) bool {
 	}
 	idxs, _ := filepath.Glob(filepath.Join(objects, "pack", "pack-*.idx"))
 	for _, p := range idxs {
-		if inPackIndex(p, raw) {
+		if _, err := os.Lstat(strings.TrimSuffix(p, ".idx") + ".pack"); err == nil && inPackIndex(p, raw) {
 			return true
 		}
 	}

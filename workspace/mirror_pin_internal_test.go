@@ -3,6 +3,7 @@ package workspace
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,34 @@ func TestPinKnownWritesTheRefGitWould(t *testing.T) {
 		t.Fatalf("git reads the pin as %s, want %s", got, commits[7])
 	}
 	gitIn(t, repo, "fsck", "--strict", "--no-progress")
+	// A mirror of other formats, and a pack index whose pack is gone,
+	// are left to git.
+	config, err := os.ReadFile(filepath.Join(dir, "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config"), append(slices.Clone(config), "[extensions]\n\trefStorage = reftable\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pinKnown(dir, runRefs+"r3", commits[7]) {
+		t.Fatal("pinKnown wrote a loose ref into a reftable repository")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config"), config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	packs, _ := filepath.Glob(filepath.Join(objects, "pack", "pack-*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs: %v", packs)
+	}
+	if err := os.Rename(packs[0], packs[0]+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	if hasObject(objects, commits[9]) {
+		t.Fatal("an object was found in the index of a pack that is gone")
+	}
+	if err := os.Rename(packs[0]+".gone", packs[0]); err != nil {
+		t.Fatal(err)
+	}
 	if pinKnown(dir, runRefs+"r2", missing) {
 		t.Fatal("pinKnown pinned an object the mirror does not hold")
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,22 +60,61 @@ func (h *Host) startHuge(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 	pdeathsig(cmd) // SysProcAttr is set
 	cmd.SysProcAttr.Ptrace = true
 	if err := cmd.Start(); err != nil {
-		h.hugeRefused("ptrace", err)
+		// When it starts untraced, tracing was what failed.
 		cmd = newCmd()
-		return cmd, cmd.Start()
+		if err := cmd.Start(); err != nil {
+			return cmd, err
+		}
+		h.hugeRefused("ptrace", err)
+		return cmd, nil
 	}
 	pid := cmd.Process.Pid
 	var ws unix.WaitStatus
 	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		// Killed before its exec's stop (the server's death): it runs
-		// nothing more; the caller sees it exit.
+		// Killed before its exec's stop (and reaped here), or not waited
+		// for: it must not stay stopped; the caller sees it end.
+		_ = cmd.Process.Kill()
 		return cmd, nil
 	}
-	if err := hugeData(pid); err != nil {
-		h.hugeRefused("madvise", err)
+	sig := 0
+	if ws.StopSignal() == unix.SIGTRAP { // the exec's stop
+		var err error
+		sig, err = hugeData(pid)
+		switch {
+		case errors.Is(err, errTraceeLost):
+			_ = cmd.Process.Kill()
+			return cmd, nil
+		case errors.Is(err, errInterrupted): // this one runs on small pages
+		case err != nil:
+			h.hugeRefused("madvise", err)
+		}
+	} else {
+		sig = int(ws.StopSignal())
 	}
-	_ = unix.PtraceDetach(pid) // fails only when it was killed since
+	// A signal that stopped it on the way is delivered as it goes on.
+	if err := ptraceDetach(pid, sig); err != nil {
+		_ = cmd.Process.Kill() // it died meanwhile
+	}
 	return cmd, nil
+}
+
+// Errors of remoteMadvise that are not the kernel's refusal.
+var (
+	// errInterrupted: a signal stopped the process before the call; its
+	// state is put back, the signal is to be delivered at the detach.
+	errInterrupted = errors.New("a signal came before the system call")
+	// errTraceeLost: the process ended, or its state could not be put
+	// back; it is to be killed.
+	errTraceeLost = errors.New("the traced process was lost")
+)
+
+// ptraceDetach lets tracee pid go on, delivering signal sig (0: none).
+func ptraceDetach(pid, sig int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(pid), 0, uintptr(sig), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // hugeRefused turns huge pages off for h's later commands.
@@ -86,11 +126,12 @@ func (h *Host) hugeRefused(what string, err error) {
 
 // hugeData has process pid, stopped at its exec, advise the kernel that
 // its anonymous writable mappings (then: its zero-filled data) are for
-// huge pages.
-func hugeData(pid int) error {
+// huge pages. sig is a signal that stopped it meanwhile (errInterrupted),
+// to be delivered at the detach.
+func hugeData(pid int) (sig int, err error) {
 	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	s := bufio.NewScanner(bytes.NewReader(maps))
 	for s.Scan() {
@@ -100,14 +141,14 @@ func hugeData(pid int) error {
 			continue // a file's, or named ([stack], [heap])
 		}
 		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
-			return err
+			return 0, err
 		}
 		if hi-lo < hugePage {
 			continue
 		}
-		if err := remoteMadvise(pid, lo, hi-lo, unix.MADV_HUGEPAGE); err != nil {
-			return err
+		if sig, err := remoteMadvise(pid, lo, hi-lo, unix.MADV_HUGEPAGE); err != nil {
+			return sig, err
 		}
 	}
-	return s.Err()
+	return 0, s.Err()
 }

@@ -6,6 +6,6 @@ import "errors"
 
 // remoteMadvise is built for x86-64 only: elsewhere pasta runs on small
 // pages.
-func remoteMadvise(pid int, addr, length uintptr, advice int) error {
-	return errors.ErrUnsupported
+func remoteMadvise(pid int, addr, length uintptr, advice int) (int, error) {
+	return 0, errors.ErrUnsupported
 }

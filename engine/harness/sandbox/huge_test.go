@@ -89,6 +89,9 @@ func TestPastaOnSmallPagesOnceRefused(t *testing.T) {
 	if !h.root || h.nsenter == "" {
 		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
 	}
+	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || !strings.Contains(string(thp), "[madvise]") {
+		t.Skipf("only with transparent huge pages on madvise are pasta's pages small unless it asks (%q, %v)", thp, err)
+	}
 	h.noHuge.Store(true)
 	huge, faults, tracer := pastaMemory(t, runPasta(t, h, "small"))
 	t.Logf("pasta: %d KiB on huge pages, %d faults", huge, faults)
