@@ -37,8 +37,11 @@ type object struct {
 	data []byte
 }
 
+// objectNames are the objects' types as their ids hash them.
+var objectNames = [...]string{objCommit: "commit", objTree: "tree", objBlob: "blob"}
+
 func newObject(typ int, data []byte) object {
-	name := map[int]string{objCommit: "commit", objTree: "tree", objBlob: "blob"}[typ]
+	name := objectNames[typ]
 	h := sha1.New()
 	fmt.Fprintf(h, "%s %d\x00", name, len(data))
 	h.Write(data)
@@ -213,7 +216,7 @@ func packObjects(objs []object) (pack, index []byte) {
 
 	slices.SortFunc(at, func(a, b placed) int { return bytes.Compare(a.oid[:], b.oid[:]) })
 	var x bytes.Buffer
-	x.Write([]byte{0xff, 't', 'O', 'c', 0, 0, 0, 2})
+	x.Write(packIndexMagic)
 	var fanout [256]uint32
 	for _, o := range at {
 		for i := int(o.oid[0]); i < 256; i++ {

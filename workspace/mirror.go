@@ -144,9 +144,9 @@ func (ms *mirrors) objects(name string) string { return filepath.Join(ms.path(na
 
 // borrow makes sure the mirror of url holds revision (making the mirror,
 // or fetching its branches and then the revision itself, as needed) and
-// pins the revision with ref. known says revision is a full object id
-// already read from this mirror as a commit (pinKnown). remote carries
-// the token; only the fetches get it.
+// pins the revision with ref. known says git already resolved revision
+// from this mirror to a commit: its tree is kept (pinKnown). remote
+// carries the token; only the fetches get it.
 func (ms *mirrors) borrow(ctx context.Context, remote Git, name, url, revision, ref string, known bool) error {
 	unlock, err := ms.lock(ctx, name)
 	if err != nil {

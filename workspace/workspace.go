@@ -320,8 +320,7 @@ func (m *Manager) checkout(ctx context.Context, remote Git, name, url, key strin
 	pin := func() error { return nil }
 	if t != nil {
 		pinned := make(chan error, 1)
-		known := shaRE.MatchString(revision) // the kept tree's commit
-		go func() { pinned <- m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key), known) }()
+		go func() { pinned <- m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key), true) }()
 		pin = sync.OnceValue(func() error { return <-pinned })
 	} else if err := m.mirrors.borrow(ctx, remote, name, url, revision, runRef(key), false); err != nil {
 		return err

@@ -42,7 +42,7 @@ func (a *agentConfig) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&a.maxProcs, sandbox.LimitProcs, "processes and threads at most per agent execution (cgroup pids; 0 or none: no bound; the default applies where the host can enforce it)")
 	fs.Var(&a.maxMemory, sandbox.LimitMemory, "memory at most per agent execution, with an optional K, M or G suffix (cgroup memory, its /tmp included; 0 or none: no bound; the default applies where the host can enforce it)")
 	fs.Var(&a.maxDisk, sandbox.LimitDisk, "disk a run's workspace, git directory and an execution's home may take, with an optional K, M or G suffix, measured while an agent runs (0 or none: no bound)")
-	fs.IntVar(&a.networksAhead, "agent-networks-ahead", sandbox.DefaultNetworksAhead, "network namespaces (each with its pasta, about 30 MB) a root server keeps made ahead for the next runs, made at idle priority from the server's start (0: none; each run then makes its own at its start)")
+	fs.IntVar(&a.networksAhead, "agent-networks-ahead", sandbox.DefaultNetworksAhead, "network namespaces (each with its pasta, about 36 MB) a root server keeps made ahead for the next runs, made at idle priority from the server's start (0: none; each run then makes its own at its start)")
 	fs.StringVar(&a.uidRange, "agent-uid-range", "", "`FROM-TO` UIDs agents run under when the server is root (default "+fmt.Sprintf("%d-%d", sandbox.DefaultUIDs.From, sandbox.DefaultUIDs.To)+", leased host-wide)")
 }
 

@@ -19,8 +19,8 @@ type aheadSched struct {
 	hurried bool
 }
 
-// started lowers pasta's process pid, not yet waited for, to idle
-// priority, unless hurry came first. Where the kernel refuses, pasta
+// started lowers pasta's process pid, not yet waited for (so its own),
+// to idle priority, unless hurry came first. Where the kernel refuses, pasta
 // keeps normal priority.
 func (s *aheadSched) started(pid int) {
 	if s == nil {

@@ -44,14 +44,19 @@ func pastaProgram(path string) string {
 
 // startHuge starts the command newCmd returns, stopped at its exec, has
 // it advise the kernel that its zero-filled data is for huge pages, and
-// lets it run. Where the kernel refuses (ptrace, madvise, another
-// architecture), the command runs on small pages, and h stops trying for
-// later commands. newCmd is called again when the first command did not
-// start; the error is the start's.
-func (h *Host) startHuge(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
+// lets it run; sched (nil: none) schedules it from before it runs. Where
+// the kernel refuses (ptrace, madvise, another architecture), the command
+// runs on small pages, and h stops trying for later commands. newCmd is
+// called again when the first command did not start; the error is the
+// start's.
+func (h *Host) startHuge(newCmd func() *exec.Cmd, sched *aheadSched) (*exec.Cmd, error) {
 	if h.noHuge.Load() {
 		cmd := newCmd()
-		return cmd, cmd.Start()
+		err := cmd.Start()
+		if err == nil {
+			sched.started(cmd.Process.Pid)
+		}
+		return cmd, err
 	}
 	// ptrace requests come from the thread that started the tracee.
 	runtime.LockOSThread()
@@ -66,6 +71,7 @@ func (h *Host) startHuge(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 			return cmd, err
 		}
 		h.hugeRefused("ptrace", err)
+		sched.started(cmd.Process.Pid)
 		return cmd, nil
 	}
 	pid := cmd.Process.Pid
@@ -91,6 +97,8 @@ func (h *Host) startHuge(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 	} else {
 		sig = int(ws.StopSignal())
 	}
+	// Stopped, so not reaped: pid is still its own.
+	sched.started(pid)
 	// A signal that stopped it on the way is delivered as it goes on.
 	if err := ptraceDetach(pid, sig); err != nil {
 		_ = cmd.Process.Kill() // it died meanwhile

@@ -85,12 +85,11 @@ func (h *Host) connect(netns *os.File, sched *aheadSched) (*network, error) {
 		cmd.Stderr = &limitedWriter{w: &stderr, n: maxNetworkDiagnostic}
 		pdeathsig(cmd)
 		return cmd
-	})
+	}, sched)
 	readyW.Close()
 	if err != nil {
 		return nil, fmt.Errorf("pasta: %w", err)
 	}
-	sched.started(cmd.Process.Pid)
 	n := &network{cmd: cmd, reaped: make(chan struct{})}
 	// pasta writes its PID file once the namespace is configured; EOF
 	// means it exited first.
