@@ -78,7 +78,7 @@ type Turn struct {
 	ThreadUsage Usage
 	// Confine, when set, confines the turn's process (worker.Process's
 	// Confine).
-	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
+	Confine func(cmd *exec.Cmd) (start func() error, cleanup func(), err error)
 	// Tap, when set, receives the turn's processes' raw evidence.
 	Tap worker.Tap
 }

@@ -274,7 +274,7 @@ type conversation struct {
 	log     *slog.Logger
 	// thread is the session's cumulative usage (Codex reports it so).
 	thread  Usage
-	confine func(cmd *exec.Cmd) (cleanup func(), err error)
+	confine func(cmd *exec.Cmd) (start func() error, cleanup func(), err error)
 }
 
 // run sends the prompt, then up to MaxCorrections corrections in the same

@@ -45,9 +45,10 @@ type Process struct {
 	// only valid during the call. MaxStdout still bounds the total.
 	Lines func(line []byte)
 	// Confine, when set, may change the command before it starts (to run
-	// it in a sandbox); its cleanup runs once the process group was killed
+	// it in a sandbox); its start, when not nil, is called instead of
+	// cmd.Start, and its cleanup runs once the process group was killed
 	// and its output read. An error is reported as StartErr.
-	Confine func(cmd *exec.Cmd) (cleanup func(), err error)
+	Confine func(cmd *exec.Cmd) (start func() error, cleanup func(), err error)
 	// Tap, when set, receives the program's raw evidence (Tap).
 	Tap Tap
 }
@@ -105,8 +106,9 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdin = bytes.NewReader(p.Stdin)
 	cmd.Stdout, cmd.Stderr = outW, errW
+	start := cmd.Start
 	if p.Confine != nil {
-		cleanup, cerr := p.Confine(cmd)
+		confined, cleanup, cerr := p.Confine(cmd)
 		if cerr != nil {
 			outR.Close()
 			outW.Close()
@@ -115,8 +117,11 @@ func (p Process) Run(ctx context.Context) ProcessResult {
 			return ProcessResult{StartErr: cerr}
 		}
 		defer cleanup()
+		if confined != nil {
+			start = confined
+		}
 	}
-	err = cmd.Start()
+	err = start()
 	// The parent's write ends are closed at once: EOF on a pipe then
 	// means every process of the group holding it is gone.
 	outW.Close()

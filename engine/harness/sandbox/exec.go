@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // agentName is the user and group name of an agent's UID inside its
@@ -101,7 +104,7 @@ func (h *Host) Start(spec Spec) (*Execution, error) {
 			return nil, fmt.Errorf("sandbox limits: %w", err)
 		}
 	}
-	if h.root && h.nsenter != "" {
+	if h.root {
 		n, err := h.takeNetwork(spec.Run)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox network: %w", err)
@@ -309,26 +312,27 @@ func (e *Execution) hitLimit(limit string) {
 	}
 }
 
-// Confine makes cmd, not yet started, run in the execution's sandbox; the
+// Confine makes cmd, not yet started, run in the execution's sandbox:
+// cmd is started with the returned start (never with cmd.Start), and the
 // returned cleanup, called once cmd has ended and its process group was
 // killed, releases what the sandbox held. Whatever Confine does, cmd's
 // process gets SIGKILL when the server dies.
-func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
+func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), err error) {
 	pdeathsig(cmd)
 	if e == nil || e.h.cfg.Unconfined {
-		return func() {}, nil
+		return cmd.Start, func() {}, nil
 	}
 	if cmd.Err != nil {
-		return nil, cmd.Err
+		return nil, nil, cmd.Err
 	}
 	if filepath.IsAbs(cmd.Path) {
 		if why := e.h.hiddenBy(cmd.Path, []string{e.spec.Workspace, e.spec.GitDir, e.spec.Home}); why != "" {
-			return nil, fmt.Errorf("%w: %s (%s)", ErrNotFound, cmd.Path, why)
+			return nil, nil, fmt.Errorf("%w: %s (%s)", ErrNotFound, cmd.Path, why)
 		}
 	}
 	pipes, err := newPipes(3)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	infoR, infoW := pipes[0].r, pipes[0].w
 	blockR, blockW := pipes[1].r, pipes[1].w
@@ -338,7 +342,7 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 		for _, p := range pipes {
 			p.close()
 		}
-		return nil, fmt.Errorf("sandbox: %d inherited files leave no descriptor for the start gate", len(cmd.ExtraFiles))
+		return nil, nil, fmt.Errorf("sandbox: %d inherited files leave no descriptor for the start gate", len(cmd.ExtraFiles))
 	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR, gateR)
 	dir := cmd.Dir
@@ -353,9 +357,11 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 	args = append(args, cmd.Path)
 	cmd.Args = append(append([]string{programBwrap}, args...), cmd.Args[1:]...)
 	cmd.Path = e.h.bwrap
+	start = cmd.Start
+	released := make(chan struct{})
 	if e.net != nil {
-		cmd.Args = append([]string{"nsenter", "--net=" + e.net.path(), "--", e.h.bwrap}, cmd.Args[1:]...)
-		cmd.Path = e.h.nsenter
+		ns := e.net.ns
+		start = func() error { return startInNetwork(cmd, ns, released) }
 	}
 	var net *network
 	done := make(chan struct{})
@@ -363,7 +369,8 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 		defer close(done)
 		net = e.setup(infoR, blockW, gateW)
 	}()
-	return func() {
+	return start, func() {
+		close(released)
 		infoW.Close()
 		blockR.Close()
 		gateR.Close()
@@ -371,6 +378,42 @@ func (e *Execution) Confine(cmd *exec.Cmd) (func(), error) {
 		<-done
 		net.stop()
 	}, nil
+}
+
+// startInNetwork starts cmd from an OS thread that has entered the
+// network namespace ns, so that cmd's process starts in it. The thread
+// serves no other goroutine until released is closed (or the start
+// failed): a process's parent-death signal comes when the thread that
+// started it ends, so released must not be closed before cmd's process
+// has ended. The thread then returns to its own namespace; one that
+// cannot stays locked, so that it ends with its goroutine (or, the main
+// thread, sleeps for good) and never runs another goroutine in ns.
+func startInNetwork(cmd *exec.Cmd, ns *os.File, released <-chan struct{}) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		home, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			started <- fmt.Errorf("sandbox: the server's network namespace: %w", err)
+			return
+		}
+		defer home.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			started <- fmt.Errorf("sandbox: entering the run's network namespace: %w", err)
+			return
+		}
+		err = cmd.Start()
+		started <- err
+		if err == nil {
+			<-released
+		}
+		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	return <-started
 }
 
 // maxGateFd is the highest descriptor the start gate may read: the

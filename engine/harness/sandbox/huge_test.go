@@ -69,7 +69,7 @@ func runPasta(t *testing.T, h *Host, run string) int {
 // left traced.
 func TestPastaStartsOnHugePages(t *testing.T) {
 	h := requireHost(t, Config{NetworksAhead: -1})
-	if !h.root || h.nsenter == "" {
+	if !h.root {
 		t.Skip("pasta is made huge by a root server (CAP_SYS_NICE) for runs' own network namespaces")
 	}
 	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(thp), "[never]") {
@@ -86,8 +86,8 @@ func TestPastaStartsOnHugePages(t *testing.T) {
 // untraced.
 func TestPastaOnSmallPagesOnceRefused(t *testing.T) {
 	h := requireHost(t, Config{NetworksAhead: -1})
-	if !h.root || h.nsenter == "" {
-		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
+	if !h.root {
+		t.Skip("runs get network namespaces of their own only on a root server")
 	}
 	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || !strings.Contains(string(thp), "[madvise]") {
 		t.Skipf("only with transparent huge pages on madvise are pasta's pages small unless it asks (%q, %v)", thp, err)

@@ -5,13 +5,12 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
 // A root server gives each run network namespaces of its own, each made
-// once with its pasta and entered (nsenter) by the run's executions, one
+// once with its pasta and entered by the run's executions, one
 // execution at a time: configuring pasta is most of what a sandbox costs
 // to start, and paying it per run instead of per execution changes
 // nothing of what an agent can reach (the same allowed ports, no host
@@ -27,12 +26,6 @@ type runNetwork struct {
 	net *network
 }
 
-// path names the namespace for nsenter, through this process's
-// descriptor (so that no descriptor of it is inherited by the sandbox).
-func (n *runNetwork) path() string {
-	return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(n.ns.Fd()))
-}
-
 func (n *runNetwork) close() {
 	n.net.stop()
 	n.ns.Close()
@@ -45,7 +38,7 @@ func (n *runNetwork) close() {
 // MakeNetworksAhead) on, the host keeps Config.NetworksAhead namespaces
 // made ahead.
 func (h *Host) Prepare(run string) {
-	if h == nil || h.cfg.Unconfined || !h.root || h.nsenter == "" {
+	if h == nil || h.cfg.Unconfined || !h.root {
 		return
 	}
 	h.mu.Lock()
@@ -135,7 +128,7 @@ func (h *Host) networksAhead() int {
 // once it is made or a run waits for it. No execution has entered a
 // spare: it is what Prepare would make, made earlier.
 func (h *Host) makeSpareNetworks() {
-	if h.cfg.Unconfined || !h.root || h.nsenter == "" {
+	if h.cfg.Unconfined || !h.root {
 		return
 	}
 	h.mu.Lock()

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/oecp/oecp/internal/testkit"
 	"golang.org/x/sys/unix"
@@ -220,8 +222,8 @@ func TestNewNetNamespaceKillsNoChild(t *testing.T) {
 // than NetworksAhead. Close ends them, and a closed host makes none.
 func TestNetworksMadeAheadAreTheNextRuns(t *testing.T) {
 	h := requireHost(t, Config{NetworksAhead: 2})
-	if !h.root || h.nsenter == "" {
-		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
+	if !h.root {
+		t.Skip("runs get network namespaces of their own only on a root server")
 	}
 	spares := func() []*runNetwork {
 		h.spareWG.Wait()
@@ -306,8 +308,8 @@ func TestNetworksMadeAheadAreTheNextRuns(t *testing.T) {
 // prepared (a server's start), each with its pasta running.
 func TestNetworksMadeAheadAtStart(t *testing.T) {
 	h := requireHost(t, Config{NetworksAhead: 1})
-	if !h.root || h.nsenter == "" {
-		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
+	if !h.root {
+		t.Skip("runs get network namespaces of their own only on a root server")
 	}
 	h.MakeNetworksAhead()
 	h.spareWG.Wait()
@@ -323,8 +325,8 @@ func TestNetworksMadeAheadAtStart(t *testing.T) {
 // Prepare makes its own.
 func TestNoNetworksMadeAhead(t *testing.T) {
 	h := requireHost(t, Config{NetworksAhead: -1})
-	if !h.root || h.nsenter == "" {
-		t.Skip("runs get network namespaces of their own only on a root server with nsenter")
+	if !h.root {
+		t.Skip("runs get network namespaces of their own only on a root server")
 	}
 	h.Prepare("a")
 	h.awaitPrepared("a")
@@ -334,5 +336,75 @@ func TestNoNetworksMadeAhead(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.spares) != 0 || h.spareMade != nil {
 		t.Fatalf("networks made ahead: %v (one being made: %v)", h.spares, h.spareMade != nil)
+	}
+}
+
+// An execution of a run runs in the run's network namespace, never the
+// server's: the server starts its sandbox from a thread that entered the
+// namespace, and that thread, the only one of the server's ever in it,
+// ends once the execution has.
+func TestExecutionsRunInTheirRunsNetwork(t *testing.T) {
+	h := requireHost(t, Config{NetworksAhead: -1})
+	if !h.root {
+		t.Skip("runs get network namespaces of their own only on a root server")
+	}
+	ws := t.TempDir()
+	defer h.CloseRun("r")
+	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.net == nil {
+		t.Fatal("a root server's execution has no run network")
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(e.net.ns.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	runNet := fmt.Sprintf("net:[%d]", st.Ino)
+	hostNet, err := os.Readlink("/proc/self/ns/net")
+	if err != nil || hostNet == runNet {
+		t.Fatalf("the server's namespace %q (%v) is the run's %q", hostNet, err, runNet)
+	}
+	threadsIn := func(ns string) int {
+		tasks, _ := os.ReadDir("/proc/self/task")
+		n := 0
+		for _, task := range tasks {
+			if l, _ := os.Readlink("/proc/self/task/" + task.Name() + "/ns/net"); l == ns {
+				n++
+			}
+		}
+		return n
+	}
+
+	cmd := exec.Command("/bin/sh", "-c", `readlink /proc/self/ns/net; read -r _; exit 0`)
+	cmd.Dir = ws
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	start, cleanup, err := e.Confine(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if got := strings.TrimSpace(line); got != runNet {
+		t.Errorf("the agent's network namespace is %q, not its run's %q (the server's is %q)", got, runNet, hostNet)
+	}
+	if n := threadsIn(runNet); n != 1 {
+		t.Errorf("%d of the server's threads are in the run's namespace while its execution runs, want the one that started it", n)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the agent: %v", err)
+	}
+	cleanup()
+	for deadline := time.Now().Add(testkit.HangGuard); threadsIn(runNet) > 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("a thread of the server stayed in the run's namespace after its execution")
+		}
 	}
 }

@@ -113,7 +113,6 @@ type Host struct {
 	leases   *leases
 	cg       *cgroups
 
-	nsenter string // set when runs get network namespaces of their own (runnet.go)
 	// noHuge is set once the kernel refused to start pasta on huge pages
 	// (huge.go).
 	noHuge atomic.Bool
@@ -171,10 +170,6 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("%w: missing %s; install them (.ci/install-deps does) or pass --agent-unconfined", ErrUnavailable, strings.Join(missing, ", "))
 	}
 	h.root = os.Geteuid() == 0
-	if h.root {
-		// Without nsenter each execution connects a namespace of its own.
-		h.nsenter, _ = exec.LookPath("nsenter")
-	}
 	if !h.root {
 		// pasta opens the tap device as the server's user.
 		if err := syscall.Access(tunDevice, accessReadWrite); err != nil {
