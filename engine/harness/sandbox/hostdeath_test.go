@@ -114,7 +114,13 @@ func dyingHost(t *testing.T, stage string) {
 			select {}
 		}
 	}
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	// Beside the workspace, in the surviving test's directory: this
+	// process is killed, so a directory of its own would be left behind.
+	scratch := filepath.Join(filepath.Dir(ws), "scratch")
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: scratch})
 	if err != nil {
 		t.Fatal(err)
 	}
