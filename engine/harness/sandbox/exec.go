@@ -384,10 +384,12 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 // network namespace ns, so that cmd's process starts in it. The thread
 // serves no other goroutine until released is closed (or the start
 // failed): a process's parent-death signal comes when the thread that
-// started it ends, so released must not be closed before cmd's process
-// has ended. The thread then returns to its own namespace; one that
-// cannot stays locked, so that it ends with its goroutine (or, the main
-// thread, sleeps for good) and never runs another goroutine in ns.
+// started it ends, and a thread the runtime pools may be ended by any
+// goroutine that locks it and returns locked, so the process keeps its
+// thread to itself; released must not be closed before cmd's process has
+// ended. The thread then returns to its own namespace; one that cannot
+// stays locked, so that it ends with its goroutine (or, the main thread,
+// sleeps for good) and never runs another goroutine in ns.
 func startInNetwork(cmd *exec.Cmd, ns *os.File, released <-chan struct{}) error {
 	started := make(chan error, 1)
 	go func() {

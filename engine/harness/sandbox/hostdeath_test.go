@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/oecp/oecp/internal/testkit"
@@ -166,6 +167,7 @@ func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
 	if err := start(); err != nil {
 		t.Fatal(err)
 	}
+	cleanup = endAtTestEnd(t, cmd, cleanup)
 	r := bufio.NewReader(out)
 	if line, _ := r.ReadString('\n'); line != "started\n" {
 		t.Fatalf("agent said %q", line)
@@ -254,4 +256,20 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	}
 	e.Close()
 	h.CloseRun("p")
+}
+
+// endAtTestEnd returns cleanup, the cleanup of cmd's confinement, to be
+// called once at most, and calls it when the test ends if the test did
+// not: cmd, started, is killed first if it still runs, so that a test
+// that stops early leaves neither the process nor its sandbox behind.
+func endAtTestEnd(t *testing.T, cmd *exec.Cmd, cleanup func()) func() {
+	once := sync.OnceFunc(cleanup)
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		once()
+	})
+	return once
 }

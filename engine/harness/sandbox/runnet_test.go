@@ -390,6 +390,7 @@ func TestExecutionsRunInTheirRunsNetwork(t *testing.T) {
 	if err := start(); err != nil {
 		t.Fatal(err)
 	}
+	cleanup = endAtTestEnd(t, cmd, cleanup)
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	if got := strings.TrimSpace(line); got != runNet {
 		t.Errorf("the agent's network namespace is %q, not its run's %q (the server's is %q)", got, runNet, hostNet)
