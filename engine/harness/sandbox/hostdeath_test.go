@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,16 +159,7 @@ func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
 	defer e.Close()
 	cmd := exec.Command("/bin/sh", "-c", `echo started; read -r _; echo survived`)
 	cmd.Dir = ws
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	start, cleanup, err := e.Confine(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := start(); err != nil {
-		t.Fatal(err)
-	}
-	cleanup = endAtTestEnd(t, cmd, cleanup)
+	stdin, out, cleanup := startConfined(t, e, cmd)
 	r := bufio.NewReader(out)
 	if line, _ := r.ReadString('\n'); line != "started\n" {
 		t.Fatalf("agent said %q", line)
@@ -256,6 +248,29 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	}
 	e.Close()
 	h.CloseRun("p")
+}
+
+// startConfined starts cmd confined by e, with pipes to its standard
+// input and from its standard output, and returns them and the cleanup of
+// its confinement (see endAtTestEnd).
+func startConfined(t *testing.T, e *Execution, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, func()) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, cleanup, err := e.Confine(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, out, endAtTestEnd(t, cmd, cleanup)
 }
 
 // endAtTestEnd returns cleanup, the cleanup of cmd's confinement, to be

@@ -381,16 +381,7 @@ func TestExecutionsRunInTheirRunsNetwork(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", `readlink /proc/self/ns/net; read -r _; exit 0`)
 	cmd.Dir = ws
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	start, cleanup, err := e.Confine(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := start(); err != nil {
-		t.Fatal(err)
-	}
-	cleanup = endAtTestEnd(t, cmd, cleanup)
+	stdin, out, cleanup := startConfined(t, e, cmd)
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	if got := strings.TrimSpace(line); got != runNet {
 		t.Errorf("the agent's network namespace is %q, not its run's %q (the server's is %q)", got, runNet, hostNet)
