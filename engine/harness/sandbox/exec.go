@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -315,7 +314,8 @@ func (e *Execution) hitLimit(limit string) {
 // Confine makes cmd, not yet started, run in the execution's sandbox:
 // cmd is started with the returned start (never with cmd.Start), and the
 // returned cleanup, called once cmd has ended and its process group was
-// killed, releases what the sandbox held. Whatever Confine does, cmd's
+// killed, releases what the sandbox held; once it has returned, no thread
+// of the server is in the run's network namespace. Whatever Confine does, cmd's
 // process gets SIGKILL when the server dies.
 func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), err error) {
 	pdeathsig(cmd)
@@ -359,9 +359,16 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 	cmd.Path = e.h.bwrap
 	start = cmd.Start
 	released := make(chan struct{})
+	// The thread that started cmd in the run's namespace, gone from it
+	// once closed. start and cleanup are called in that order, by one
+	// goroutine or in an order the caller makes.
+	var left <-chan struct{}
 	if e.net != nil {
 		ns := e.net.ns
-		start = func() error { return startInNetwork(cmd, ns, released) }
+		start = func() (err error) {
+			left, err = startInNetwork(cmd, ns, released)
+			return err
+		}
 	}
 	var net *network
 	done := make(chan struct{})
@@ -371,6 +378,9 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 	}()
 	return start, func() {
 		close(released)
+		if left != nil {
+			<-left
+		}
 		infoW.Close()
 		blockR.Close()
 		gateR.Close()
@@ -381,41 +391,33 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 }
 
 // startInNetwork starts cmd from an OS thread that has entered the
-// network namespace ns, so that cmd's process starts in it. The thread
-// serves no other goroutine until released is closed (or the start
+// network namespace ns (onNetworkThread), so that cmd's process starts in
+// it, and returns a channel closed once that thread has left ns. The
+// thread serves no other goroutine until released is closed (or the start
 // failed): a process's parent-death signal comes when the thread that
 // started it ends, and a thread the runtime pools may be ended by any
 // goroutine that locks it and returns locked, so the process keeps its
 // thread to itself; released must not be closed before cmd's process has
-// ended. The thread then returns to its own namespace; one that cannot
-// stays locked, so that it ends with its goroutine (or, the main thread,
-// sleeps for good) and never runs another goroutine in ns.
-func startInNetwork(cmd *exec.Cmd, ns *os.File, released <-chan struct{}) error {
+// ended.
+func startInNetwork(cmd *exec.Cmd, ns *os.File, released <-chan struct{}) (left <-chan struct{}, err error) {
 	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		home, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			started <- fmt.Errorf("sandbox: the server's network namespace: %w", err)
-			return
-		}
-		defer home.Close()
+	left = onNetworkThread(func() error {
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			started <- fmt.Errorf("sandbox: entering the run's network namespace: %w", err)
+			return fmt.Errorf("sandbox: entering the run's network namespace: %w", err)
+		}
+		return nil
+	}, func(entered error) {
+		if entered != nil {
+			started <- entered
 			return
 		}
-		err = cmd.Start()
+		err := cmd.Start()
 		started <- err
 		if err == nil {
 			<-released
 		}
-		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return <-started
+	})
+	return left, <-started
 }
 
 // maxGateFd is the highest descriptor the start gate may read: the

@@ -340,46 +340,57 @@ func (h *Host) closeNetworks(run string) {
 }
 
 // newNetNamespace makes a network namespace and returns a descriptor
-// that keeps it. A thread of this process's own moves into the new
-// namespace, opens it and moves back into the namespace it came from
-// before the Go runtime may use it again. No process is started: a fork
+// that keeps it, from a thread of this process's own that moves into the
+// new namespace and back (onNetworkThread). No process is started: a fork
 // holds the runtime's fork lock, which every other process start of the
 // server (its git commands) waits for, for as long as the kernel takes to
-// make the namespace. The thread must not end either: a child started
-// from it with a parent-death signal (the server's git commands) would be
-// killed with it. Only when it cannot move back does it end, as its
-// goroutine returns still locked to it.
-func newNetNamespace() (*os.File, error) {
-	type opened struct {
-		f   *os.File
-		err error
-	}
-	done := make(chan opened, 1)
+// make the namespace.
+func newNetNamespace() (f *os.File, err error) {
+	<-onNetworkThread(func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("unshare: %w", err)
+		}
+		return nil
+	}, func(entered error) {
+		if err = entered; err == nil {
+			f, err = os.Open("/proc/thread-self/ns/net")
+		}
+	})
+	return f, err
+}
+
+// onNetworkThread runs do on a goroutine locked to an OS thread of this
+// process that enter (unshare or setns) has moved into another network
+// namespace, then moves the thread back into the namespace it came from,
+// where it serves other goroutines again; the returned channel is closed
+// once the thread has left that other namespace (or, where it cannot,
+// as its goroutine ends, the thread with it). do gets enter's error
+// (or the failure to note where the thread came from), and then runs
+// where the thread was. The thread must not end: a child started from it
+// with a parent-death signal (the server's git commands, pasta, an
+// agent's sandbox) would be killed with it. Only when it cannot move back
+// does it end, as its goroutine returns still locked to it (the main
+// thread sleeps for good instead); it never runs another goroutine in the
+// other namespace.
+func onNetworkThread(enter func() error, do func(entered error)) <-chan struct{} {
+	left := make(chan struct{})
 	go func() {
+		defer close(left)
 		runtime.LockOSThread()
 		back, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
+		if err == nil {
+			defer back.Close()
+			err = enter()
+		}
+		if err != nil { // the thread is where it was
 			runtime.UnlockOSThread()
-			done <- opened{nil, err}
+			do(err)
 			return
 		}
-		defer back.Close()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread() // the thread is where it was
-			done <- opened{nil, fmt.Errorf("unshare: %w", err)}
-			return
+		do(nil)
+		if unix.Setns(int(back.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
 		}
-		f, err := os.Open("/proc/thread-self/ns/net")
-		if serr := unix.Setns(int(back.Fd()), unix.CLONE_NEWNET); serr != nil {
-			if f != nil {
-				f.Close()
-			}
-			done <- opened{nil, fmt.Errorf("setns back: %w", serr)}
-			return // still locked: the thread ends with this goroutine
-		}
-		runtime.UnlockOSThread()
-		done <- opened{f, err}
 	}()
-	o := <-done
-	return o.f, o.err
+	return left
 }
