@@ -29,7 +29,8 @@ const (
 	startCheckOutput = 64 << 10
 )
 
-// Exit statuses of a shell, env or setpriv that could not run a program:
+// Exit statuses of a shell, env, setpriv or the sandbox's start gate that
+// could not run a program:
 // found but not executable, and not found (a missing interpreter too).
 const (
 	exitCannotExecute = 126
@@ -169,10 +170,11 @@ func verdict(ctx context.Context, e Entry, res worker.ProcessResult, last string
 }
 
 // execFailure reports whether line is the sandbox's own report of a
-// program it could not execute (bubblewrap's, or setpriv's under a
-// leased UID).
+// program it could not execute (bubblewrap's, its start gate's, or
+// setpriv's under a leased UID where the gate is a shell).
 func execFailure(line string) bool {
-	return strings.HasPrefix(line, "bwrap: execvp ") || strings.HasPrefix(line, "setpriv: failed to execute ")
+	return strings.HasPrefix(line, "bwrap: execvp ") || strings.HasPrefix(line, "oecp-gate: cannot execute ") ||
+		strings.HasPrefix(line, "setpriv: failed to execute ")
 }
 
 // lastLine is the last non-empty line of out.

@@ -330,7 +330,12 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 			return nil, nil, fmt.Errorf("%w: %s (%s)", ErrNotFound, cmd.Path, why)
 		}
 	}
-	pipes, err := newPipes(3)
+	gated := len(gateProgram) > 0
+	n := 3
+	if gated {
+		n = 4
+	}
+	pipes, err := newPipes(n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -338,13 +343,30 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 	blockR, blockW := pipes[1].r, pipes[1].w
 	gateR, gateW := pipes[2].r, pipes[2].w
 	fd := 3 + len(cmd.ExtraFiles)
-	if fd+2 > maxGateFd {
+	if !gated && fd+2 > maxGateFd {
 		for _, p := range pipes {
 			p.close()
 		}
 		return nil, nil, fmt.Errorf("sandbox: %d inherited files leave no descriptor for the start gate", len(cmd.ExtraFiles))
 	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR, gateR)
+	progFd := -1
+	var progR *os.File
+	if gated {
+		// bwrap copies the gate from this pipe into the sandbox's /run.
+		// It fits the pipe's buffer (at least a page), so the write
+		// does not wait for bwrap.
+		progR, progFd = pipes[3].r, fd+3
+		_, err := pipes[3].w.Write(gateProgram)
+		pipes[3].w.Close()
+		if err != nil {
+			for _, p := range pipes {
+				p.close()
+			}
+			return nil, nil, fmt.Errorf("sandbox: writing the start gate: %w", err)
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, progR)
+	}
 	dir := cmd.Dir
 	if dir == "" {
 		dir = e.spec.Workspace
@@ -353,7 +375,7 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	args := e.args(dir, fd, fd+1, fd+2)
+	args := e.args(dir, fd, fd+1, fd+2, progFd)
 	args = append(args, cmd.Path)
 	cmd.Args = append(append([]string{programBwrap}, args...), cmd.Args[1:]...)
 	cmd.Path = e.h.bwrap
@@ -385,6 +407,9 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 		blockR.Close()
 		gateR.Close()
 		infoR.Close()
+		if progR != nil {
+			progR.Close()
+		}
 		<-done
 		net.stop()
 	}, nil
@@ -420,12 +445,18 @@ func startInNetwork(cmd *exec.Cmd, ns *os.File, released <-chan struct{}) (left 
 	return left, <-started
 }
 
-// maxGateFd is the highest descriptor the start gate may read: the
-// shell's redirections take one digit.
+// maxGateFd is the highest descriptor the shell's start gate (where
+// oecp-gate is not built) may read: its redirections take one digit.
 const maxGateFd = 9
 
-// gateScript runs the program ("$@") only once the host has written "go"
-// on the descriptor it names, and closes that descriptor first. bwrap's own block descriptor lets
+// gatePath is where a sandbox holds oecp-gate (gateProgram), on its own
+// /run; the server's copy is never a file.
+const gatePath = "/run/" + gateArg0
+
+// gateScript, where oecp-gate is not built, runs the program ("$@") only
+// once the host has written "go" on the descriptor it names, and closes
+// that descriptor first; setpriv then takes the agent's identity. oecp-gate
+// does the same in one exec. bwrap's own block descriptor lets
 // the sandbox go on when it reaches end of file, which is what a host that
 // died during setup leaves behind (and by then the sandbox's init no
 // longer dies with its parent): the gate turns that into an exit before
@@ -511,8 +542,9 @@ func (e *Execution) setup(info, block, gate *os.File) *network {
 // init; only tests set it, to stop a host at that point.
 var setupStage = func(stage string, pid int) {}
 
-// args are bwrap's arguments up to the program.
-func (e *Execution) args(dir string, infoFd, blockFd, gateFd int) []string {
+// args are bwrap's arguments up to the program; progFd, unless -1, is
+// the descriptor bwrap reads oecp-gate from.
+func (e *Execution) args(dir string, infoFd, blockFd, gateFd, progFd int) []string {
 	a := e.h.namespaceArgs(e.net == nil)
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp",
@@ -560,8 +592,18 @@ func (e *Execution) args(dir string, infoFd, blockFd, gateFd int) []string {
 	a = append(a, "--ro-bind", filepath.Join(e.files, "passwd"), "/etc/passwd",
 		"--ro-bind", filepath.Join(e.files, "group"), "/etc/group",
 		"--ro-bind", filepath.Join(e.files, "gitconfig"), "/etc/gitconfig",
-		"--chdir", dir, "--info-fd", strconv.Itoa(infoFd), "--block-fd", strconv.Itoa(blockFd), "--",
-		"/bin/sh", "-c", fmt.Sprintf(gateScript, gateFd), gateArg0)
+		"--chdir", dir, "--info-fd", strconv.Itoa(infoFd), "--block-fd", strconv.Itoa(blockFd))
+	if progFd >= 0 {
+		// Readable and executable by its owner alone: the user the
+		// sandbox's init runs the gate as (root, for a root server).
+		id := "-"
+		if e.uid >= 0 {
+			id = strconv.Itoa(e.uid)
+		}
+		return append(a, "--perms", "0500", "--file", strconv.Itoa(progFd), gatePath,
+			"--", gatePath, strconv.Itoa(gateFd), id)
+	}
+	a = append(a, "--", "/bin/sh", "-c", fmt.Sprintf(gateScript, gateFd), gateArg0)
 	if e.uid >= 0 {
 		id := strconv.Itoa(e.uid)
 		a = append(a, e.h.setpriv, "--reuid="+id, "--regid="+id, "--clear-groups",

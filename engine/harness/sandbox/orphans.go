@@ -102,7 +102,8 @@ func isSandboxInit(pid int) bool {
 	return false
 }
 
-// isOurBwrap reports whether pid runs bwrap with the start gate.
+// isOurBwrap reports whether pid runs bwrap with the start gate (oecp-gate
+// at gatePath, or the shell named gateArg0 of a sandbox without it).
 func isOurBwrap(pid int) bool {
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
@@ -113,7 +114,7 @@ func isOurBwrap(pid int) bool {
 		return false
 	}
 	for _, a := range args {
-		if string(a) == gateArg0 {
+		if string(a) == gateArg0 || string(a) == gatePath {
 			return true
 		}
 	}

@@ -150,12 +150,16 @@ func New(cfg Config) (*Host, error) {
 		return h, nil
 	}
 	var missing []string
-	for _, p := range []struct {
+	type program struct {
 		name, pkg string
 		dst       *string
-	}{
-		{programBwrap, "bubblewrap", &h.bwrap}, {programPasta, "passt", &h.pasta}, {programSetpriv, "util-linux", &h.setpriv},
-	} {
+	}
+	needs := []program{{programBwrap, "bubblewrap", &h.bwrap}, {programPasta, "passt", &h.pasta}}
+	if len(gateProgram) == 0 {
+		// oecp-gate takes the agent's UID where it is built.
+		needs = append(needs, program{programSetpriv, "util-linux", &h.setpriv})
+	}
+	for _, p := range needs {
 		path, err := exec.LookPath(p.name)
 		if err != nil {
 			missing = append(missing, fmt.Sprintf("%s (Debian package %s)", p.name, p.pkg))

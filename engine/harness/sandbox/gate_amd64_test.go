@@ -1,0 +1,156 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// gateAt writes the embedded oecp-gate to a file of its own and returns
+// its path.
+func gateAt(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), gateArg0)
+	if err := os.WriteFile(p, gateProgram, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runGate runs oecp-gate with input on descriptor 3 and returns its exit
+// status, standard output and standard error.
+func runGate(t *testing.T, gate, input string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gate, args...)
+	cmd.ExtraFiles = []*os.File{r}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	_, _ = w.WriteString(input)
+	w.Close()
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
+// The embedded gate is what its source builds to, with the compiler that
+// built it (another compiler may lay the same program out otherwise).
+func TestGateProgramIsItsSource(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("gate", "built-with"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := exec.Command("gcc", "--version").Output()
+	if err != nil {
+		t.Skip("no gcc to build oecp-gate with")
+	}
+	first, _, _ := strings.Cut(string(version), "\n")
+	if first != strings.TrimSpace(string(want)) {
+		t.Skipf("oecp-gate was built with %q, not this machine's %q", strings.TrimSpace(string(want)), first)
+	}
+	out := filepath.Join(t.TempDir(), "gate")
+	if b, err := exec.Command("sh", filepath.Join("gate", "build.sh"), out).CombinedOutput(); err != nil {
+		t.Fatalf("gate/build.sh: %v\n%s", err, b)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, gateProgram) {
+		t.Fatal("gate/oecp-gate-amd64 is not the build of gate/gate.c: run gate/build.sh")
+	}
+	if len(gateProgram) > 4096 {
+		t.Fatalf("oecp-gate is %d bytes: Confine writes it into a pipe before bwrap reads, which holds one page at least", len(gateProgram))
+	}
+}
+
+// The gate runs the program only after "go" and a newline, and closes its
+// descriptor first; anything else (end of file above all: a server that
+// died) ends it with 125 having run nothing.
+func TestGateOpensOnGoAlone(t *testing.T) {
+	gate := gateAt(t)
+	code, out, errOut := runGate(t, gate, "go\n", "3", "-", "/bin/sh", "-c", `test -e /proc/self/fd/3 && echo open; echo ran "$0"`, "arg")
+	if code != 0 || out != "ran arg\n" || errOut != "" {
+		t.Fatalf(`"go": exit %d, output %q, errors %q; want 0, "ran arg", none`, code, out, errOut)
+	}
+	for _, input := range []string{"", "go", "no\n", "gogo\n", "g\n", "\n", "go \n"} {
+		code, out, _ := runGate(t, gate, input, "3", "-", "/bin/echo", "ran")
+		if code != 125 || out != "" {
+			t.Errorf("input %q: exit %d, output %q; want 125 and nothing run", input, code, out)
+		}
+	}
+}
+
+// A program the gate cannot execute is named, with a shell's statuses:
+// 127 not found, 126 not executable.
+func TestGateNamesAProgramItCannotExecute(t *testing.T) {
+	gate := gateAt(t)
+	plain := filepath.Join(t.TempDir(), "plain")
+	if err := os.WriteFile(plain, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		program, why string
+		code         int
+	}{{"/nonexistent/agent", "No such file or directory", 127}, {plain, "Permission denied", 126}} {
+		code, _, errOut := runGate(t, gate, "go\n", "3", "-", c.program)
+		if want := "oecp-gate: cannot execute " + c.program + ": " + c.why + "\n"; code != c.code || errOut != want {
+			t.Errorf("%s: exit %d, errors %q; want %d and %q", c.program, code, errOut, c.code, want)
+		}
+	}
+	if code, _, errOut := runGate(t, gate, "go\n", "3", "x", "/bin/true"); code != 125 || !strings.Contains(errOut, "not a user ID") {
+		t.Errorf("a bad UID: exit %d, errors %q", code, errOut)
+	}
+}
+
+// As root the gate leaves the program the UID as its every user and group
+// ID, no other group, no capability in any set, and no_new_privs.
+func TestGateTakesTheAgentsIdentity(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
+			t.Fatal("OECP_REQUIRE_SANDBOX=1, but not root: the gate's identity needs root")
+		}
+		t.Skip("taking an identity needs root")
+	}
+	const uid = 2099999917
+	code, out, errOut := runGate(t, gateAt(t), "go\n", "3", strconv.Itoa(uid), "/bin/cat", "/proc/self/status")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	id := strconv.Itoa(uid)
+	want := map[string]string{
+		"Uid:": id + " " + id + " " + id + " " + id, "Gid:": id + " " + id + " " + id + " " + id, "Groups:": "",
+		"CapInh:": "0000000000000000", "CapPrm:": "0000000000000000", "CapEff:": "0000000000000000",
+		"CapBnd:": "0000000000000000", "CapAmb:": "0000000000000000", "NoNewPrivs:": "1",
+	}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if w, ok := want[f[0]]; ok {
+			if got := strings.Join(f[1:], " "); got != w {
+				t.Errorf("%s %q, want %q", f[0], got, w)
+			}
+			delete(want, f[0])
+		}
+	}
+	for k := range want {
+		t.Errorf("%s missing from the program's status", k)
+	}
+}
