@@ -170,10 +170,12 @@ func verdict(ctx context.Context, e Entry, res worker.ProcessResult, last string
 }
 
 // execFailure reports whether line is the sandbox's own report of a
-// program it could not execute (bubblewrap's, its start gate's, or
-// setpriv's under a leased UID where the gate is a shell).
+// program it could not start: bubblewrap's exec failure, any line of its
+// start gate oecp-gate (which writes only when the program does not
+// start: it cannot execute it, or cannot take the agent's identity), or
+// setpriv's exec failure under a leased UID where the gate is a shell.
 func execFailure(line string) bool {
-	return strings.HasPrefix(line, "bwrap: execvp ") || strings.HasPrefix(line, "oecp-gate: cannot execute ") ||
+	return strings.HasPrefix(line, "bwrap: execvp ") || strings.HasPrefix(line, "oecp-gate: ") ||
 		strings.HasPrefix(line, "setpriv: failed to execute ")
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,5 +197,66 @@ func TestConfinedWriterAndVerifier(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "by-writer")); err != nil {
 		t.Error("the writer's file is missing")
+	}
+}
+
+// On a root server a confined process runs as its execution's leased UID
+// with no other group, no capability and no_new_privs, and a descriptor
+// the server holds without close-on-exec does not reach it.
+func TestConfinedProcessHasItsLeasedIdentityAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("UIDs are leased by a root server")
+	}
+	ws := filepath.Join(t.TempDir(), "workspace")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{})
+	if err != nil {
+		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("needs the agent sandbox: %v", err)
+	}
+	t.Cleanup(h.Close)
+	defer h.CloseRun("r")
+	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// A descriptor without close-on-exec, as a careless launcher leaves.
+	leaked, err := syscall.Open(os.DevNull, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(leaked)
+	script := `cat /proc/self/status; test -e /proc/self/fd/` + strconv.Itoa(leaked) + ` && echo Leaked: yes; true`
+	res := worker.Process{Argv: []string{"/bin/sh", "-c", script}, Dir: ws, Env: []string{"PATH=/usr/bin:/bin"},
+		MaxStdout: 1 << 16, Confine: e.Confine}.Run(context.Background())
+	id := strconv.Itoa(e.uid)
+	want := map[string]string{
+		"Uid:": id + " " + id + " " + id + " " + id, "Gid:": id + " " + id + " " + id + " " + id, "Groups:": "",
+		"CapInh:": "0000000000000000", "CapPrm:": "0000000000000000", "CapEff:": "0000000000000000",
+		"CapBnd:": "0000000000000000", "CapAmb:": "0000000000000000", "NoNewPrivs:": "1",
+	}
+	seen := 0
+	for line := range strings.Lines(string(res.Stdout)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "Leaked:" {
+			t.Errorf("descriptor %d of the server is open in the sandbox", leaked)
+		}
+		if w, ok := want[f[0]]; ok {
+			seen++
+			if got := strings.Join(f[1:], " "); got != w {
+				t.Errorf("%s %q, want %q", f[0], got, w)
+			}
+		}
+	}
+	if e.uid <= 0 || seen != len(want) {
+		t.Fatalf("UID %d; %d of %d status lines seen in %q", e.uid, seen, len(want), res.Stdout)
 	}
 }

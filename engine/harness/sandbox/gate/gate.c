@@ -3,17 +3,20 @@
  *
  *   oecp-gate FD UID PROGRAM [ARG...]
  *
+ * FD is 3 or above.
  * It reads descriptor FD up to a newline. Unless that line is "go" (and
  * the newline came), it exits 125 having run nothing: end of file is what
  * a server that died during the sandbox's setup leaves behind. It closes
- * FD, then, unless UID is "-", takes UID as its user, group and only
+ * FD and every descriptor above it, then, unless UID is "-", takes UID
+ * (not 0) as its user, group and only
  * group, with no capabilities: it sets no_new_privs, drops every
  * capability from the bounding and ambient sets, clears the inheritable
  * set, and sets its groups, then its real, effective and saved group and
  * user IDs (as setpriv --reuid=UID --regid=UID --clear-groups
  * --inh-caps=-all --bounding-set=-all --no-new-privs does). It then
  * executes PROGRAM (a path, not searched for) with ARG..., in its
- * environment.
+ * environment; a PROGRAM the kernel cannot execute for its format (a
+ * script without "#!") runs under /bin/sh, as execvp would run it.
  *
  * Exit statuses when PROGRAM did not start: 125 the gate stayed closed,
  * or the identity could not be taken (with a line on standard error);
@@ -53,10 +56,13 @@ enum {
 	SYS_capset = 126,
 	SYS_prctl = 157,
 	SYS_exit_group = 231,
+	SYS_prlimit64 = 302,
+	SYS_close_range = 436,
 
 	EPERM = 1,
 	ENOENT = 2,
 	EINTR = 4,
+	EBADF = 9,
 	E2BIG = 7,
 	ENOEXEC = 8,
 	ENOMEM = 12,
@@ -67,6 +73,9 @@ enum {
 	ETXTBSY = 26,
 	ENAMETOOLONG = 36,
 	ELOOP = 40,
+	ENOSYS = 38,
+
+	RLIMIT_NOFILE = 7,
 
 	PR_CAPBSET_DROP = 24,
 	PR_SET_NO_NEW_PRIVS = 38,
@@ -178,6 +187,27 @@ static void become(long id)
 		fail(125, "cannot take the user ID", 0);
 }
 
+/* closeFrom closes every descriptor from fd on: the gate's own, and any
+ * the server inherited without close-on-exec, which would otherwise reach
+ * the agent (those below fd are the program's own, the server's dup2s). */
+static void closeFrom(long fd)
+{
+	long r = sys(SYS_close_range, fd, ~0U, 0);
+	if (r == 0)
+		return;
+	if (r != -ENOSYS && r != -EINVAL)
+		quit(125);
+	/* Before Linux 5.9: one by one, up to the descriptor limit. */
+	unsigned long lim[2] = {1024, 1024};
+	if (sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)lim, 0, 0) != 0 || lim[0] > 1 << 20)
+		lim[0] = 1 << 20;
+	for (unsigned long d = fd; d < lim[0]; d++) {
+		r = sys(SYS_close, d, 0, 0);
+		if (r != 0 && r != -EBADF && r != -EINTR)
+			quit(125);
+	}
+}
+
 __attribute__((used)) void entry(long *sp)
 {
 	long argc = sp[0];
@@ -186,7 +216,7 @@ __attribute__((used)) void entry(long *sp)
 	if (argc < 4)
 		fail(125, "usage: oecp-gate FD UID PROGRAM [ARG...]", 0);
 	long fd = number(argv[1]);
-	if (fd < 0)
+	if (fd < 3) /* above standard input, output and error */
 		fail(125, "not a descriptor:", argv[1]);
 	char got[2];
 	int n = 0;
@@ -205,15 +235,19 @@ __attribute__((used)) void entry(long *sp)
 	}
 	if (n != 2 || got[0] != 'g' || got[1] != 'o')
 		quit(125);
-	if (sys(SYS_close, fd, 0, 0) != 0)
-		quit(125);
+	closeFrom(fd);
 	if (!(argv[2][0] == '-' && argv[2][1] == 0)) {
 		long id = number(argv[2]);
-		if (id < 0 || id > 0xfffffffeL)
+		if (id <= 0 || id > 0xfffffffeL) /* 0 is root; -1 would leave an ID as it was */
 			fail(125, "not a user ID:", argv[2]);
 		become(id);
 	}
 	long r = sys(SYS_execve, (long)argv[3], (long)(argv + 3), (long)envp);
+	if (r == -ENOEXEC) {
+		/* A script without "#!": the shell runs it, as execvp would. */
+		argv[2] = "/bin/sh";
+		r = sys(SYS_execve, (long)argv[2], (long)(argv + 2), (long)envp);
+	}
 	failWhy(r == -ENOENT ? 127 : 126, "cannot execute", argv[3], reason(-r));
 }
 
