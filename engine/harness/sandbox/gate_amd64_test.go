@@ -163,27 +163,7 @@ func TestGateTakesTheAgentsIdentity(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	id := strconv.Itoa(uid)
-	want := map[string]string{
-		"Uid:": id + " " + id + " " + id + " " + id, "Gid:": id + " " + id + " " + id + " " + id, "Groups:": "",
-		"CapInh:": "0000000000000000", "CapPrm:": "0000000000000000", "CapEff:": "0000000000000000",
-		"CapBnd:": "0000000000000000", "CapAmb:": "0000000000000000", "NoNewPrivs:": "1",
-	}
-	for line := range strings.Lines(out) {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if w, ok := want[f[0]]; ok {
-			if got := strings.Join(f[1:], " "); got != w {
-				t.Errorf("%s %q, want %q", f[0], got, w)
-			}
-			delete(want, f[0])
-		}
-	}
-	for k := range want {
-		t.Errorf("%s missing from the program's status", k)
-	}
+	checkIdentity(t, out, uid)
 }
 
 // The gate closes its descriptor and every one above it (a descriptor the

@@ -29,14 +29,7 @@ func TestHostKilledDuringSetupLeavesNoAgent(t *testing.T) {
 		return
 	}
 	// The surviving server: it sweeps what the dead one left.
-	survivor, err := New(Config{})
-	if err != nil {
-		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("needs the agent sandbox: %v", err)
-	}
-	t.Cleanup(survivor.Close)
+	survivor := requireHost(t, Config{})
 	for _, stage := range []string{"limits", "network", "unblock", "gate"} {
 		t.Run(stage, func(t *testing.T) {
 			ws := filepath.Join(t.TempDir(), "workspace")
@@ -142,14 +135,7 @@ func dyingHost(t *testing.T, stage string) {
 // TestSweepLeavesLiveSandboxesAlone sweeps while an agent runs: its
 // sandbox has its bwrap parent and is not touched.
 func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
-	h, err := New(Config{})
-	if err != nil {
-		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("needs the agent sandbox: %v", err)
-	}
-	t.Cleanup(h.Close)
+	h := requireHost(t, Config{})
 	ws := t.TempDir()
 	defer h.CloseRun("r")
 	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
@@ -182,14 +168,7 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("runs get network namespaces of their own only on a root server")
 	}
-	h, err := New(Config{})
-	if err != nil {
-		if os.Getenv("OECP_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("needs the agent sandbox: %v", err)
-	}
-	t.Cleanup(h.Close)
+	h := requireHost(t, Config{})
 	if !h.root {
 		t.Skip("runs get network namespaces of their own only on a root server")
 	}
