@@ -1,7 +1,10 @@
 package workspace
 
 import (
+	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/oecp/oecp/internal/testkit"
@@ -73,6 +76,25 @@ func DiscardSpares(t testing.TB, m *Manager) {
 		m.spares.removeLocked(key, sp)
 	}
 	m.spares.mu.Unlock()
+}
+
+// HoldSpares has each of m's spares wait, before it is written, until
+// release is called. Each spare written sends the inode of its file at
+// rel to written (0 when it has none); waiting receives once a checkout
+// begins to wait for a spare.
+func HoldSpares(m *Manager, rel string) (release func(), written <-chan uint64, waiting <-chan struct{}) {
+	hold := make(chan struct{})
+	w, wt := make(chan uint64, 16), make(chan struct{}, 16)
+	m.spares.beforeWrite = func() { <-hold }
+	m.spares.written = func(work string) {
+		var ino uint64
+		if info, err := os.Lstat(filepath.Join(work, filepath.FromSlash(rel))); err == nil {
+			ino = info.Sys().(*syscall.Stat_t).Ino
+		}
+		w <- ino
+	}
+	m.spares.waiting = func() { wt <- struct{}{} }
+	return sync.OnceFunc(func() { close(hold) }), w, wt
 }
 
 // SetGitWrites has git write every snapshot's commit of m (on), or the

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,7 +26,11 @@ const (
 // run has checked out a commit, the host writes that commit's tree again
 // in the background, so that the next checkout of that commit takes a
 // whole tree at once (a rename) instead of writing it while its run
-// waits; no checkout waits for a spare still being written. They live in
+// waits. A checkout that comes while its spare is still being written
+// waits for it, rather than write a second tree beside it that the
+// first would slow down: the rest of a write begun earlier takes less
+// than a whole one. Only one checkout waits for a spare; others of the
+// same commit meanwhile write their own. They live in
 // a directory of this process's own under Root/spares, which only the
 // host writes and no agent is shown; each is written once and not
 // changed until one checkout takes it (and gives it to its run's writer
@@ -44,6 +49,13 @@ type spares struct {
 	clock  uint64
 	closed bool
 	wg     sync.WaitGroup
+
+	// Test hooks, set before the first spare is wanted: beforeWrite runs
+	// on a spare's goroutine before it writes, written once it has
+	// written the work tree work (before a checkout may take it), waiting
+	// once a checkout has begun to wait for a spare.
+	beforeWrite, waiting func()
+	written              func(work string)
 }
 
 // spare is one work tree written ahead.
@@ -55,8 +67,9 @@ type spare struct {
 	stats   []fileStat      // each regular file's stat, entries' order
 	err     error
 	// Under spares.mu.
-	used  uint64
-	timer *time.Timer
+	used    uint64
+	timer   *time.Timer
+	claimed bool // a checkout waits for it
 }
 
 func newSpares(root string, log *slog.Logger) *spares {
@@ -85,9 +98,15 @@ func (s *spares) want(key keptKey, t *keptTree) {
 	go func() {
 		defer s.wg.Done()
 		defer close(sp.done)
+		if s.beforeWrite != nil {
+			s.beforeWrite()
+		}
 		dir, err := s.ownDir()
 		if err == nil {
 			sp.work, sp.entries, sp.stats, err = writeSpare(dir, t)
+		}
+		if err == nil && s.written != nil {
+			s.written(sp.work)
 		}
 		sp.err = err
 		if sp.err != nil {
@@ -173,6 +192,9 @@ func (s *spares) dropOldest() bool {
 		default:
 			continue
 		}
+		if sp.claimed {
+			continue
+		}
 		if at == nil || sp.used < at.used {
 			oldest, at = key, sp
 		}
@@ -210,23 +232,41 @@ func (s *spares) removeLocked(key keptKey, sp *spare) {
 	}()
 }
 
-// take returns key's spare when it is written, and forgets it: the
-// caller owns its files and removes what it does not keep. It returns nil
-// when there is none, it failed or it is still being written (writing
-// the tree itself costs the caller no more than waiting would).
-func (s *spares) take(key keptKey) *spare {
+// take returns key's spare once it is written, and forgets it: the
+// caller owns its files and removes what it does not keep. A spare still
+// being written is waited for (until ctx ends), unless another checkout
+// already waits for it. It returns nil when there is none, it failed, it
+// was removed meanwhile (the manager closing), or another checkout has
+// it.
+func (s *spares) take(ctx context.Context, key keptKey) *spare {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	sp := s.made[key]
-	if sp == nil {
+	if sp == nil || sp.claimed {
+		s.mu.Unlock()
 		return nil
 	}
+	sp.claimed = true
+	s.mu.Unlock()
 	select {
 	case <-sp.done:
 	default:
+		if s.waiting != nil {
+			s.waiting()
+		}
+		select {
+		case <-sp.done:
+		case <-ctx.Done():
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-sp.done:
+	default: // ctx ended first: the spare stays for the next checkout
+		sp.claimed = false
 		return nil
 	}
-	if sp.err != nil {
+	if sp.err != nil || s.made[key] != sp {
 		return nil
 	}
 	delete(s.made, key)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/workspace"
 )
 
@@ -141,4 +142,66 @@ func inode(t *testing.T, path string) uint64 {
 		t.Fatal(err)
 	}
 	return info.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestCheckoutWaitsForItsSpareBeingWritten: a checkout that comes while
+// the spare of its commit is still being written waits for it and takes
+// it whole, rather than write a second tree beside it; a second checkout
+// meanwhile does not wait for the same spare but writes its own. Both
+// trees are git's checkout to the byte.
+func TestCheckoutWaitsForItsSpareBeingWritten(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the host writes kept trees on Linux only")
+	}
+	remote, head := keptSeed(t)
+	m := manager(t, repos(t, map[string]workspace.Repo{"acme/app": {URL: remote}}), time.Hour)
+	release, written, waiting := workspace.HoldSpares(m, "a/b/c.go")
+	defer release()
+	src := workspace.Source{Repository: "acme/app", Branch: "main", Revision: head}
+	byGit := prepareRun(t, m, src, "first", nil)
+
+	prepare := func(run string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- m.PrepareFor(context.Background(), workspace.Key("tenant", run), src, workspace.Branch("tenant", run), nil)
+		}()
+		return done
+	}
+	second := prepare("second")
+	select {
+	case <-waiting:
+	case err := <-second:
+		t.Fatalf("the checkout wrote its own tree while its spare was being written (%v)", err)
+	}
+	// Another checkout of the commit meanwhile writes its own tree.
+	if err := testkit.Recv(t, prepare("third")); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	spareInode := testkit.Recv(t, written)
+	if err := testkit.Recv(t, second); err != nil {
+		t.Fatal(err)
+	}
+	want := treeOf(t, byGit.Workspace)
+	for _, run := range []string{"second", "third"} {
+		p, err := m.Paths(workspace.Key("tenant", run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := treeOf(t, p.Workspace)
+		if len(got) != len(want) {
+			t.Errorf("%s: %d entries, git's %d", run, len(got), len(want))
+		}
+		for path, w := range want {
+			if got[path] != w {
+				t.Errorf("%s: %s: %q, git's %q", run, path, got[path], w)
+			}
+		}
+		if out := gitAt(t, p.Git, p.Workspace, "status", "--porcelain"); out != "" {
+			t.Errorf("%s: the agents' git sees changes:\n%s", run, out)
+		}
+		if ino := inode(t, filepath.Join(p.Workspace, "a", "b", "c.go")); (ino == spareInode) != (run == "second") {
+			t.Errorf("%s: its tree is the spare's: %v", run, ino == spareInode)
+		}
+	}
 }

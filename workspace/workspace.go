@@ -342,7 +342,7 @@ func (m *Manager) checkoutFrom(ctx context.Context, home string, t *keptTree, pi
 	written := false
 	if t != nil {
 		var err error
-		if written, err = m.checkoutKept(p, t, name, revision, owner); err != nil {
+		if written, err = m.checkoutKept(ctx, p, t, name, revision, owner); err != nil {
 			return err
 		}
 	}
@@ -415,14 +415,14 @@ func (m *Manager) keepCheckout(p Paths, name, revision string) *keptTree {
 }
 
 // checkoutKept makes the work tree p.Workspace t, the tree kept for
-// revision of mirror name: the spare written ahead of it when one is ready
-// (taken whole), else written now; given to owner's UID when owner gives
+// revision of mirror name: the spare written ahead of it when there is one
+// (taken whole, once written), else written now; given to owner's UID when owner gives
 // one, with the host's git index and its own index of the tree as given.
 // It reports whether it did: after a write that failed (logged; the
 // directory is emptied), git writes the tree. It fails when the owner's
 // UID was given back meanwhile (errNotGiven) or the work tree cannot be
 // emptied after a failed write (errRunDir).
-func (m *Manager) checkoutKept(p Paths, t *keptTree, name, revision string, owner Owner) (bool, error) {
+func (m *Manager) checkoutKept(ctx context.Context, p Paths, t *keptTree, name, revision string, owner Owner) (bool, error) {
 	uid := -1
 	if owner != nil {
 		if u, ok := owner(); ok {
@@ -433,7 +433,7 @@ func (m *Manager) checkoutKept(p Paths, t *keptTree, name, revision string, owne
 	var entries []gitIndexEntry
 	var stats []fileStat
 	if err == nil {
-		if sp := m.spares.take(keptKey{name, revision}); sp != nil {
+		if sp := m.spares.take(ctx, keptKey{name, revision}); sp != nil {
 			if entries, stats, err = takeSpare(p, sp, uid); err != nil {
 				m.log.Warn("workspace: a spare work tree was not taken; the kept tree is written", "dir", p.Workspace, "err", err)
 				err = emptyDir(p.Workspace)
