@@ -232,13 +232,39 @@ func New(cfg Config) (*Host, error) {
 // probe runs `true` in a sandbox with every namespace.
 func (h *Host) probe() error {
 	args := append(h.namespaceArgs(true), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true")
-	cmd := exec.Command(h.bwrap, args...)
-	cmd.Env = []string{}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("bwrap: %v: %s", err, strings.TrimSpace(string(out)))
+	return retryVanishedMount(func() ([]byte, error) {
+		cmd := exec.Command(h.bwrap, args...)
+		cmd.Env = []string{}
+		return cmd.CombinedOutput()
+	})
+}
+
+// probeAttempts bounds the probe's runs when a host mount vanished under
+// bwrap.
+const probeAttempts = 3
+
+// retryVanishedMount runs bwrap (run) and says how it failed. bwrap binds
+// the host's mounts one by one from a list it read first, so a mount that
+// another process removed meanwhile (a test's or a container's) fails it
+// with "No such file or directory" on that mount: the host is fine, and
+// bwrap runs again, at most probeAttempts times in all.
+func retryVanishedMount(run func() ([]byte, error)) error {
+	for attempt := 1; ; attempt++ {
+		out, err := run()
+		if err == nil {
+			return nil
+		}
+		msg := strings.TrimSpace(string(out))
+		if attempt == probeAttempts || !vanishedMount(msg) {
+			return fmt.Errorf("bwrap: %v: %s", err, msg)
+		}
 	}
-	return nil
+}
+
+// vanishedMount reports whether bwrap's message is that of a host mount
+// gone while bwrap bound the host's mounts.
+func vanishedMount(msg string) bool {
+	return strings.Contains(msg, "Can't bind mount /oldroot/") && strings.Contains(msg, "No such file or directory")
 }
 
 // namespaceArgs are bwrap's namespace and lifetime options; without
