@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,7 +60,9 @@ echo '{"session":"s","text":"null"}'
 // on, each step's checkpoint and settlement. It reports, per step, the
 // milliseconds the server adds to the agent program run directly (the
 // same program, same input, measured in the same op): p50 and p90 over
-// the runs of the op (-benchtime Nx), and the direct program's own p50.
+// the runs of the op (-benchtime Nx), the direct program's own p50, and
+// the store's write transactions per step (commits/step, the run's
+// submission included).
 //
 // Every sub-benchmark's files stay until the last one has ended: a
 // sub-benchmark's thousands of files removed at its end would be inodes
@@ -123,11 +126,16 @@ func benchAgentSteps(b *testing.B, st store.Store, dir string, confined bool, st
 	if *agentStepStages {
 		rec = tracingtest.Start(b)
 	}
+	var commits commitCounter
+	if obs, ok := st.(store.Observable); ok {
+		obs.SetObserver(&commits)
+	}
 	e := start(b, o)
 	head := gitOut(b, remote, "rev-parse", "HEAD")
 	graph, plan := stepsGraph(steps)
 
 	var added, direct []time.Duration
+	commits.n.Store(0) // the server's own start-up writes are not a step's
 	b.ResetTimer()
 	for i := range b.N {
 		id := fmt.Sprintf("step-%d", i)
@@ -171,10 +179,17 @@ func benchAgentSteps(b *testing.B, st store.Store, dir string, confined bool, st
 	b.ReportMetric(ms(percentile(added, 50)), "added-ms/step-p50")
 	b.ReportMetric(ms(percentile(added, 90)), "added-ms/step-p90")
 	b.ReportMetric(ms(percentile(direct, 50)), "direct-ms-p50")
+	b.ReportMetric(float64(commits.n.Load())/float64(b.N*steps), "commits/step")
 	if rec != nil {
 		reportStages(b, rec.Spans())
 	}
 }
+
+// commitCounter counts a store's write transactions (store.Observer).
+type commitCounter struct{ n atomic.Int64 }
+
+func (c *commitCounter) Commit(time.Duration, bool) { c.n.Add(1) }
+func (c *commitCounter) LeaseTakenOver()            {}
 
 // executionsEnded returns how each execution of run id ended, in order,
 // as its log says ("succeeded", "failed (…)").

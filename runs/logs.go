@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
@@ -28,6 +29,9 @@ const (
 	maxLogRecords = 100_000
 	// logTarget is the target of every native log record.
 	logTarget = "agent"
+	// deferredLogWait bounds how long a line logged just before a write
+	// of its run waits for that write (logBeforeWrite).
+	deferredLogWait = 100 * time.Millisecond
 )
 
 // writeLogs is the log buffer's write: a write of the run that appends
@@ -45,11 +49,25 @@ func (b *Backend) log(tk, runID, execution, level, message string) {
 
 // logFenced buffers one log line written only while fence holds.
 func (b *Backend) logFenced(tk, runID string, fence store.Fence, execution, level, message string) {
+	b.logs.Add(tk, runID, logLine(fence, execution, level, message))
+}
+
+// logBeforeWrite buffers a run-wide line, written only while fence
+// holds, that a write of the run follows closely (the dispatch a ready
+// workspace allows): that write carries it, instead of a commit of its
+// own just before it. Should no write of the run come within
+// deferredLogWait (the run waits for an execution slot), it is written on
+// its own.
+func (b *Backend) logBeforeWrite(tk, runID string, fence store.Fence, message string) {
+	b.logs.Defer(tk, runID, logLine(fence, "", "info", message), deferredLogWait)
+}
+
+func logLine(fence store.Fence, execution, level, message string) logbuf.Line {
 	if !slices.Contains(protocol.LogLevels, level) {
 		level = "info"
 	}
-	b.logs.Add(tk, runID, logbuf.Line{Execution: execution, Fence: fence,
-		Record: protocol.LogRecord{Level: level, Target: logTarget, Message: SafeText(message, protocol.RedactedLogMessage)}})
+	return logbuf.Line{Execution: execution, Fence: fence,
+		Record: protocol.LogRecord{Level: level, Target: logTarget, Message: SafeText(message, protocol.RedactedLogMessage)}}
 }
 
 // SafeText makes text a valid log message or attach output: control

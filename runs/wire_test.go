@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -510,14 +511,21 @@ func BenchmarkDeepQueue(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var shallow, deep time.Duration
-			one := func(n int) time.Duration {
-				s := c.open(b)
-				defer func() { _ = s.Close() }()
-				q := newQueueRig(b, s, capsule.DefaultMaxActive, n)
-				defer q.stop()
-				t0 := time.Now()
-				q.run(b, func() {})
-				return time.Since(t0)
+			// Each op's goroutines carry the label depth (shallow or
+			// deep), so that one CPU profile of the benchmark splits the
+			// two: go tool pprof -tagfocus depth=deep.
+			one := func(n int) (d time.Duration) {
+				depth := map[bool]string{true: "deep", false: "shallow"}[n == deepDeep]
+				pprof.Do(context.Background(), pprof.Labels("depth", depth), func(context.Context) {
+					s := c.open(b)
+					defer func() { _ = s.Close() }()
+					q := newQueueRig(b, s, capsule.DefaultMaxActive, n)
+					defer q.stop()
+					t0 := time.Now()
+					q.run(b, func() {})
+					d = time.Since(t0)
+				})
+				return d
 			}
 			op := 0
 			for b.Loop() {

@@ -123,7 +123,7 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 	fence := store.FenceOf(store.RunLease(k.tk, k.runID), b.prep.epoch[k])
 	b.prep.mu.Unlock()
 	if err == nil && restore {
-		b.logFenced(k.tk, k.runID, fence, "", "info", "workspace: rebuilt from "+src.Repository+" at "+src.Revision+
+		b.logBeforeWrite(k.tk, k.runID, fence, "workspace: rebuilt from "+src.Repository+" at "+src.Revision+
 			" and the run's latest checkpoint; an execution that was running runs again, and agent sessions start over")
 	}
 	if err == nil {
@@ -134,8 +134,9 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		}
 		b.prep.mu.Unlock()
 		if current {
-			b.changes.Changed(k.ref()) // the run may dispatch now
-			b.logFenced(k.tk, k.runID, fence, "", "info", "workspace: "+src.Repository+" at "+src.Revision+" is ready")
+			// The run may dispatch now; its dispatch carries the line.
+			b.logBeforeWrite(k.tk, k.runID, fence, "workspace: "+src.Repository+" at "+src.Revision+" is ready")
+			b.changes.Changed(k.ref())
 		} else {
 			// The run finished while its clone was landing: it is closed
 			// again, so the clone is marked finished and removed too.

@@ -3,7 +3,10 @@
 // flusher runs while any are pending and hands each such run to the
 // buffer's write function, which takes the run's lines (Take) and
 // appends them as records of the run. Any other write of the run may take
-// them first, so that an execution's lines precede its completion.
+// them first, so that an execution's lines precede its completion. A line
+// a write of its run is about to follow may be deferred (Defer): it
+// starts no flusher, so that write carries it instead of a commit of its
+// own.
 //
 // Lines outlive a store that cannot write: lines whose write failed
 // because the store is unavailable (a database that is down or
@@ -80,8 +83,20 @@ func New(write func(tk, runID string) error, log *slog.Logger) *Buffer {
 // Add buffers a line of a run and starts the flusher if none runs. While
 // the run's lines are held, a line past MaxHeld of its execution is
 // dropped; after Close every line is.
-func (b *Buffer) Add(tk, runID string, line Line) {
-	k := runKey{tk, runID}
+func (b *Buffer) Add(tk, runID string, line Line) { b.add(runKey{tk, runID}, line, 0) }
+
+// Defer buffers a line of a run that a write of the run is expected to
+// follow closely (a workspace's "ready" before the dispatch it allows),
+// without starting the flusher: that write takes the line into its own
+// transaction. The flusher writes the line when no write of the run has
+// taken it within after, when another line started the flusher, or at
+// Close. The bound of a held run applies as to Add.
+func (b *Buffer) Defer(tk, runID string, line Line, after time.Duration) {
+	b.add(runKey{tk, runID}, line, max(after, 1))
+}
+
+// add buffers line; after 0 starts the flusher now, else after that long.
+func (b *Buffer) add(k runKey, line Line, after time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	select {
@@ -93,6 +108,30 @@ func (b *Buffer) Add(tk, runID string, line Line) {
 		return // the store is down and the execution's bound is reached
 	}
 	b.pending[k] = append(b.pending[k], line)
+	if after > 0 {
+		time.AfterFunc(after, b.kick)
+		return
+	}
+	b.startLocked()
+}
+
+// kick starts the flusher if lines are pending and the buffer is open.
+func (b *Buffer) kick() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.closed:
+		return
+	default:
+	}
+	if len(b.pending) > 0 {
+		b.startLocked()
+	}
+}
+
+// startLocked starts the flusher unless one runs; b.mu is held and the
+// buffer is open.
+func (b *Buffer) startLocked() {
 	if !b.flushing {
 		b.flushing = true
 		b.wg.Add(1)
@@ -146,11 +185,17 @@ func (b *Buffer) Release(tk, runID string) {
 	delete(b.held, runKey{tk, runID})
 }
 
-// Close waits for the flusher; one waiting for the store gives up and
-// drops the run's lines. Lines added after it are dropped.
+// Close writes the pending lines (deferred ones included) and waits for
+// the flusher; one waiting for the store gives up and drops the run's
+// lines. Lines added after it are dropped.
 func (b *Buffer) Close() {
 	b.mu.Lock()
-	b.closeOnce.Do(func() { close(b.closed) })
+	b.closeOnce.Do(func() {
+		if len(b.pending) > 0 {
+			b.startLocked()
+		}
+		close(b.closed)
+	})
 	b.mu.Unlock()
 	b.wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/protocol"
@@ -91,6 +92,50 @@ func TestLinesAreWrittenInOrder(t *testing.T) {
 	if got := messages(w.receive(t, 3)); !slices.Equal(got, want) {
 		t.Fatalf("written %q, want %q", got, want)
 	}
+}
+
+// TestADeferredLineRidesTheRunsNextWrite: a deferred line starts no
+// flusher: a write of its run within the wait takes it, and nothing else
+// writes it; a deferred line no write takes is written once the wait
+// ends.
+func TestADeferredLineRidesTheRunsNextWrite(t *testing.T) {
+	const wait = 50 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		w := newWriter()
+		defer w.buf.Close()
+		w.buf.Defer(tk, run, line("", "ready"), wait)
+		synctest.Wait()
+		if w.tries != 0 {
+			t.Fatalf("a deferred line was written at once (%d writes)", w.tries)
+		}
+		if got := messages(w.buf.Take(tk, run)); !slices.Equal(got, []string{":ready"}) {
+			t.Fatalf("the run's own write took %q", got)
+		}
+		time.Sleep(wait)
+		synctest.Wait()
+		if w.tries != 0 {
+			t.Fatalf("the flusher wrote %d times after the line was taken", w.tries)
+		}
+		w.buf.Defer(tk, run, line("", "ready again"), wait)
+		time.Sleep(wait)
+		if got := messages(<-w.written); !slices.Equal(got, []string{":ready again"}) {
+			t.Fatalf("written %q once the wait ended", got)
+		}
+	})
+}
+
+// TestCloseWritesDeferredLines: a deferred line still pending when the
+// buffer closes is written, at once.
+func TestCloseWritesDeferredLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWriter()
+		began := time.Now()
+		w.buf.Defer(tk, run, line("", "ready"), time.Hour)
+		w.buf.Close()
+		if got := messages(<-w.written); !slices.Equal(got, []string{":ready"}) || time.Since(began) != 0 {
+			t.Fatalf("written %q after %v", got, time.Since(began))
+		}
+	})
 }
 
 // TestHeldLinesComeFirstWithinTheBound: lines given back go ahead of the
