@@ -62,6 +62,8 @@ func (b *Backend) logBeforeWrite(tk, runID string, fence store.Fence, message st
 	b.logs.Defer(tk, runID, logLine(fence, "", "info", message), deferredLogWait)
 }
 
+// logLine is a native log line: an unknown level read as info, the
+// message made safe to show.
 func logLine(fence store.Fence, execution, level, message string) logbuf.Line {
 	if !slices.Contains(protocol.LogLevels, level) {
 		level = "info"

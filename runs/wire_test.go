@@ -515,7 +515,10 @@ func BenchmarkDeepQueue(b *testing.B) {
 			// deep), so that one CPU profile of the benchmark splits the
 			// two: go tool pprof -tagfocus depth=deep.
 			one := func(n int) (d time.Duration) {
-				depth := map[bool]string{true: "deep", false: "shallow"}[n == deepDeep]
+				depth := "shallow"
+				if n == deepDeep {
+					depth = "deep"
+				}
 				pprof.Do(context.Background(), pprof.Labels("depth", depth), func(context.Context) {
 					s := c.open(b)
 					defer func() { _ = s.Close() }()

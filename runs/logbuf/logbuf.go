@@ -92,10 +92,11 @@ func (b *Buffer) Add(tk, runID string, line Line) { b.add(runKey{tk, runID}, lin
 // taken it within after, when another line started the flusher, or at
 // Close. The bound of a held run applies as to Add.
 func (b *Buffer) Defer(tk, runID string, line Line, after time.Duration) {
-	b.add(runKey{tk, runID}, line, max(after, 1))
+	b.add(runKey{tk, runID}, line, after)
 }
 
-// add buffers line; after 0 starts the flusher now, else after that long.
+// add buffers line and starts the flusher after that long (now when
+// after is not positive).
 func (b *Buffer) add(k runKey, line Line, after time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
