@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness/sandbox"
@@ -44,6 +45,11 @@ var agentStepKeep = flag.Duration("agentstep.keep", workspace.DefaultKeep, "keep
 // benchmark and reports each traced stage's median beside the totals.
 // Off by default: the spans themselves cost a little.
 var agentStepStages = flag.Bool("agentstep.stages", false, "report the median of each traced stage of the agent-step benchmark's runs")
+
+// agentStepTimeline, with agentstep.stages, logs every traced span of the
+// runs in the order they started, each as its start and end in ms from
+// its run's start: where one run's time went, stage by stage.
+var agentStepTimeline = flag.Bool("agentstep.timeline", false, "with -agentstep.stages, log each run's spans in ms from the run's start")
 
 // quickAgent answers a turn at once, as the command driver expects, and
 // changes one file of the workspace (so every step has a checkpoint to
@@ -212,6 +218,33 @@ var stepNode = regexp.MustCompile(` s[0-9]+$`)
 // and "invoke_agent s2" are one stage).
 func reportStages(b *testing.B, spans tracetest.SpanStubs) {
 	byStage := map[string][]time.Duration{}
+	if *agentStepTimeline {
+		type run struct {
+			n     int
+			start time.Time
+		}
+		runs := map[trace.TraceID]run{}
+		for _, s := range spans {
+			if s.Name == "run" {
+				runs[s.SpanContext.TraceID()] = run{start: s.StartTime}
+			}
+		}
+		ss := slices.Clone(spans)
+		slices.SortFunc(ss, func(a, b tracetest.SpanStub) int { return a.StartTime.Compare(b.StartTime) })
+		n := 0
+		for _, s := range ss {
+			r, ok := runs[s.SpanContext.TraceID()]
+			if !ok {
+				continue
+			}
+			if s.Name == "run" {
+				n++
+				r.n = n
+				runs[s.SpanContext.TraceID()] = r
+			}
+			b.Logf("run %3d  %-24s %7.2f .. %7.2f ms", runs[s.SpanContext.TraceID()].n, s.Name, ms(s.StartTime.Sub(r.start)), ms(s.EndTime.Sub(r.start)))
+		}
+	}
 	for _, s := range spans {
 		name := stepNode.ReplaceAllString(s.Name, "")
 		byStage[name] = append(byStage[name], s.EndTime.Sub(s.StartTime))

@@ -179,3 +179,60 @@ func pct(ds []time.Duration, p int) float64 {
 	slices.Sort(s)
 	return float64(s[(len(s)-1)*p/100].Microseconds())
 }
+
+// BenchmarkAppendEvidence measures one append of an agent process's
+// evidence (three records, as a prompt, its output and its end) to a run,
+// one after another: alone, and beside a writer committing events to
+// another run all along (the settlements and log lines an append meets
+// when an agent ends). Run with:
+//
+//	go test -run '^$' -bench AppendEvidence -benchtime 2000x ./store/postgres/
+func BenchmarkAppendEvidence(b *testing.B) {
+	recs := []store.EvidenceRecord{
+		{Execution: "s1/1", Kind: "prompt", Data: bytes.Repeat([]byte("p"), 512)},
+		{Execution: "s1/1", Kind: "stdout", Data: bytes.Repeat([]byte("o"), 256)},
+		{Execution: "s1/1", Kind: "exit", Attr: "0"},
+	}
+	for _, beside := range []bool{false, true} {
+		b.Run(fmt.Sprintf("beside-commits=%v", beside), func(b *testing.B) {
+			pgtest.Require(b)
+			s := open(b, postgres.Options{})
+			must(b, s.Update(ctx, func(tx store.Tx) error {
+				if err := tx.CreateRun("t", store.Run{ID: "r"}); err != nil {
+					return err
+				}
+				return tx.CreateRun("t", store.Run{ID: "other"})
+			}))
+			var ev store.Evidence = s
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if beside {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if err := s.Update(ctx, func(tx store.Tx) error {
+							_, err := tx.AppendEvent("t", "other", func(uint64) ([]byte, error) { return []byte(`{}`), nil })
+							return err
+						}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := ev.AppendEvidence(ctx, "t", "r", recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/oecp/oecp/store"
 )
 
@@ -132,21 +134,18 @@ func (s *Store) sendLoop() {
 	}
 }
 
-// notifyAll sends the payloads in one transaction.
+// notifyAll sends the payloads in one transaction, one round trip, whose
+// commit does not wait for the log's flush: a broadcast is for the
+// listeners of the moment, and a crash loses it whether or not it was
+// flushed.
 func (s *Store) notifyAll(payloads []string) error {
 	ctx, cancel := context.WithTimeout(s.bc.ctx, s.txTimeout)
 	defer cancel()
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it does nothing
+	qs := []query{{sql: "BEGIN"}, {sql: asyncCommit}}
 	for _, p := range payloads {
-		if _, err := tx.Exec(ctx, qNotify, []byte(s.channel), []byte(p)); err != nil {
-			return err
-		}
+		qs = append(qs, query{sql: qNotify, args: []any{s.channel, p}, scan: func(pgx.Rows) error { return nil }})
 	}
-	return tx.Commit(ctx)
+	return s.exchangeAlone(ctx, append(qs, query{sql: "COMMIT"}))
 }
 
 // stopBroadcasts stops the sender, dropping what is still queued.

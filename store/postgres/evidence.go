@@ -2,19 +2,36 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/oecp/oecp/store"
 )
 
 // store.Evidence. An append is a transaction of its own that locks the
 // run's row (FOR KEY SHARE) so that a retention deleting the run waits
-// for it and then deletes its records too; it notifies no watcher.
+// for it and then deletes its records too; it notifies no watcher. It is
+// one round trip: the lock, the inserts (each only while the run's row
+// exists) and the COMMIT go out together, and the lock's answer says
+// whether the run was there.
+//
+// Its commit does not wait for the write-ahead log to reach the disk
+// (synchronous_commit off): an execution's outcome is recorded only
+// after its evidence is saved, and that record's commit, which waits,
+// flushes the log up to itself and so the evidence before it. What a
+// crash of the database can lose is the evidence of executions whose
+// outcome was not recorded yet, from the last moments before it.
 
 var _ store.Evidence = (*Store)(nil)
+
+const (
+	qLockRun        = `SELECT 1 FROM runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`
+	qInsertEvidence = `INSERT INTO evidence (tenant, run_id, execution, turn, kind, attr, data)
+		SELECT $1::bytea, $2::bytea, $3::bytea, $4::bigint, $5::bytea, $6::bytea, $7::bytea
+		WHERE EXISTS (SELECT 1 FROM runs WHERE tenant = $1 AND id = $2)`
+	// asyncCommit ends the wait for the log's flush at this
+	// transaction's commit.
+	asyncCommit = `SET LOCAL synchronous_commit = off`
+)
 
 // AppendEvidence implements store.Evidence.
 func (s *Store) AppendEvidence(ctx context.Context, tenant, runID string, recs []store.EvidenceRecord) error {
@@ -24,30 +41,40 @@ func (s *Store) AppendEvidence(ctx context.Context, tenant, runID string, recs [
 	defer s.gate.Exit()
 	actx, cancel := context.WithTimeout(ctx, s.txTimeout)
 	defer cancel()
-	err := pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(actx, `SELECT 1 FROM runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`, []byte(tenant), []byte(runID)).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", store.ErrNoRun, runID)
+	found := false
+	qs := []query{{sql: "BEGIN"}, {sql: asyncCommit}, row(&found, qLockRun, []any{tenant, runID}, new(int))}
+	for _, r := range recs {
+		data := r.Data
+		if data == nil {
+			data = []byte{}
 		}
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		for _, r := range recs {
-			data := r.Data
-			if data == nil {
-				data = []byte{}
-			}
-			b.Queue(`INSERT INTO evidence (tenant, run_id, execution, turn, kind, attr, data) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-				[]byte(tenant), []byte(runID), []byte(r.Execution), int64(r.Turn), []byte(r.Kind), []byte(r.Attr), data)
-		}
-		return tx.SendBatch(actx, b).Close()
-	})
+		qs = append(qs, query{sql: qInsertEvidence, args: []any{tenant, runID, r.Execution, int64(r.Turn), r.Kind, r.Attr, data}})
+	}
+	qs = append(qs, query{sql: "COMMIT"})
+	err := s.exchangeAlone(actx, qs)
+	if err == nil && !found {
+		err = fmt.Errorf("%w: %q", store.ErrNoRun, runID)
+	}
 	if err != nil {
 		return classify(ctx, fmt.Errorf("store/postgres: append evidence: %w", err))
 	}
 	return nil
+}
+
+// exchangeAlone sends qs, a whole transaction from BEGIN to COMMIT, as
+// one round trip on a pooled connection. When a statement fails the
+// server skips the rest, COMMIT included: the transaction is rolled back
+// before the connection returns to the pool.
+func (s *Store) exchangeAlone(ctx context.Context, qs []query) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	t := &txn{s: s, ctx: ctx, conn: pc.Conn(), begun: true}
+	err = t.exchange(qs)
+	t.ended = err == nil
+	t.release(pc)
+	return err
 }
 
 // EvidenceAfter implements store.Evidence.
