@@ -120,8 +120,8 @@ func (f Fence) Check(tx ReadTx) error {
 // Renew extends every lease the owner holds, on a store whose leases
 // expire, and returns the names of the claimed leases no longer held
 // under their claimed epoch (each is forgotten). Only claims made before
-// the renewal started are judged. Releases that failed before are tried
-// again first.
+// the renewal started and still held under the same epoch when it ends
+// are judged. Releases that failed before are tried again first.
 func (c *Claims) Renew(ctx context.Context) ([]string, error) {
 	el, ok := c.st.(ExpiringLeaser)
 	if !ok {
@@ -142,12 +142,14 @@ func (c *Claims) Renew(ctx context.Context) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, epoch := range before {
-		if held[name] != epoch {
-			lost = append(lost, name)
-			if c.epochs[name] == epoch {
-				delete(c.epochs, name)
-			}
+		// A claim released meanwhile (its run finished), or released and
+		// made again under a new epoch, is not this renewal's to judge:
+		// the store's answer may predate that change.
+		if held[name] == epoch || c.epochs[name] != epoch {
+			continue
 		}
+		lost = append(lost, name)
+		delete(c.epochs, name)
 	}
 	return lost, nil
 }

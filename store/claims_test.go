@@ -19,6 +19,9 @@ type expiring struct {
 	mu   sync.Mutex
 	held map[string]uint64 // lease -> epoch, of the one owner
 	down bool
+	// renewing, when set, runs as RenewLeases begins, before it reads
+	// what the owner holds.
+	renewing func()
 }
 
 func newExpiring() *expiring { return &expiring{Store: store.NewMemory(), held: map[string]uint64{}} }
@@ -52,6 +55,9 @@ func (e *expiring) ReleaseLease(ctx context.Context, name, owner string, epoch u
 func (e *expiring) LeaseTTL() time.Duration { return time.Minute }
 
 func (e *expiring) RenewLeases(context.Context, string) (map[string]uint64, error) {
+	if e.renewing != nil {
+		e.renewing()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := map[string]uint64{}
@@ -90,6 +96,53 @@ func TestClaimsReleaseRetriedAtRenewal(t *testing.T) {
 	}
 	if held, _ := st.RenewLeases(ctx, "me"); len(held) != 0 {
 		t.Fatalf("the owner still holds %v", held)
+	}
+}
+
+// TestRenewJudgesOnlyClaimsItSaw: a claim released while a renewal runs
+// (its run finished) is not reported lost, nor is one released and
+// claimed again meanwhile under a new epoch, which stays claimed; a claim
+// the store no longer holds for the owner still is. A release racing
+// the renewal once made a single server log that it lost the claim of
+// the run it had just finished.
+func TestRenewJudgesOnlyClaimsItSaw(t *testing.T) {
+	ctx := context.Background()
+	st := newExpiring()
+	c := store.NewClaims(st, "me")
+	finished, again, taken := store.RunLease("t", "finished"), store.RunLease("t", "again"), store.RunLease("t", "taken")
+	for _, name := range []string{finished, again, taken} {
+		if err := c.Claim(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := c.Epoch(again)
+	st.renewing = func() {
+		st.renewing = nil
+		if err := c.Release(ctx, finished); err != nil {
+			t.Error(err)
+		}
+		if err := c.Release(ctx, again); err != nil {
+			t.Error(err)
+		}
+		if err := c.Claim(ctx, again); err != nil {
+			t.Error(err)
+		}
+		st.mu.Lock()
+		delete(st.held, taken) // another owner took it over
+		st.mu.Unlock()
+	}
+	lost, err := c.Renew(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 1 || lost[0] != taken {
+		t.Fatalf("renewal reported %q lost, want only %q", lost, taken)
+	}
+	if e := c.Epoch(again); e == 0 || e == first {
+		t.Fatalf("the claim made again during the renewal has epoch %d (first %d), want a new one kept", e, first)
+	}
+	if c.Epoch(taken) != 0 {
+		t.Fatal("the lost claim is still remembered")
 	}
 }
 
