@@ -46,10 +46,10 @@ var agentStepKeep = flag.Duration("agentstep.keep", workspace.DefaultKeep, "keep
 // Off by default: the spans themselves cost a little.
 var agentStepStages = flag.Bool("agentstep.stages", false, "report the median of each traced stage of the agent-step benchmark's runs")
 
-// agentStepTimeline, with agentstep.stages, logs every traced span of the
-// runs in the order they started, each as its start and end in ms from
-// its run's start: where one run's time went, stage by stage.
-var agentStepTimeline = flag.Bool("agentstep.timeline", false, "with -agentstep.stages, log each run's spans in ms from the run's start")
+// agentStepTimeline, with agentstep.stages, prints to stderr every traced
+// span of the runs in the order they started, each as its start and end
+// in ms from its run's start: where one run's time went, stage by stage.
+var agentStepTimeline = flag.Bool("agentstep.timeline", false, "with -agentstep.stages, print each run's spans in ms from the run's start")
 
 // quickAgent answers a turn at once, as the command driver expects, and
 // changes one file of the workspace (so every step has a checkpoint to
@@ -242,7 +242,7 @@ func reportStages(b *testing.B, spans tracetest.SpanStubs) {
 				r.n = n
 				runs[s.SpanContext.TraceID()] = r
 			}
-			b.Logf("run %3d  %-24s %7.2f .. %7.2f ms", runs[s.SpanContext.TraceID()].n, s.Name, ms(s.StartTime.Sub(r.start)), ms(s.EndTime.Sub(r.start)))
+			fmt.Fprintf(os.Stderr, "%s run %3d  %-24s %7.2f .. %7.2f ms\n", b.Name(), runs[s.SpanContext.TraceID()].n, s.Name, ms(s.StartTime.Sub(r.start)), ms(s.EndTime.Sub(r.start)))
 		}
 	}
 	for _, s := range spans {
