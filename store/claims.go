@@ -120,8 +120,8 @@ func (f Fence) Check(tx ReadTx) error {
 // Renew extends every lease the owner holds, on a store whose leases
 // expire, and returns the names of the claimed leases no longer held
 // under their claimed epoch (each is forgotten). Only claims made before
-// the renewal started and still held under the same epoch when it ends
-// are judged. Releases that failed before are tried again first.
+// the renewal started, and neither released nor made again by the time
+// it ends, are judged. Releases that failed before are tried again first.
 func (c *Claims) Renew(ctx context.Context) ([]string, error) {
 	el, ok := c.st.(ExpiringLeaser)
 	if !ok {

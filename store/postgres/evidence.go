@@ -4,22 +4,27 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/oecp/oecp/store"
 )
 
 // store.Evidence. An append is a transaction of its own that locks the
 // run's row (FOR KEY SHARE) so that a retention deleting the run waits
-// for it and then deletes its records too; it notifies no watcher. It is
-// one round trip: the lock, the inserts (each only while the run's row
-// exists) and the COMMIT go out together, and the lock's answer says
-// whether the run was there.
+// for it and then deletes its records too; it notifies no watcher. Its
+// statements go out together, in one round trip once the connection has
+// them prepared: the lock, the inserts (each only while the run's row
+// exists) and COMMIT. The transaction reads one snapshot (REPEATABLE
+// READ), so the inserts see the run exactly as the lock did, and the
+// lock's answer says whether the run was there and anything was written.
 //
 // Its commit does not wait for the write-ahead log to reach the disk
-// (synchronous_commit off): an execution's outcome is recorded only
-// after its evidence is saved, and that record's commit, which waits,
-// flushes the log up to itself and so the evidence before it. What a
-// crash of the database can lose is the evidence of executions whose
-// outcome was not recorded yet, from the last moments before it.
+// (synchronous_commit off). An execution's outcome is recorded after its
+// evidence is saved (or the wait for it gave up), and that record's
+// commit, which waits, flushes the log up to itself and so every saved
+// append before it. What a crash of the database can lose is the
+// evidence of the last moments before it: of executions whose outcome
+// was not recorded yet, or whose evidence the outcome did not wait for.
 
 var _ store.Evidence = (*Store)(nil)
 
@@ -28,6 +33,9 @@ const (
 	qInsertEvidence = `INSERT INTO evidence (tenant, run_id, execution, turn, kind, attr, data)
 		SELECT $1::bytea, $2::bytea, $3::bytea, $4::bigint, $5::bytea, $6::bytea, $7::bytea
 		WHERE EXISTS (SELECT 1 FROM runs WHERE tenant = $1 AND id = $2)`
+	// beginSnapshot begins a write transaction whose statements all read
+	// the snapshot its first one took.
+	beginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ`
 	// asyncCommit ends the wait for the log's flush at this
 	// transaction's commit.
 	asyncCommit = `SET LOCAL synchronous_commit = off`
@@ -42,7 +50,7 @@ func (s *Store) AppendEvidence(ctx context.Context, tenant, runID string, recs [
 	actx, cancel := context.WithTimeout(ctx, s.txTimeout)
 	defer cancel()
 	found := false
-	qs := []query{{sql: "BEGIN"}, {sql: asyncCommit}, row(&found, qLockRun, []any{tenant, runID}, new(int))}
+	qs := []query{{sql: beginSnapshot}, {sql: asyncCommit}, row(&found, qLockRun, []any{tenant, runID}, new(int))}
 	for _, r := range recs {
 		data := r.Data
 		if data == nil {
@@ -62,9 +70,11 @@ func (s *Store) AppendEvidence(ctx context.Context, tenant, runID string, recs [
 }
 
 // exchangeAlone sends qs, a whole transaction from BEGIN to COMMIT, as
-// one round trip on a pooled connection. When a statement fails the
+// one round trip on a pooled connection; qs' scans must not fail, as the
+// server has run COMMIT by the time they read. When a statement fails the
 // server skips the rest, COMMIT included: the transaction is rolled back
-// before the connection returns to the pool.
+// before the connection returns to the pool. A connection lost once the
+// statements were sent is ErrCommitUnknown: COMMIT may have run.
 func (s *Store) exchangeAlone(ctx context.Context, qs []query) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -73,6 +83,9 @@ func (s *Store) exchangeAlone(ctx context.Context, qs []query) error {
 	t := &txn{s: s, ctx: ctx, conn: pc.Conn(), begun: true}
 	err = t.exchange(qs)
 	t.ended = err == nil
+	if err != nil && t.conn.PgConn().IsClosed() && !pgconn.SafeToRetry(err) {
+		err = fmt.Errorf("%w: %w", ErrCommitUnknown, err)
+	}
 	t.release(pc)
 	return err
 }
