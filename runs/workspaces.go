@@ -96,6 +96,10 @@ func (b *Backend) workspaceReady(k runKey, src Source, started bool, epoch uint6
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		if !lost && b.finishedRun(p.ctx, k) {
+			p.abandon(k)
+			return
+		}
 		var err error
 		switch {
 		case lost:
@@ -182,6 +186,33 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 		b.cfg.Log.Error("runs: cannot fail the run", "run", k.runID, "err", err)
 	}
 	b.closeRun(k.tk, k.runID)
+}
+
+// finishedRun reports whether the run is finished (or gone) in the store
+// now. A reading taken before the run's finishing commit reaches
+// workspaceReady after that commit closed the run and forgot its state,
+// and would make (or, its executions having started, rebuild) the
+// workspace of a run that needs none: the preparation reads the run
+// again first. A failed read reports false; the preparation goes on.
+func (b *Backend) finishedRun(ctx context.Context, k runKey) bool {
+	finished := false
+	err := b.store.View(ctx, func(tx store.ReadTx) error {
+		st, _, ok, err := loadRun(tx, k.tk, k.runID)
+		finished = err == nil && (!ok || st.Phase == PhaseFinished)
+		return err
+	})
+	return err == nil && finished
+}
+
+// abandon drops the state of a preparation that did not start, unless
+// another state replaced it meanwhile.
+func (p *preparations) abandon(k runKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state[k] == wsPreparing {
+		delete(p.state, k)
+		delete(p.epoch, k)
+	}
 }
 
 // forget drops a finished run's workspace state.

@@ -178,6 +178,34 @@ func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
 	}
 }
 
+// TestAStaleReadingOfAFinishedRunMakesNoWorkspace: a reading of a run
+// taken before its finishing commit can reach the workspace bookkeeping
+// after that commit closed the run and forgot its workspace. It must not
+// make the workspace again (or, its executions having started, rebuild
+// it from its checkpoint: once seen taking 210 ms of a loaded machine
+// after a one-step run had ended), nor leave the run's state behind.
+func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
+	ws := &fakeWorkspaces{prepared: make(chan string, 4)}
+	r := newRigWith(t, nil, 0, ws)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "s", oneStep("k", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Recv(t, ws.prepared)
+	waitFinished(t, r.b, ctx, "s")
+	src := runs.Source{Repository: "oecp/oecp", Branch: "main", Revision: "0123456789abcdef0123456789abcdef01234567"}
+	for _, started := range []bool{false, true} {
+		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, started); kept {
+			t.Errorf("started=%v: the finished run's workspace state is kept", started)
+		}
+		select {
+		case id := <-ws.prepared:
+			t.Fatalf("started=%v: the finished run %s's workspace was made again", started, id)
+		default:
+		}
+	}
+}
+
 // keeperWorkspaces is fakeWorkspaces on a host that may or may not hold a
 // run's prepared workspace.
 type keeperWorkspaces struct {
