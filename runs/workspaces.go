@@ -93,11 +93,13 @@ func (b *Backend) workspaceReady(k runKey, src Source, started bool, epoch uint6
 	if lost {
 		p.state[k] = wsLost
 	}
+	set := p.state[k]
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if !lost && b.finishedRun(p.ctx, k) {
-			p.abandon(k)
+		if b.finishedRun(p.ctx, k) {
+			p.abandon(k, set)
+			b.seeds.drop(k) // the stale reading kept its submission again
 			return
 		}
 		var err error
@@ -191,9 +193,10 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 // finishedRun reports whether the run is finished (or gone) in the store
 // now. A reading taken before the run's finishing commit reaches
 // workspaceReady after that commit closed the run and forgot its state,
-// and would make (or, its executions having started, rebuild) the
-// workspace of a run that needs none: the preparation reads the run
-// again first. A failed read reports false; the preparation goes on.
+// and would make (or, its executions having started, rebuild, or find
+// lost and fail) the workspace of a run that needs none: the preparation
+// reads the run again first, at the cost of one read per run. A failed
+// read reports false; the preparation goes on.
 func (b *Backend) finishedRun(ctx context.Context, k runKey) bool {
 	finished := false
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
@@ -204,12 +207,12 @@ func (b *Backend) finishedRun(ctx context.Context, k runKey) bool {
 	return err == nil && finished
 }
 
-// abandon drops the state of a preparation that did not start, unless
-// another state replaced it meanwhile.
-func (p *preparations) abandon(k runKey) {
+// abandon drops the state set (wsPreparing or wsLost) of a preparation
+// that did not start, unless another state replaced it meanwhile.
+func (p *preparations) abandon(k runKey, set int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state[k] == wsPreparing {
+	if p.state[k] == set {
 		delete(p.state, k)
 		delete(p.epoch, k)
 	}

@@ -185,25 +185,61 @@ func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
 // it from its checkpoint: once seen taking 210 ms of a loaded machine
 // after a one-step run had ended), nor leave the run's state behind.
 func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
-	ws := &fakeWorkspaces{prepared: make(chan string, 4)}
-	r := newRigWith(t, nil, 0, ws)
-	ctx := as("alice")
-	if _, err := r.b.Submit(ctx, "s", oneStep("k", "echo")); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Recv(t, ws.prepared)
-	waitFinished(t, r.b, ctx, "s")
 	src := runs.Source{Repository: "oecp/oecp", Branch: "main", Revision: "0123456789abcdef0123456789abcdef01234567"}
-	for _, started := range []bool{false, true} {
-		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, started); kept {
-			t.Errorf("started=%v: the finished run's workspace state is kept", started)
+	// finished runs a one-step run to its end and its close.
+	finished := func(t *testing.T, ws runs.Workspaces, prepared <-chan string) *rig {
+		r := newRigWith(t, nil, 0, ws)
+		r.agents.closed = make(chan string, 4)
+		ctx := as("alice")
+		if _, err := r.b.Submit(ctx, "s", oneStep("k", "echo")); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Recv(t, prepared)
+		waitFinished(t, r.b, ctx, "s")
+		testkit.Recv(t, r.agents.closed) // the close forgot the workspace
+		return r
+	}
+	t.Run("prepared", func(t *testing.T) {
+		ws := &fakeWorkspaces{prepared: make(chan string, 4)}
+		r := finished(t, ws, ws.prepared)
+		for _, started := range []bool{false, true} {
+			if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, started); kept {
+				t.Errorf("started=%v: the finished run's workspace state is kept", started)
+			}
+			select {
+			case id := <-ws.prepared:
+				t.Fatalf("started=%v: the finished run %s's workspace was made again", started, id)
+			default:
+			}
+		}
+	})
+	t.Run("checkpointed", func(t *testing.T) {
+		ws := newCheckpointWorkspaces(nil)
+		r := finished(t, ws, ws.prepared)
+		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true); kept {
+			t.Error("the finished run's workspace state is kept")
 		}
 		select {
-		case id := <-ws.prepared:
-			t.Fatalf("started=%v: the finished run %s's workspace was made again", started, id)
+		case rec := <-ws.restored:
+			t.Fatalf("the finished run's workspace was rebuilt from %q", rec)
 		default:
 		}
-	}
+	})
+	t.Run("lost", func(t *testing.T) {
+		ws := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4)}}
+		r := finished(t, ws, ws.prepared)
+		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true); kept {
+			t.Error("the finished run's workspace state is kept")
+		}
+		select {
+		case id := <-r.agents.closed:
+			t.Fatalf("the finished run %s was closed again as lost", id)
+		default:
+		}
+		if got := statusJSON(t, waitFinished(t, r.b, as("alice"), "s")); got != `{"phase":"finished","terminalResult":{"status":"succeeded","output":null}}` {
+			t.Fatalf("final %s", got)
+		}
+	})
 }
 
 // keeperWorkspaces is fakeWorkspaces on a host that may or may not hold a
