@@ -4,13 +4,16 @@ package runs
 // benchmark measures the cache, not the check).
 func CheckStateCache(on bool) { checkStateCache = on }
 
+// WorkspaceMark is the mark a reading of a run takes as it begins.
+func WorkspaceMark(b *Backend) uint64 { return b.prep.mark() }
+
 // StaleWorkspaceReady calls workspaceReady for the run of tenant runID as
-// a reading of the run taken before its last commit would, and waits for
-// the preparation it started, if any, to end. It reports whether the
-// run's workspace state is still kept after.
-func StaleWorkspaceReady(b *Backend, tenant, runID string, src Source, started bool) (kept bool) {
+// a reading of the run that began at mark would, and waits for the
+// preparation it started, if any, to end. It reports whether the run's
+// workspace state is still kept after.
+func StaleWorkspaceReady(b *Backend, tenant, runID string, src Source, started bool, mark uint64) (kept bool) {
 	k := runKey{b.TenantKey(tenant), runID}
-	b.workspaceReady(k, src, started, 0)
+	b.workspaceReady(k, src, started, 0, mark)
 	b.prep.wg.Wait()
 	b.prep.mu.Lock()
 	defer b.prep.mu.Unlock()

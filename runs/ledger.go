@@ -146,6 +146,7 @@ func (l *Ledger) write(ctx context.Context, ref engine.RunRef, fn func(tx store.
 // agent bindings as its workers.
 func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snapshot, error) {
 	var snap *engine.Snapshot
+	readAt := l.b.prep.mark()
 	err := l.b.store.View(ctx, func(tx store.ReadTx) error {
 		st, _, ok, err := loadRun(tx, ref.Tenant, ref.RunID)
 		if err != nil {
@@ -160,7 +161,7 @@ func (l *Ledger) Snapshot(ctx context.Context, ref engine.RunRef) (*engine.Snaps
 		}
 		snap = &engine.Snapshot{Ref: ref, Spec: sub.Graph, Seed: json.RawMessage(sub.InitialInput),
 			Dispatch: protocol.DispatchActive, Native: true, Worker: l.b.agentWorker(ref, sub, runSpending{l, ref})}
-		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0, l.Claims().Epoch(runclaims.Lease(ref)))
+		ready, lost := l.b.workspaceReady(runKey{ref.Tenant, ref.RunID}, sub.Source, len(st.Execs) > 0, l.Claims().Epoch(runclaims.Lease(ref)), readAt)
 		if lost {
 			return engine.ErrStale // being ended runtime_lost (workspaceReady)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
@@ -46,7 +47,13 @@ type preparations struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// forgets counts the states forgotten (closed runs'); a reading
+	// taken before it moved may predate a run's close (mark).
+	forgets atomic.Uint64
 }
+
+// mark is taken before a reading of a run that may reach workspaceReady.
+func (p *preparations) mark() uint64 { return p.forgets.Load() }
 
 // workspaceReady reports whether the run may dispatch, starting its
 // workspace when it is not being made yet. started says the run has
@@ -60,8 +67,9 @@ type preparations struct {
 //
 // epoch is the run's claim: a workspace made under an earlier claim of
 // this process (it lost the run to another replica and took it back) is
-// rebuilt, as the other replica may have moved the run on.
-func (b *Backend) workspaceReady(k runKey, src Source, started bool, epoch uint64) (ready, lost bool) {
+// rebuilt, as the other replica may have moved the run on. readAt is the
+// mark (preparations.mark) taken as the reading of the run began.
+func (b *Backend) workspaceReady(k runKey, src Source, started bool, epoch, readAt uint64) (ready, lost bool) {
 	if b.cfg.Workspaces == nil {
 		return true, false
 	}
@@ -94,10 +102,13 @@ func (b *Backend) workspaceReady(k runKey, src Source, started bool, epoch uint6
 		p.state[k] = wsLost
 	}
 	set := p.state[k]
+	// A state forgotten since the reading began may be this run's: it
+	// may have finished meanwhile.
+	stale := p.forgets.Load() != readAt
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if b.finishedRun(p.ctx, k) {
+		if stale && b.finishedRun(p.ctx, k) {
 			p.abandon(k, set)
 			b.seeds.drop(k) // the stale reading kept its submission again
 			return
@@ -194,9 +205,10 @@ func (b *Backend) prepared(ctx context.Context, k runKey, src Source, restore bo
 // now. A reading taken before the run's finishing commit reaches
 // workspaceReady after that commit closed the run and forgot its state,
 // and would make (or, its executions having started, rebuild, or find
-// lost and fail) the workspace of a run that needs none: the preparation
-// reads the run again first, at the cost of one read per run. A failed
-// read reports false; the preparation goes on.
+// lost and fail) the workspace of a run that needs none: a preparation
+// whose reading began before a run was closed here (preparations.mark)
+// reads the run again first. A failed read reports false; the
+// preparation goes on.
 func (b *Backend) finishedRun(ctx context.Context, k runKey) bool {
 	finished := false
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
@@ -224,6 +236,7 @@ func (p *preparations) forget(k runKey) {
 	defer p.mu.Unlock()
 	delete(p.state, k)
 	delete(p.epoch, k)
+	p.forgets.Add(1)
 }
 
 // stop cancels the preparations in flight and waits for them.

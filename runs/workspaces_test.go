@@ -186,8 +186,9 @@ func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
 // after a one-step run had ended), nor leave the run's state behind.
 func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 	src := runs.Source{Repository: "oecp/oecp", Branch: "main", Revision: "0123456789abcdef0123456789abcdef01234567"}
-	// finished runs a one-step run to its end and its close.
-	finished := func(t *testing.T, ws runs.Workspaces, prepared <-chan string) *rig {
+	// finished runs a one-step run to its end and its close, and returns
+	// the mark of a reading taken before the run finished.
+	finished := func(t *testing.T, ws runs.Workspaces, prepared <-chan string) (*rig, uint64) {
 		r := newRigWith(t, nil, 0, ws)
 		r.agents.closed = make(chan string, 4)
 		ctx := as("alice")
@@ -195,15 +196,16 @@ func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 			t.Fatal(err)
 		}
 		testkit.Recv(t, prepared)
+		mark := runs.WorkspaceMark(r.b)
 		waitFinished(t, r.b, ctx, "s")
 		testkit.Recv(t, r.agents.closed) // the close forgot the workspace
-		return r
+		return r, mark
 	}
 	t.Run("prepared", func(t *testing.T) {
 		ws := &fakeWorkspaces{prepared: make(chan string, 4)}
-		r := finished(t, ws, ws.prepared)
+		r, mark := finished(t, ws, ws.prepared)
 		for _, started := range []bool{false, true} {
-			if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, started); kept {
+			if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, started, mark); kept {
 				t.Errorf("started=%v: the finished run's workspace state is kept", started)
 			}
 			select {
@@ -215,8 +217,8 @@ func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 	})
 	t.Run("checkpointed", func(t *testing.T) {
 		ws := newCheckpointWorkspaces(nil)
-		r := finished(t, ws, ws.prepared)
-		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true); kept {
+		r, mark := finished(t, ws, ws.prepared)
+		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true, mark); kept {
 			t.Error("the finished run's workspace state is kept")
 		}
 		select {
@@ -227,8 +229,8 @@ func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 	})
 	t.Run("lost", func(t *testing.T) {
 		ws := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4)}}
-		r := finished(t, ws, ws.prepared)
-		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true); kept {
+		r, mark := finished(t, ws, ws.prepared)
+		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true, mark); kept {
 			t.Error("the finished run's workspace state is kept")
 		}
 		select {
