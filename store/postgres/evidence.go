@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/oecp/oecp/store"
 )
 
@@ -33,12 +31,6 @@ const (
 	qInsertEvidence = `INSERT INTO evidence (tenant, run_id, execution, turn, kind, attr, data)
 		SELECT $1::bytea, $2::bytea, $3::bytea, $4::bigint, $5::bytea, $6::bytea, $7::bytea
 		WHERE EXISTS (SELECT 1 FROM runs WHERE tenant = $1 AND id = $2)`
-	// beginSnapshot begins a write transaction whose statements all read
-	// the snapshot its first one took.
-	beginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ`
-	// asyncCommit ends the wait for the log's flush at this
-	// transaction's commit.
-	asyncCommit = `SET LOCAL synchronous_commit = off`
 )
 
 // AppendEvidence implements store.Evidence.
@@ -67,27 +59,6 @@ func (s *Store) AppendEvidence(ctx context.Context, tenant, runID string, recs [
 		return classify(ctx, fmt.Errorf("store/postgres: append evidence: %w", err))
 	}
 	return nil
-}
-
-// exchangeAlone sends qs, a whole transaction from BEGIN to COMMIT, as
-// one round trip on a pooled connection; qs' scans must not fail, as the
-// server has run COMMIT by the time they read. When a statement fails the
-// server skips the rest, COMMIT included: the transaction is rolled back
-// before the connection returns to the pool. A connection lost once the
-// statements were sent is ErrCommitUnknown: COMMIT may have run.
-func (s *Store) exchangeAlone(ctx context.Context, qs []query) error {
-	pc, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	t := &txn{s: s, ctx: ctx, conn: pc.Conn(), begun: true}
-	err = t.exchange(qs)
-	t.ended = err == nil
-	if err != nil && t.conn.PgConn().IsClosed() && !pgconn.SafeToRetry(err) {
-		err = fmt.Errorf("%w: %w", ErrCommitUnknown, err)
-	}
-	t.release(pc)
-	return err
 }
 
 // EvidenceAfter implements store.Evidence.

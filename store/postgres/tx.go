@@ -20,8 +20,15 @@ const (
 	beginRead  = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 	lockSeq    = `SELECT last FROM sequence WHERE id = 1 FOR UPDATE`
 	readSeq    = `SELECT last FROM sequence WHERE id = 1`
-	saveSeq    = `UPDATE sequence SET last = $1 WHERE id = 1`
-	notify     = `SELECT pg_notify(convert_from($1, 'UTF8'), convert_from($2, 'UTF8'))`
+	// beginSnapshot begins a write transaction without the sequence lock
+	// whose statements all read the snapshot its first one took
+	// (exchangeAlone's).
+	beginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ`
+	// asyncCommit ends the wait for the log's flush at this
+	// transaction's commit.
+	asyncCommit = `SET LOCAL synchronous_commit = off`
+	saveSeq     = `UPDATE sequence SET last = $1 WHERE id = 1`
+	notify      = `SELECT pg_notify(convert_from($1, 'UTF8'), convert_from($2, 'UTF8'))`
 
 	qCluster       = `SELECT version, data FROM clusters WHERE tenant = $1`
 	qInsertCluster = `INSERT INTO clusters (tenant, version, data) VALUES ($1, 1, $2)`
@@ -216,6 +223,27 @@ func readResults(br pgx.BatchResults, qs []query) error {
 		}
 	}
 	return nil
+}
+
+// exchangeAlone sends qs, a whole transaction from BEGIN to COMMIT, as
+// one round trip on a pooled connection; qs' scans must not fail, as the
+// server has run COMMIT by the time they read. When a statement fails the
+// server skips the rest, COMMIT included: the transaction is rolled back
+// before the connection returns to the pool. A connection lost once the
+// statements were sent is ErrCommitUnknown: COMMIT may have run.
+func (s *Store) exchangeAlone(ctx context.Context, qs []query) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	t := &txn{s: s, ctx: ctx, conn: pc.Conn(), begun: true}
+	err = t.exchange(qs)
+	t.ended = err == nil
+	if err != nil && t.conn.PgConn().IsClosed() && !pgconn.SafeToRetry(err) {
+		err = fmt.Errorf("%w: %w", ErrCommitUnknown, err)
+	}
+	t.release(pc)
+	return err
 }
 
 // fail records a database failure: the transaction is aborted. It may run
