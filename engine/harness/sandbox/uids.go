@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // UIDRange is an inclusive range of UIDs for agent processes; each leased
@@ -165,54 +167,96 @@ func processesOf(uid uint32) ([]int, error) {
 // procScanHook, when set (by tests), is called as a /proc scan begins.
 var procScanHook func()
 
+// statusHead is how much of a process's status file a scan reads. The
+// kernel renders the whole file at the first read, and its State and Uid
+// lines come in its first dozen lines (after Name, whose value is at most
+// 64 bytes escaped), far within it; the rest (groups, memory, signal
+// masks) is left unread. A second read, which a reader to end of file
+// makes, costs about as much as the first.
+const statusHead = 4096
+
 // eachProcess calls fn with the UIDs of every process that is not a
-// zombie.
+// zombie. Each process costs one open, one read and one close, relative
+// to an open /proc: a scan runs at every UID lease and release, and on a
+// host of a few hundred processes it is the larger part of either.
 func eachProcess(fn func(pid int, uids []uint32)) error {
 	if procScanHook != nil {
 		procScanHook()
 	}
-	ents, err := os.ReadDir("/proc")
+	proc, err := os.Open("/proc")
 	if err != nil {
 		return fmt.Errorf("listing processes: %w", err)
 	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	defer proc.Close()
+	names, err := proc.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("listing processes: %w", err)
+	}
+	dir := int(proc.Fd())
+	buf := make([]byte, statusHead)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 {
 			continue
 		}
-		uids, zombie, err := statusUIDs(pid)
-		if err != nil || zombie {
+		n, err := readHead(dir, name+"/status", buf)
+		if err != nil {
 			continue // gone meanwhile
+		}
+		uids, zombie, err := parseStatus(buf[:n])
+		if err != nil || zombie {
+			continue
 		}
 		fn(pid, uids)
 	}
 	return nil
 }
 
-func statusUIDs(pid int) ([]uint32, bool, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+// readHead reads the start of the file name under the directory dir into
+// buf with one read, and returns how much it read.
+func readHead(dir int, name string, buf []byte) (int, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	if err != nil {
-		return nil, false, err
+		return 0, err
 	}
-	defer f.Close()
-	var uids []uint32
-	zombie := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "State:"); ok {
-			zombie = strings.HasPrefix(strings.TrimSpace(rest), "Z")
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err != unix.EINTR {
+			return max(n, 0), err
 		}
-		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
-			for _, f := range strings.Fields(rest) {
-				if u, err := strconv.ParseUint(f, 10, 32); err == nil {
-					uids = append(uids, uint32(u))
+	}
+}
+
+// parseStatus reads a process's UIDs (real, effective, saved, filesystem)
+// and whether it is a zombie from the start of its status file.
+func parseStatus(b []byte) (uids []uint32, zombie bool, err error) {
+	for len(b) > 0 {
+		line, rest, _ := bytes.Cut(b, []byte{'\n'})
+		b = rest
+		if v, ok := bytes.CutPrefix(line, []byte("State:")); ok {
+			zombie = bytes.HasPrefix(bytes.TrimSpace(v), []byte("Z"))
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+			for _, f := range bytes.Fields(v) {
+				u, err := strconv.ParseUint(string(f), 10, 32)
+				if err != nil {
+					return nil, false, fmt.Errorf("status: Uid %q", v)
 				}
+				uids = append(uids, uint32(u))
 			}
+			if len(uids) == 0 {
+				return nil, false, errors.New("status: an empty Uid line")
+			}
+			return uids, zombie, nil
 		}
 	}
-	if uids == nil {
-		return nil, false, errors.New("no Uid line")
-	}
-	return uids, zombie, sc.Err()
+	return nil, false, errors.New("status: no Uid line")
 }
