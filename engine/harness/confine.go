@@ -22,7 +22,7 @@ func (r *Runner) Confine(h *sandbox.Host) *Runner {
 // none (its Confine and Close still work).
 func (r *Runner) confine(job Job, home string, verifier bool) (*sandbox.Execution, error) {
 	return r.sandbox.Start(sandbox.Spec{Run: job.Key, Workspace: job.Dir, GitDir: job.GitDir, Objects: job.Objects, Home: home,
-		Scratch: job.Runtime, Verifier: verifier})
+		Verifier: verifier})
 }
 
 // Programs lists what the configured harnesses run: each argv[0], and

@@ -110,7 +110,7 @@ func (c *Config) checkProgram(ctx context.Context, h *sandbox.Host, dir, name st
 	}
 	run := "harness-check-" + name
 	defer h.CloseRun(run)
-	exe, err := h.Start(sandbox.Spec{Run: run, Workspace: work, Home: home, Scratch: scratch})
+	exe, err := h.Start(sandbox.Spec{Run: run, Workspace: work, Home: home})
 	if err != nil {
 		return fmt.Sprintf("could not be checked: the agent sandbox did not start: %v", err), ""
 	}

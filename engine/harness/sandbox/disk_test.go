@@ -61,7 +61,7 @@ func TestDiskLimitEndsTheExecution(t *testing.T) {
 	ws := t.TempDir()
 	h := requireHost(t, Config{MaxDisk: 4 << 20})
 	defer h.CloseRun("r")
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

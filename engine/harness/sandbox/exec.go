@@ -34,10 +34,6 @@ type Spec struct {
 	Objects string
 	// Home is the session's private home ("" none).
 	Home string
-	// Scratch is a directory of the host's, never shown to the sandbox,
-	// where the execution's generated files (passwd, group) are kept (""
-	// uses the system's temporary directory).
-	Scratch string
 	// Verifier executions see the workspace and git directory read-only,
 	// under a UID of their own.
 	Verifier bool
@@ -51,7 +47,7 @@ type Execution struct {
 	uid   int // -1: the server's own
 	lease *lease
 	net   *runNetwork // the run's namespace it enters (nil: one of its own per sandbox)
-	files string
+	etc   []etcFile   // the sandbox's passwd, group and git configuration
 	cg    *group
 	// diskStop ends the --agent-max-disk watch, which closes diskDone.
 	diskStop, diskDone chan struct{}
@@ -90,9 +86,7 @@ func (h *Host) Start(spec Spec) (*Execution, error) {
 			return nil, err
 		}
 	}
-	if err := e.writeFiles(); err != nil {
-		return nil, fmt.Errorf("sandbox files: %w", err)
-	}
+	e.etc = e.etcFiles()
 	if h.cg != nil {
 		g, err := h.cg.create()
 		if err != nil {
@@ -225,14 +219,15 @@ func chownTree(dir string, uid int) error {
 	})
 }
 
-// writeFiles writes the sandbox's passwd, group and system git
-// configuration.
-func (e *Execution) writeFiles() error {
-	dir, err := os.MkdirTemp(e.spec.Scratch, "sandbox-")
-	if err != nil {
-		return err
-	}
-	e.files = dir
+// etcFile is a file bwrap writes into the sandbox's own file system,
+// read-only, from a pipe: a sandbox's generated files cost the host's
+// disk no inode. A host file system that passes over recently freed
+// inodes for each new one would otherwise slow every checkout after each
+// execution's clean-up.
+type etcFile struct{ path, body string }
+
+// etcFiles are the sandbox's passwd, group and system git configuration.
+func (e *Execution) etcFiles() []etcFile {
 	uid := e.uid
 	if uid < 0 {
 		uid = os.Getuid()
@@ -253,12 +248,7 @@ func (e *Execution) writeFiles() error {
 	// The workspace and git directory belong to the writer; a verifier's
 	// git must still read them.
 	gitconfig := "[safe]\n\tdirectory = *\n"
-	for name, body := range map[string]string{"passwd": passwd, "group": group, "gitconfig": gitconfig} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return []etcFile{{"/etc/passwd", passwd}, {"/etc/group", group}, {"/etc/gitconfig", gitconfig}}
 }
 
 // Close ends the execution: the disk watch stops, a verifier's UID is
@@ -278,9 +268,6 @@ func (e *Execution) Close() {
 		if err := e.cg.remove(); err != nil {
 			e.h.log.Error("sandbox: removing an execution's cgroups", "err", err)
 		}
-	}
-	if e.files != "" {
-		_ = os.RemoveAll(e.files)
 	}
 }
 
@@ -335,7 +322,7 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 	if gated {
 		n = 4
 	}
-	pipes, err := newPipes(n)
+	pipes, err := newPipes(n + len(e.etc))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -367,6 +354,24 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, progR)
 	}
+	// bwrap copies each generated file from a pipe of its own; each fits
+	// the pipe's buffer.
+	etcFds := make([]int, len(e.etc))
+	var etcR []*os.File
+	for i, f := range e.etc {
+		p := pipes[n+i]
+		_, err := p.w.WriteString(f.body)
+		p.w.Close()
+		if err != nil {
+			for _, p := range pipes {
+				p.close()
+			}
+			return nil, nil, fmt.Errorf("sandbox: writing %s: %w", f.path, err)
+		}
+		etcFds[i] = 3 + len(cmd.ExtraFiles)
+		etcR = append(etcR, p.r)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, p.r)
+	}
 	dir := cmd.Dir
 	if dir == "" {
 		dir = e.spec.Workspace
@@ -375,7 +380,7 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	args := e.args(dir, fd, fd+1, fd+2, progFd)
+	args := e.args(dir, fd, fd+1, fd+2, progFd, etcFds)
 	args = append(args, cmd.Path)
 	cmd.Args = append(append([]string{programBwrap}, args...), cmd.Args[1:]...)
 	cmd.Path = e.h.bwrap
@@ -409,6 +414,9 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 		infoR.Close()
 		if progR != nil {
 			progR.Close()
+		}
+		for _, r := range etcR {
+			r.Close()
 		}
 		<-done
 		net.stop()
@@ -543,8 +551,9 @@ func (e *Execution) setup(info, block, gate *os.File) *network {
 var setupStage = func(stage string, pid int) {}
 
 // args are bwrap's arguments up to the program; progFd, unless -1, is
-// the descriptor bwrap reads oecp-gate from.
-func (e *Execution) args(dir string, infoFd, blockFd, gateFd, progFd int) []string {
+// the descriptor bwrap reads oecp-gate from, etcFds those it reads each
+// of e.etc from.
+func (e *Execution) args(dir string, infoFd, blockFd, gateFd, progFd int, etcFds []int) []string {
 	a := e.h.namespaceArgs(e.net == nil)
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp",
@@ -589,10 +598,10 @@ func (e *Execution) args(dir string, infoFd, blockFd, gateFd, progFd int) []stri
 	for _, f := range e.h.files {
 		a = append(a, "--ro-bind", "/dev/null", f)
 	}
-	a = append(a, "--ro-bind", filepath.Join(e.files, "passwd"), "/etc/passwd",
-		"--ro-bind", filepath.Join(e.files, "group"), "/etc/group",
-		"--ro-bind", filepath.Join(e.files, "gitconfig"), "/etc/gitconfig",
-		"--chdir", dir, "--info-fd", strconv.Itoa(infoFd), "--block-fd", strconv.Itoa(blockFd))
+	for i, f := range e.etc {
+		a = append(a, "--perms", "0444", "--ro-bind-data", strconv.Itoa(etcFds[i]), f.path)
+	}
+	a = append(a, "--chdir", dir, "--info-fd", strconv.Itoa(infoFd), "--block-fd", strconv.Itoa(blockFd))
 	if progFd >= 0 {
 		// Readable and executable by its owner alone: the user the
 		// sandbox's init runs the gate as (root, for a root server).

@@ -109,13 +109,7 @@ func dyingHost(t *testing.T, stage string) {
 			select {}
 		}
 	}
-	// Beside the workspace, in the surviving test's directory: this
-	// process is killed, so a directory of its own would be left behind.
-	scratch := filepath.Join(filepath.Dir(ws), "scratch")
-	if err := os.MkdirAll(scratch, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: scratch})
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +132,7 @@ func TestSweepLeavesLiveSandboxesAlone(t *testing.T) {
 	h := requireHost(t, Config{})
 	ws := t.TempDir()
 	defer h.CloseRun("r")
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +168,7 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	}
 	ws := t.TempDir()
 	start := func() *Execution {
-		e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+		e, err := h.Start(Spec{Run: "r", Workspace: ws})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +212,7 @@ func TestRunNetworksAreReusedNeverShared(t *testing.T) {
 	if !leased || uid != int(ahead.uid) {
 		t.Errorf("Writer answered %d %v, not the UID leased ahead (%d)", uid, leased, ahead.uid)
 	}
-	e, err := h.Start(Spec{Run: "p", Workspace: t.TempDir(), Scratch: t.TempDir()})
+	e, err := h.Start(Spec{Run: "p", Workspace: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

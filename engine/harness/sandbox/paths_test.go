@@ -95,7 +95,7 @@ func runConfined(t *testing.T, h *Host, prog string) worker.ProcessResult {
 	t.Helper()
 	defer h.CloseRun("r")
 	ws := t.TempDir()
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

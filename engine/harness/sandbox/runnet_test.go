@@ -349,7 +349,7 @@ func TestExecutionsRunInTheirRunsNetwork(t *testing.T) {
 	}
 	ws := t.TempDir()
 	defer h.CloseRun("r")
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

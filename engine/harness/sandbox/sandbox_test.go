@@ -165,7 +165,7 @@ func TestConfinedWriterAndVerifier(t *testing.T) {
 		role     string
 		want     []string
 	}{{true, "verifier", []string{"canread", "noledger"}}, {false, "writer", []string{"canread", "wrote", "noledger"}}} {
-		e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir(), Verifier: tc.verifier})
+		e, err := h.Start(Spec{Run: "r", Workspace: ws, Verifier: tc.verifier})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +206,7 @@ func TestConfinedProcessHasItsLeasedIdentityAlone(t *testing.T) {
 	}
 	h := requireHost(t, Config{})
 	defer h.CloseRun("r")
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: t.TempDir()})
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,5 +254,40 @@ func checkIdentity(t *testing.T, status string, uid int) {
 	}
 	for k := range want {
 		t.Errorf("%s missing from the process's status", k)
+	}
+}
+
+// TestConfinedProcessSeesItsOwnAccounts: the sandbox's passwd and group
+// name the execution's user, its system git configuration trusts every
+// repository, all three are read-only inside, and a second process of
+// the same execution (each process gets its own copies) sees them too.
+func TestConfinedProcessSeesItsOwnAccounts(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "workspace")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := requireHost(t, Config{})
+	defer h.CloseRun("r")
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	uid := e.uid
+	if uid < 0 {
+		uid = os.Getuid()
+	}
+	script := `id -un; id -gn; git config --system safe.directory; ls -l /etc/passwd | cut -c1-10; ` +
+		`echo x >> /etc/passwd 2>/dev/null && echo wrote; echo x >> /etc/gitconfig 2>/dev/null && echo wrote; true`
+	want := []string{"root", "root", "*", "-r--r--r--"}
+	if uid != 0 {
+		want = []string{agentName, agentName, "*", "-r--r--r--"}
+	}
+	for range 2 {
+		res := worker.Process{Argv: []string{"/bin/sh", "-c", script}, Dir: ws, Env: []string{"PATH=/usr/bin:/bin"},
+			MaxStdout: 1 << 16, Confine: e.Confine}.Run(context.Background())
+		if got := strings.Fields(string(res.Stdout)); !slices.Equal(got, want) {
+			t.Fatalf("inside the sandbox: %q (%v %v), want %q", got, res.StartErr, res.Exit, want)
+		}
 	}
 }

@@ -18,7 +18,7 @@ func BenchmarkConfinedTrue(b *testing.B) {
 	b.Cleanup(h.Close)
 	ws := b.TempDir()
 	defer h.CloseRun("r")
-	e, err := h.Start(Spec{Run: "r", Workspace: ws, Scratch: b.TempDir()})
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
 	if err != nil {
 		b.Fatal(err)
 	}
