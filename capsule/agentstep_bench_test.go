@@ -141,6 +141,7 @@ func benchAgentSteps(b *testing.B, st store.Store, dir string, confined bool, st
 	graph, plan := stepsGraph(steps)
 
 	var added, direct []time.Duration
+	createdAtStart := createCost(b, dir)
 	commits.n.Store(0) // the server's own start-up writes are not a step's
 	b.ResetTimer()
 	for i := range b.N {
@@ -186,9 +187,35 @@ func benchAgentSteps(b *testing.B, st store.Store, dir string, confined bool, st
 	b.ReportMetric(ms(percentile(added, 90)), "added-ms/step-p90")
 	b.ReportMetric(ms(percentile(direct, 50)), "direct-ms-p50")
 	b.ReportMetric(float64(commits.n.Load())/float64(b.N*steps), "commits/step")
+	b.ReportMetric(createdAtStart, "fs-create-us-start")
+	b.ReportMetric(createCost(b, dir), "fs-create-us-end")
 	if rec != nil {
 		reportStages(b, rec.Spans())
 	}
+}
+
+// createCost writes as many small files as a run's checkout into a new
+// directory beside the runs' and returns the microseconds each took: the
+// file system's cost of a new inode there at that moment, which every
+// checkout pays. On ext4 without a journal it is several times its usual
+// value for minutes after many files were removed near there (the
+// allocator passes over every inode freed in the last minute or more, for
+// each new one), as after an earlier benchmark's clean-up; readings with a
+// high value here are of the file system, not of the server. The files
+// stay until the benchmark's own clean-up.
+func createCost(b *testing.B, dir string) float64 {
+	d, err := os.MkdirTemp(dir, "create-cost-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 256)
+	began := time.Now()
+	for i := range *agentStepFiles {
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%04d", i)), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(time.Since(began).Microseconds()) / float64(max(*agentStepFiles, 1))
 }
 
 // commitCounter counts a store's write transactions (store.Observer).
