@@ -200,17 +200,7 @@ func TestConfinedProcessHasItsLeasedIdentityAlone(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("UIDs are leased by a root server")
 	}
-	ws := filepath.Join(t.TempDir(), "workspace")
-	if err := os.Mkdir(ws, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	h := requireHost(t, Config{})
-	defer h.CloseRun("r")
-	e, err := h.Start(Spec{Run: "r", Workspace: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, ws := startWriter(t)
 	// A descriptor without close-on-exec, as a careless launcher leaves.
 	leaked, err := syscall.Open(os.DevNull, syscall.O_RDONLY, 0)
 	if err != nil {
@@ -262,17 +252,7 @@ func checkIdentity(t *testing.T, status string, uid int) {
 // repository, all three are read-only inside, and a second process of
 // the same execution (each process gets its own copies) sees them too.
 func TestConfinedProcessSeesItsOwnAccounts(t *testing.T) {
-	ws := filepath.Join(t.TempDir(), "workspace")
-	if err := os.Mkdir(ws, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	h := requireHost(t, Config{})
-	defer h.CloseRun("r")
-	e, err := h.Start(Spec{Run: "r", Workspace: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, ws := startWriter(t)
 	uid := e.uid
 	if uid < 0 {
 		uid = os.Getuid()
@@ -290,4 +270,22 @@ func TestConfinedProcessSeesItsOwnAccounts(t *testing.T) {
 			t.Fatalf("inside the sandbox: %q (%v %v), want %q", got, res.StartErr, res.Exit, want)
 		}
 	}
+}
+
+// startWriter starts the execution of run "r"'s writer on a new host, in
+// a workspace of its own, and returns it and the workspace; both end
+// with the test.
+func startWriter(t *testing.T) (*Execution, string) {
+	ws := filepath.Join(t.TempDir(), "workspace")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := requireHost(t, Config{})
+	t.Cleanup(func() { h.CloseRun("r") })
+	e, err := h.Start(Spec{Run: "r", Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, ws
 }
