@@ -19,6 +19,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sys/unix"
 
 	"github.com/oecp/oecp/capsule"
 	"github.com/oecp/oecp/engine/harness/sandbox"
@@ -74,9 +75,13 @@ echo '{"session":"s","text":"null"}'
 // sub-benchmark's thousands of files removed at its end would be inodes
 // freed just before the next one writes (see workspace's placeRuns), a
 // cost of the benchmark's own clean-up rather than of the server. The
-// server's own removals, with -agentstep.keep 0, are measured.
+// server's own removals, with -agentstep.keep 0, are measured. For the
+// same reason each sub-benchmark's directory is placed away from the
+// temporary directory's other files (spreadSubdirs), among which an
+// earlier process's clean-up may just have freed thousands of inodes.
 func BenchmarkAgentStep(b *testing.B) {
 	root := b.TempDir()
+	spreadSubdirs(b, root)
 	subDir := func(b *testing.B) string {
 		dir, err := os.MkdirTemp(root, "")
 		if err == nil {
@@ -191,6 +196,27 @@ func benchAgentSteps(b *testing.B, st store.Store, dir string, confined bool, st
 	b.ReportMetric(createCost(b, dir), "fs-create-us-end")
 	if rec != nil {
 		reportStages(b, rec.Spans())
+	}
+}
+
+// spreadSubdirs marks dir as the top of unrelated directory trees (the
+// TOPDIR flag of ext2/3/4): the file system then places each new
+// subdirectory, and the files under it, in block groups of its own,
+// those holding the fewest directories, instead of beside dir. On a file
+// system that is not ext it does nothing.
+func spreadSubdirs(b *testing.B, dir string) {
+	const topdir = 0x00020000 // FS_TOPDIR_FL
+	f, err := os.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags|topdir))
+	}
+	if err != nil {
+		b.Logf("the benchmark's directories stay beside each other: %v", err)
 	}
 }
 
