@@ -29,8 +29,9 @@ const indexFile = "oecp-index"
 // indexMagic starts the index file, followed by the commit it describes.
 const indexMagic = "oecp-index 1 "
 
-// racyWindow: a file changed this close to the moment it was looked at may
-// change again within the same timestamp tick, so its stat is not kept.
+// racyWindow: where the file system's clock cannot be read (statLimit), a
+// file changed this close to the moment it was looked at may change again
+// within the same timestamp tick, so its stat is not kept.
 const racyWindow = 2 * time.Second
 
 // Modes of tree entries as git prints them.
@@ -142,14 +143,16 @@ func readIndex(dir string) (treeIndex, bool) {
 	return x, true
 }
 
+// keepEveryStat, as writeIndex's limit, keeps every stat: the files were
+// written by the host, and no one else has written them since.
+const keepEveryStat = int64(1<<63 - 1)
+
 // writeIndex replaces the index file of dir with x, keeping the stat of
-// the files looked at before since less racyWindow (every stat, with a
-// zero since: files no one else writes).
-func writeIndex(dir string, x treeIndex, since time.Time) error {
-	limit := int64(1<<63 - 1)
-	if !since.IsZero() {
-		limit = since.Add(-racyWindow).UnixNano()
-	}
+// the files whose modification and change times are both before limit
+// (nanoseconds since the epoch): a file changed again within the clock
+// tick of its stat would show the same stat, so only a stat from a tick
+// that had ended before the files were looked at is kept.
+func writeIndex(dir string, x treeIndex, limit int64) error {
 	var out bytes.Buffer
 	out.WriteString(indexMagic + x.commit + "\n")
 	for path, e := range x.entries {
@@ -164,6 +167,44 @@ func writeIndex(dir string, x treeIndex, since time.Time) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dir, indexFile))
+}
+
+// clockFile, in a manager's root, is the file whose change time a
+// snapshot sets as it begins, to read the file system's own clock. It
+// holds nothing; any snapshot of the manager may touch it.
+const clockFile = "oecp-clock"
+
+// statLimit is the limit of writeIndex for the files of tree a snapshot
+// is about to look at: the change time the file system gives clock (a
+// file of the host's, made when missing) at this moment. A file whose
+// change time is before it was last changed in an earlier tick of the
+// same clock, and any later change gets a change time at or after it, so
+// a stat read after this call and before that limit identifies the
+// file's content (the change time is the kernel's; an agent can set a
+// modification time, not a change time). Where clock and tree are not on
+// one file system (two clocks, two granularities), or clock cannot be
+// written, the limit is racyWindow before now by the host's clock.
+func statLimit(clock, tree string) int64 {
+	fallback := time.Now().Add(-racyWindow).UnixNano()
+	f, err := os.OpenFile(clock, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fallback
+	}
+	f.Close()
+	if err := os.Chtimes(clock, time.Time{}, time.Now()); err != nil {
+		return fallback
+	}
+	mark, err1 := os.Lstat(clock)
+	top, err2 := os.Lstat(tree)
+	if err1 != nil || err2 != nil || !mark.Mode().IsRegular() {
+		return fallback
+	}
+	m, ok1 := mark.Sys().(*syscall.Stat_t)
+	t, ok2 := top.Sys().(*syscall.Stat_t)
+	if !ok1 || !ok2 || m.Dev != t.Dev {
+		return fallback
+	}
+	return time.Unix(int64(m.Ctim.Sec), int64(m.Ctim.Nsec)).UnixNano()
 }
 
 // listTree reads commit's tree from git, directories included.
@@ -219,7 +260,7 @@ func (m *Manager) primeIndex(ctx context.Context, home string, p Paths, commit s
 				x.entries[path] = e
 			}
 		}
-		err = writeIndex(p.Host, x, time.Time{})
+		err = writeIndex(p.Host, x, keepEveryStat)
 	}
 	if err != nil {
 		_ = os.Remove(filepath.Join(p.Host, indexFile))

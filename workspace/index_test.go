@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/oecp/oecp/workspace"
 )
@@ -117,4 +119,101 @@ func objectFiles(t *testing.T, dir string) (packs, loose int) {
 	}
 	fanout, _ := filepath.Glob(filepath.Join(objects, "[0-9a-f][0-9a-f]", "*"))
 	return packs, len(fanout)
+}
+
+// TestSnapshotsInARowReadOnlyWhatChanged: snapshots taken one after the
+// other, as the steps of a run make them within a second, each read only
+// the file changed since the last one, once the file system's clock has
+// moved past that change; none reads the unchanged files again.
+func TestSnapshotsInARowReadOnlyWhatChanged(t *testing.T) {
+	h := newHostileRun(t)
+	ctx := context.Background()
+	home := t.TempDir()
+	readme := filepath.Join(h.p.Workspace, "README.md")
+	other := filepath.Join(h.p.Workspace, "other.txt")
+	h.writeFile(other, "stays as it is\n")
+	awaitTick(t, other)
+	snap, err := h.m.Snapshot(ctx, h.key, home, hostileID, "add", workspace.Limits{})
+	if err != nil || !snap.Changed || snap.Bytes != int64(len("stays as it is\n")) {
+		t.Fatalf("the new file: %+v %v", snap, err)
+	}
+	for i := range 3 {
+		body := fmt.Sprintf("# step %d\n", i)
+		h.writeFile(readme, body)
+		awaitTick(t, readme)
+		snap, err := h.m.Snapshot(ctx, h.key, home, hostileID, body, workspace.Limits{})
+		if err != nil || !snap.Changed || snap.Bytes != int64(len(body)) {
+			t.Fatalf("step %d read %d bytes (want %d, the changed file alone): %+v %v", i, snap.Bytes, len(body), snap, err)
+		}
+	}
+	snap, err = h.m.Snapshot(ctx, h.key, home, hostileID, "same", workspace.Limits{})
+	if err != nil || snap.Changed || snap.Bytes != 0 {
+		t.Fatalf("an unchanged tree right after a snapshot: %+v %v", snap, err)
+	}
+}
+
+// TestAChangeWhileASnapshotReadsIsSeenByTheNext: a file rewritten (same
+// size, same modification time) after a snapshot looked at it, most
+// likely within the clock tick of its last change, is read again by the
+// next snapshot and recorded.
+func TestAChangeWhileASnapshotReadsIsSeenByTheNext(t *testing.T) {
+	h := newHostileRun(t)
+	ctx := context.Background()
+	home := t.TempDir()
+	readme := filepath.Join(h.p.Workspace, "README.md")
+	h.writeFile(readme, "# first\n")
+	info, err := os.Stat(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workspace.OnSnapshotWalked(t, func() {
+		h.writeFile(readme, "# again\n")
+		if err := os.Chtimes(readme, time.Time{}, info.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := h.m.Snapshot(ctx, h.key, home, hostileID, "first", workspace.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	workspace.OnSnapshotWalked(t, nil)
+	snap, err := h.m.Snapshot(ctx, h.key, home, hostileID, "again", workspace.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := h.m.HostGit(h.key, home).Run(ctx, "cat-file", "-p", snap.Commit+":README.md")
+	if err != nil || body != "# again" {
+		t.Fatalf("the branch holds %q (%v), not the file's content", body, err)
+	}
+}
+
+// awaitTick returns once a file the test makes beside path has a change
+// time after path's: the file system's clock has moved past path's last
+// change.
+func awaitTick(t *testing.T, path string) {
+	t.Helper()
+	was, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := filepath.Join(t.TempDir(), "tick")
+	for {
+		if err := os.WriteFile(probe, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(probe, time.Time{}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		now, err := os.Lstat(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctime(now) > ctime(was) {
+			return
+		}
+	}
+}
+
+func ctime(info os.FileInfo) int64 {
+	st := info.Sys().(*syscall.Stat_t)
+	return st.Ctim.Sec*1e9 + st.Ctim.Nsec
 }
