@@ -103,10 +103,3 @@ func SetGitWrites(m *Manager, on bool) { m.gitWrites = on }
 
 // HostWriteMax bounds the new bytes of a snapshot the host writes itself.
 const HostWriteMax = hostWriteMax
-
-// OnSnapshotWalked sets f to run once a snapshot has looked at every file
-// and before it reads any, until the test ends.
-func OnSnapshotWalked(t *testing.T, f func()) {
-	snapshotWalked = f
-	t.Cleanup(func() { snapshotWalked = nil })
-}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // indexFile, in a host git directory, is the host's record of the tree of
@@ -26,8 +28,48 @@ import (
 // again, never skip one it changed.
 const indexFile = "oecp-index"
 
-// indexMagic starts the index file, followed by the commit it describes.
-const indexMagic = "oecp-index 1 "
+// indexMagic starts the index file, followed by the commit it describes
+// and the clock its stats were judged by: the boot and the wall clock's
+// offset (clockState).
+const indexMagic = "oecp-index 2 "
+
+// indexMagicV1 started the index files of earlier servers, which do not
+// say what clock their stats were judged by: they are read without stats.
+const indexMagicV1 = "oecp-index 1 "
+
+// clockState is what an index records of the clock its stats were judged
+// by: the boot, and the wall clock less the time since boot, which moves
+// only when the wall clock is stepped. A stat judged before a step back
+// of the wall clock proves nothing after it: a later change may be given
+// a change time before the limit it was judged by.
+type clockState struct {
+	boot   string
+	offset int64 // CLOCK_REALTIME - CLOCK_BOOTTIME, nanoseconds
+}
+
+// clockSlack is how far the offset of two readings of the same clock may
+// differ without a step (the two clocks are not read at one instant).
+const clockSlack = int64(time.Millisecond)
+
+// readClock reads the clock's state now; boot is "" where it cannot be
+// read, and such a state matches none.
+func readClock() clockState {
+	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return clockState{}
+	}
+	var boot, wall unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot) != nil || unix.ClockGettime(unix.CLOCK_REALTIME, &wall) != nil {
+		return clockState{}
+	}
+	return clockState{boot: strings.TrimSpace(string(id)), offset: wall.Nano() - boot.Nano()}
+}
+
+// holds reports whether stats judged under the clock state c still prove
+// a file unchanged under now: the same boot, and no step back since.
+func (c clockState) holds(now clockState) bool {
+	return c.boot != "" && c.boot == now.boot && now.offset >= c.offset-clockSlack
+}
 
 // racyWindow: where the file system's clock cannot be read (statLimit), a
 // file changed this close to the moment it was looked at may change again
@@ -69,6 +111,7 @@ type indexEntry struct {
 type treeIndex struct {
 	commit  string
 	entries map[string]indexEntry
+	clock   clockState // what the stats were judged by (read from the file)
 }
 
 // isFile reports whether the tree records a file or a link at path.
@@ -97,10 +140,17 @@ func (x treeIndex) cached(e entry) (string, bool) {
 }
 
 // loadIndex returns the host's record of commit's tree: the index file of
-// the host git directory dir when it describes commit, else the tree as
-// git lists it (without stats).
+// the host git directory dir when it describes commit (without stats when
+// the machine has booted or its wall clock stepped back since they were
+// judged), else the tree as git lists it (without stats).
 func loadIndex(ctx context.Context, g Git, dir, commit string) (treeIndex, error) {
 	if x, ok := readIndex(dir); ok && x.commit == commit {
+		if !x.clock.holds(readClock()) {
+			for path, e := range x.entries {
+				e.st, e.hasStat = fileStat{}, false
+				x.entries[path] = e
+			}
+		}
 		return x, nil
 	}
 	return listTree(ctx, g, commit)
@@ -114,11 +164,26 @@ func readIndex(dir string) (treeIndex, bool) {
 		return treeIndex{}, false
 	}
 	head, body, ok := bytes.Cut(b, []byte{'\n'})
-	commit, found := strings.CutPrefix(string(head), indexMagic)
+	var clock clockState
+	rest, found := strings.CutPrefix(string(head), indexMagic)
+	if found {
+		f := strings.Fields(rest)
+		if len(f) != 3 {
+			return treeIndex{}, false
+		}
+		offset, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return treeIndex{}, false
+		}
+		rest, clock = f[0], clockState{boot: f[1], offset: offset}
+	} else {
+		rest, found = strings.CutPrefix(string(head), indexMagicV1)
+	}
+	commit := rest
 	if !ok || !found || !commitIDRE.MatchString(commit) {
 		return treeIndex{}, false
 	}
-	x := treeIndex{commit: commit, entries: map[string]indexEntry{}}
+	x := treeIndex{commit: commit, entries: map[string]indexEntry{}, clock: clock}
 	for _, rec := range bytes.Split(body, []byte{0}) {
 		if len(rec) == 0 {
 			continue
@@ -149,12 +214,17 @@ const keepEveryStat = int64(1<<63 - 1)
 
 // writeIndex replaces the index file of dir with x, keeping the stat of
 // the files whose modification and change times are both before limit
-// (nanoseconds since the epoch): a file changed again within the clock
-// tick of its stat would show the same stat, so only a stat from a tick
-// that had ended before the files were looked at is kept.
-func writeIndex(dir string, x treeIndex, limit int64) error {
+// (nanoseconds since the epoch), judged under the clock state clock, read
+// before the limit was: a file changed again within the clock tick of its
+// stat would show the same stat, so only a stat from a tick that had
+// ended before the files were looked at is kept.
+func writeIndex(dir string, x treeIndex, limit int64, clock clockState) error {
+	boot := clock.boot
+	if boot == "" || strings.ContainsAny(boot, " \t\n") {
+		boot, limit = "-", 0 // a clock no reading matches: keep no stat
+	}
 	var out bytes.Buffer
-	out.WriteString(indexMagic + x.commit + "\n")
+	fmt.Fprintf(&out, "%s%s %s %d\n", indexMagic, x.commit, boot, clock.offset)
 	for path, e := range x.entries {
 		st := e.st
 		if !e.hasStat || st.mtime >= limit || st.ctime >= limit {
@@ -174,37 +244,44 @@ func writeIndex(dir string, x treeIndex, limit int64) error {
 // holds nothing; any snapshot of the manager may touch it.
 const clockFile = "oecp-clock"
 
-// statLimit is the limit of writeIndex for the files of tree a snapshot
-// is about to look at: the change time the file system gives clock (a
-// file of the host's, made when missing) at this moment. A file whose
-// change time is before it was last changed in an earlier tick of the
-// same clock, and any later change gets a change time at or after it, so
-// a stat read after this call and before that limit identifies the
-// file's content (the change time is the kernel's; an agent can set a
-// modification time, not a change time). Where clock and tree are not on
+// statLimit is the limit of writeIndex for the files under root that a
+// snapshot is about to look at: the change time the file system gives
+// clock (a file of the host's, made when missing) at this moment. A file
+// whose change time is before it was last changed in an earlier tick of
+// the same clock, and any later change gets a change time at or after it
+// (unless the wall clock steps back, which the index's clockState tells),
+// so a stat read after this call and before that limit identifies the
+// file's content: the change time is the kernel's, and an agent can set a
+// modification time, not a change time. Where clock and root are not on
 // one file system (two clocks, two granularities), or clock cannot be
 // written, the limit is racyWindow before now by the host's clock.
-func statLimit(clock, tree string) int64 {
+func statLimit(clock string, root *os.Root) int64 {
 	fallback := time.Now().Add(-racyWindow).UnixNano()
-	f, err := os.OpenFile(clock, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	fd, err := unix.Open(clock, unix.O_RDONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fallback
 	}
-	f.Close()
-	if err := os.Chtimes(clock, time.Time{}, time.Now()); err != nil {
+	defer unix.Close(fd)
+	now := unix.NsecToTimeval(time.Now().UnixNano())
+	var mark unix.Stat_t
+	if unix.Futimes(fd, []unix.Timeval{now, now}) != nil || unix.Fstat(fd, &mark) != nil || mark.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fallback
 	}
-	mark, err1 := os.Lstat(clock)
-	top, err2 := os.Lstat(tree)
-	if err1 != nil || err2 != nil || !mark.Mode().IsRegular() {
+	top, err := root.Stat(".")
+	t, ok := sysStat(top, err)
+	if !ok || uint64(t.Dev) != uint64(mark.Dev) {
 		return fallback
 	}
-	m, ok1 := mark.Sys().(*syscall.Stat_t)
-	t, ok2 := top.Sys().(*syscall.Stat_t)
-	if !ok1 || !ok2 || m.Dev != t.Dev {
-		return fallback
+	return mark.Ctim.Nano()
+}
+
+// sysStat is the system's stat of info, when there is one.
+func sysStat(info os.FileInfo, err error) (*syscall.Stat_t, bool) {
+	if err != nil {
+		return nil, false
 	}
-	return time.Unix(int64(m.Ctim.Sec), int64(m.Ctim.Nsec)).UnixNano()
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // listTree reads commit's tree from git, directories included.
@@ -260,7 +337,7 @@ func (m *Manager) primeIndex(ctx context.Context, home string, p Paths, commit s
 				x.entries[path] = e
 			}
 		}
-		err = writeIndex(p.Host, x, keepEveryStat)
+		err = writeIndex(p.Host, x, keepEveryStat, readClock())
 	}
 	if err != nil {
 		_ = os.Remove(filepath.Join(p.Host, indexFile))

@@ -110,10 +110,6 @@ type entry struct {
 	hasStat bool
 }
 
-// snapshotWalked, when set (by tests), is called once a snapshot has
-// looked at every file, before it reads any.
-var snapshotWalked func()
-
 // Snapshot records the run's workspace as a commit on the run's branch in
 // its host git directory, as id with message, and returns it. The host
 // reads the work tree itself: it lists directories without following a
@@ -152,7 +148,8 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		return Snap{}, err
 	}
 	defer root.Close()
-	limit := statLimit(filepath.Join(m.root, clockFile), p.Workspace)
+	clock := readClock()
+	limit := statLimit(filepath.Join(m.root, clockFile), root)
 	walker := Git{GitDir: p.Host, Dir: p.Workspace, Home: home}
 	entries, _, err := walk(ctx, root, walker, idx, lim, false)
 	if err != nil {
@@ -179,9 +176,6 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 				ErrTooLarge, used, snap.Bytes, lim.MaxDisk)
 		}
 	}
-	if snapshotWalked != nil {
-		snapshotWalked()
-	}
 	// A commit the host writes itself takes the blobs' contents as they
 	// were read to be hashed.
 	var blobs map[string][]byte
@@ -200,7 +194,7 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		}
 	}
 	if sameTree(idx, next) {
-		if err := writeIndex(p.Host, next, limit); err != nil {
+		if err := writeIndex(p.Host, next, limit, clock); err != nil {
 			m.log.Warn("workspace: the snapshot's index is not kept", "dir", p.Dir, "err", err)
 		}
 		return snap, nil // nothing new: the branch stays
@@ -221,7 +215,7 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		return Snap{}, err
 	}
 	next.commit = commit
-	if err := writeIndex(p.Host, next, limit); err != nil {
+	if err := writeIndex(p.Host, next, limit, clock); err != nil {
 		m.log.Warn("workspace: the snapshot's index is not kept", "dir", p.Dir, "err", err)
 	}
 	snap.Commit, snap.Changed, snap.Parent = commit, true, parent

@@ -454,7 +454,7 @@ func (m *Manager) checkoutKept(ctx context.Context, p Paths, t *keptTree, name, 
 		err = writeNew(filepath.Join(p.Host, "index"), string(encodeGitIndex(entries)), 0o600)
 	}
 	if err == nil {
-		err = writeIndex(p.Host, statTree(entries, stats, revision), keepEveryStat)
+		err = writeIndex(p.Host, statTree(entries, stats, revision), keepEveryStat, readClock())
 	}
 	if err != nil {
 		m.log.Warn("workspace: the kept tree was not written; git writes it", "dir", p.Workspace, "err", err)
