@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,18 +52,24 @@ type clockState struct {
 // differ without a step (the two clocks are not read at one instant).
 const clockSlack = int64(time.Millisecond)
 
+// bootID is this boot's id, read once: a process does not outlive its
+// boot. It is "" where it cannot be read.
+var bootID = sync.OnceValue(func() string {
+	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(id))
+})
+
 // readClock reads the clock's state now; boot is "" where it cannot be
 // read, and such a state matches none.
 func readClock() clockState {
-	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return clockState{}
-	}
 	var boot, wall unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot) != nil || unix.ClockGettime(unix.CLOCK_REALTIME, &wall) != nil {
+	if bootID() == "" || unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot) != nil || unix.ClockGettime(unix.CLOCK_REALTIME, &wall) != nil {
 		return clockState{}
 	}
-	return clockState{boot: strings.TrimSpace(string(id)), offset: wall.Nano() - boot.Nano()}
+	return clockState{boot: bootID(), offset: wall.Nano() - boot.Nano()}
 }
 
 // holds reports whether stats judged under the clock state c still prove
@@ -141,11 +148,12 @@ func (x treeIndex) cached(e entry) (string, bool) {
 
 // loadIndex returns the host's record of commit's tree: the index file of
 // the host git directory dir when it describes commit (without stats when
-// the machine has booted or its wall clock stepped back since they were
-// judged), else the tree as git lists it (without stats).
-func loadIndex(ctx context.Context, g Git, dir, commit string) (treeIndex, error) {
+// the machine has booted or its wall clock stepped back between their
+// judging and now, the clock state read now), else the tree as git lists
+// it (without stats).
+func loadIndex(ctx context.Context, g Git, dir, commit string, now clockState) (treeIndex, error) {
 	if x, ok := readIndex(dir); ok && x.commit == commit {
-		if !x.clock.holds(readClock()) {
+		if !x.clock.holds(now) {
 			for path, e := range x.entries {
 				e.st, e.hasStat = fileStat{}, false
 				x.entries[path] = e

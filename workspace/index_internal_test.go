@@ -129,7 +129,7 @@ func TestIndexKeepsStatsOnlyUnderItsClock(t *testing.T) {
 		if err := writeIndex(dir, x, keepEveryStat, tc.clock); err != nil {
 			t.Fatal(err)
 		}
-		got, err := loadIndex(context.Background(), Git{}, dir, commit)
+		got, err := loadIndex(context.Background(), Git{}, dir, commit, now)
 		if err != nil || got.entries["a"].oid != commit {
 			t.Fatalf("%s: %+v %v", name, got, err)
 		}
@@ -142,7 +142,7 @@ func TestIndexKeepsStatsOnlyUnderItsClock(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, indexFile), []byte(v1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadIndex(context.Background(), Git{}, dir, commit)
+	got, err := loadIndex(context.Background(), Git{}, dir, commit, now)
 	if err != nil || got.entries["a"].oid != commit || got.entries["a"].hasStat {
 		t.Fatalf("an earlier server's index: %+v %v", got, err)
 	}

@@ -139,7 +139,10 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 	if err != nil {
 		return Snap{}, err
 	}
-	idx, err := loadIndex(ctx, g, p.Host, parent)
+	// The clock is read before any stat is judged, and before the limit
+	// (statLimit).
+	clock := readClock()
+	idx, err := loadIndex(ctx, g, p.Host, parent, clock)
 	if err != nil {
 		return Snap{}, err
 	}
@@ -148,7 +151,6 @@ func (m *Manager) Snapshot(ctx context.Context, key, home string, id Identity, m
 		return Snap{}, err
 	}
 	defer root.Close()
-	clock := readClock()
 	limit := statLimit(filepath.Join(m.root, clockFile), root)
 	walker := Git{GitDir: p.Host, Dir: p.Workspace, Home: home}
 	entries, _, err := walk(ctx, root, walker, idx, lim, false)
