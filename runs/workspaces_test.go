@@ -187,8 +187,9 @@ func TestRunForcedWhilePreparingClosesAgain(t *testing.T) {
 func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 	src := runs.Source{Repository: "oecp/oecp", Branch: "main", Revision: "0123456789abcdef0123456789abcdef01234567"}
 	// finished runs a one-step run to its end and its close, and returns
-	// the mark of a reading taken before the run finished.
-	finished := func(t *testing.T, ws runs.Workspaces, prepared <-chan string) (*rig, uint64) {
+	// the mark of a reading taken before the run finished: while the
+	// run's workspace is being made, which waits for release.
+	finished := func(t *testing.T, ws runs.Workspaces, prepared <-chan string, release chan struct{}) (*rig, uint64) {
 		r := newRigWith(t, nil, 0, ws)
 		r.agents.closed = make(chan string, 4)
 		ctx := as("alice")
@@ -197,13 +198,14 @@ func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 		}
 		testkit.Recv(t, prepared)
 		mark := runs.WorkspaceMark(r.b)
+		close(release)
 		waitFinished(t, r.b, ctx, "s")
 		testkit.Recv(t, r.agents.closed) // the close forgot the workspace
 		return r, mark
 	}
 	t.Run("prepared", func(t *testing.T) {
-		ws := &fakeWorkspaces{prepared: make(chan string, 4)}
-		r, mark := finished(t, ws, ws.prepared)
+		ws := &fakeWorkspaces{prepared: make(chan string, 4), release: make(chan struct{})}
+		r, mark := finished(t, ws, ws.prepared, ws.release)
 		for _, started := range []bool{false, true} {
 			if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, started, mark); kept {
 				t.Errorf("started=%v: the finished run's workspace state is kept", started)
@@ -217,7 +219,8 @@ func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 	})
 	t.Run("checkpointed", func(t *testing.T) {
 		ws := newCheckpointWorkspaces(nil)
-		r, mark := finished(t, ws, ws.prepared)
+		ws.release = make(chan struct{})
+		r, mark := finished(t, ws, ws.prepared, ws.release)
 		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true, mark); kept {
 			t.Error("the finished run's workspace state is kept")
 		}
@@ -228,8 +231,8 @@ func TestAStaleReadingOfAFinishedRunMakesNoWorkspace(t *testing.T) {
 		}
 	})
 	t.Run("lost", func(t *testing.T) {
-		ws := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4)}}
-		r, mark := finished(t, ws, ws.prepared)
+		ws := &keeperWorkspaces{fakeWorkspaces: &fakeWorkspaces{prepared: make(chan string, 4), release: make(chan struct{})}}
+		r, mark := finished(t, ws, ws.prepared, ws.release)
 		if kept := runs.StaleWorkspaceReady(r.b, "alice", "s", src, true, mark); kept {
 			t.Error("the finished run's workspace state is kept")
 		}
