@@ -82,8 +82,8 @@ const busyTimeoutMS = 10_000
 // the pages read back instead come from the operating system's cache.
 const pageCacheKiB = 2 << 10
 
-// maxReaders bounds the read connection pool (concurrent Views beyond it
-// wait for a connection).
+// maxReaders bounds the read connection pool and the goroutines that run
+// Views (concurrent Views beyond it wait for one).
 var maxReaders = max(4, runtime.GOMAXPROCS(0))
 
 // Sync modes (Options.Sync).
@@ -146,7 +146,11 @@ type Store struct {
 	// gate makes Close wait for the transactions in flight.
 	gate store.Gate
 
-	// wmu serializes writers on the one writer connection.
+	// writer runs write transactions and readers the Views (runner.go).
+	writer, readers *runner
+
+	// wmu serializes the writer connection's users: the writer goroutine
+	// and the health probe.
 	wmu     sync.Mutex
 	wdb     *sql.DB
 	wconn   *sql.Conn
@@ -197,7 +201,7 @@ func open(ctx context.Context, opt Options, schema int) (_ *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: %w", err)
 	}
-	s := &Store{dir: dir, log: logger, lock: lock}
+	s := &Store{dir: dir, log: logger, lock: lock, writer: newRunner(1), readers: newRunner(maxReaders)}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -332,6 +336,10 @@ func (s *Store) Dir() string { return s.dir }
 
 // release closes everything Open acquired, the directory lock last.
 func (s *Store) release() error {
+	// Nothing runs on them now: Close's gate has closed, and Open's
+	// failure left no transaction behind.
+	s.writer.close()
+	s.readers.close()
 	var errs []error
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())
@@ -410,6 +418,16 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 		return err
 	}
 	defer s.gate.Exit()
+	// Statements run without the caller's context (writeTx), and the
+	// wait for the writer is not given up either: a write waits for the
+	// ones before it.
+	_ = s.writer.run(context.Background(), func() { err = s.writeTx(fn) })
+	return err
+}
+
+// writeTx runs fn in a write transaction of its own and commits it if fn
+// succeeds and wrote anything.
+func (s *Store) writeTx(fn func(*txn) error) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	// Statements run without the caller's context: a cancellation must not
@@ -454,7 +472,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 }
 
 // View runs fn against one consistent snapshot on a read connection. ctx is
-// checked before it starts.
+// checked before it starts and while it waits for a read goroutine.
 func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -463,6 +481,15 @@ func (s *Store) View(ctx context.Context, fn func(store.ReadTx) error) error {
 		return err
 	}
 	defer s.gate.Exit()
+	var err error
+	if werr := s.readers.run(ctx, func() { err = s.view(fn) }); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// view runs fn in a read transaction of its own.
+func (s *Store) view(fn func(store.ReadTx) error) error {
 	// A deferred read transaction takes its WAL snapshot at its first
 	// read and keeps it until the end.
 	rtx, err := s.rdb.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})

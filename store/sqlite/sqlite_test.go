@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -414,4 +415,67 @@ func TestMigrateCheckpointsAndRunStates(t *testing.T) {
 	s := open(t, dir, "")
 	defer s.Close()
 	storetest.CheckLegacyMigrated(t, s)
+}
+
+// TestTransactionsRunOnTheStoresGoroutines: a View's and an Update's
+// function run on goroutines of the store's own, never on the caller's
+// (whose stack each transaction would otherwise grow); a panic in one
+// reaches its caller, a runtime.Goexit (a test's FailNow) ends its caller,
+// and neither stops the store's one writer from taking the next write.
+func TestTransactionsRunOnTheStoresGoroutines(t *testing.T) {
+	s := open(t, t.TempDir(), sqlite.SyncNormal)
+	// goroutine is the first line of a goroutine's stack: "goroutine N [running]:".
+	goroutine := func() string {
+		buf := make([]byte, 64)
+		line, _, _ := strings.Cut(string(buf[:runtime.Stack(buf, false)]), "[")
+		return line
+	}
+	caller := goroutine()
+	var viewed, updated string
+	must(t, s.View(ctx, func(store.ReadTx) error { viewed = goroutine(); return nil }))
+	must(t, s.Update(ctx, func(store.Tx) error { updated = goroutine(); return nil }))
+	if viewed == caller || updated == caller || viewed == "" || updated == "" {
+		t.Errorf("the caller is %q; the View's function ran on %q, the Update's on %q", caller, viewed, updated)
+	}
+
+	recovered := func(call func()) any {
+		var p any
+		func() {
+			defer func() { p = recover() }()
+			call()
+		}()
+		if sp, ok := p.(*sqlite.Panic); ok {
+			return sp.Value
+		}
+		return p
+	}
+	if p := recovered(func() { _ = s.View(ctx, func(store.ReadTx) error { panic("in a view") }) }); p != "in a view" {
+		t.Errorf("the View's caller recovered %v", p)
+	}
+	if p := recovered(func() { _ = s.Update(ctx, func(store.Tx) error { panic("in an update") }) }); p != "in an update" {
+		t.Errorf("the Update's caller recovered %v", p)
+	}
+	put := func(version uint64) error {
+		return s.Update(ctx, func(tx store.Tx) error { return tx.PutCluster("t", store.Cluster{Version: version}) })
+	}
+	must(t, put(1))
+
+	ended, after := make(chan struct{}), false
+	go func() {
+		defer close(ended)
+		_ = s.Update(ctx, func(store.Tx) error { runtime.Goexit(); return nil })
+		after = true
+	}()
+	testkit.Recv(t, ended)
+	if after {
+		t.Error("the Update's caller went on after its function called runtime.Goexit")
+	}
+	must(t, put(2))
+	must(t, s.View(ctx, func(tx store.ReadTx) error {
+		if c, ok, err := tx.Cluster("t"); err != nil || !ok || c.Version != 2 {
+			return fmt.Errorf("cluster t after the writes: %+v %v %v", c, ok, err)
+		}
+		return nil
+	}))
+	must(t, s.Close())
 }
