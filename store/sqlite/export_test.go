@@ -29,3 +29,14 @@ func ReadsWALIndex(s *Store) bool { return s.ckpt.shm != nil }
 var CheckpointsVersion = slices.IndexFunc(migrations, func(m string) bool {
 	return strings.Contains(m, "CREATE TABLE checkpoints")
 }) + 1
+
+// WriterMapBytes is how much of the database file the writer maps.
+const WriterMapBytes = writerMapBytes
+
+// WriterMapSize is the writer connection's PRAGMA mmap_size.
+func WriterMapSize(s *Store) (n int64, err error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err = s.wconn.QueryRowContext(context.Background(), "PRAGMA mmap_size").Scan(&n)
+	return n, err
+}

@@ -82,6 +82,18 @@ const busyTimeoutMS = 10_000
 // the pages read back instead come from the operating system's cache.
 const pageCacheKiB = 2 << 10
 
+// writerMapBytes is how much of the database file the writer connection
+// reads through a memory map (PRAGMA mmap_size) rather than by a system
+// call and a copy per page. With a deep queue the writer's trees outgrow
+// its page cache, and every run's progress waits for the writer: a run's
+// pages, written when it was submitted, are read back from the file when
+// it is claimed thousands of runs later. The readers read by system call:
+// only the writer is on every run's path. A disk's read error on a mapped
+// page ends the process (SIGBUS) instead of failing the transaction; no
+// other process truncates the file under the map, as the data directory
+// is locked to this one.
+const writerMapBytes = 256 << 20
+
 // maxReaders bounds the read connection pool and the goroutines that run
 // Views (concurrent Views beyond it wait for one).
 var maxReaders = max(4, runtime.GOMAXPROCS(0))
@@ -274,7 +286,7 @@ func dataDir(dir string) (string, error) {
 // openWriter opens the one writer connection with the busy timeout and the
 // sync pragma, and puts the database in WAL mode.
 func (s *Store) openWriter(ctx context.Context, path, syncPragma string) (err error) {
-	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)", path, busyTimeoutMS, syncPragma, pageCacheKiB, backstopPages))
+	s.wdb, err = sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_pragma=mmap_size(%d)", path, busyTimeoutMS, syncPragma, pageCacheKiB, backstopPages, writerMapBytes))
 	if err != nil {
 		return fmt.Errorf("store/sqlite: %w", err)
 	}

@@ -479,3 +479,38 @@ func TestTransactionsRunOnTheStoresGoroutines(t *testing.T) {
 	}))
 	must(t, s.Close())
 }
+
+// TestTheWriterReadsThroughAMap: the writer connection maps the database
+// file, and a store reopened over what a mapped writer wrote reads it all.
+func TestTheWriterReadsThroughAMap(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, sqlite.SyncNormal)
+	if n, err := sqlite.WriterMapSize(s); err != nil || n != sqlite.WriterMapBytes {
+		t.Fatalf("the writer's mmap_size is %d (%v), want %d", n, err, sqlite.WriterMapBytes)
+	}
+	for i := range 2000 {
+		must(t, s.Update(ctx, func(tx store.Tx) error {
+			return tx.PutCluster(fmt.Sprintf("t%04d", i), store.Cluster{Version: 1, Data: []byte(fmt.Sprintf("%04d", i) + strings.Repeat("x", 600))})
+		}))
+	}
+	// The writer reads back pages of the file itself, past its cache.
+	must(t, s.Update(ctx, func(tx store.Tx) error {
+		for i := range 2000 {
+			c, ok, err := tx.Cluster(fmt.Sprintf("t%04d", i))
+			if err != nil || !ok || !strings.HasPrefix(string(c.Data), fmt.Sprintf("%04d", i)) {
+				return fmt.Errorf("cluster t%04d in the writer: %+v %v %v", i, c, ok, err)
+			}
+		}
+		return nil
+	}))
+	must(t, s.Close())
+	s = open(t, dir, sqlite.SyncNormal)
+	defer s.Close()
+	must(t, s.View(ctx, func(tx store.ReadTx) error {
+		c, ok, err := tx.Cluster("t1999")
+		if err != nil || !ok || !strings.HasPrefix(string(c.Data), "1999") {
+			return fmt.Errorf("cluster t1999 after reopening: %+v %v %v", c, ok, err)
+		}
+		return nil
+	}))
+}
