@@ -9,7 +9,7 @@ import (
 )
 
 // store.Evidence. Appends run as write transactions of their own that
-// wake no watcher; reads run on the read pool. Neither is prepared: they
+// wake no watcher; reads run on the read pool, from the read goroutines. Neither is prepared: they
 // come in batches, not per event.
 
 var _ store.Evidence = (*Store)(nil)
@@ -50,14 +50,19 @@ func (s *Store) EvidenceAfter(ctx context.Context, tenant, runID string, afterID
 		return nil, err
 	}
 	defer s.gate.Exit()
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, execution, turn, kind, attr, data FROM evidence
-		WHERE tenant = ? AND run_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`, tenant, runID, int64(afterID), int64(throughID), limit)
-	return scanRows(rows, err, "read evidence", func(rows *sql.Rows) (r store.EvidenceRecord, err error) {
-		var id int64
-		err = rows.Scan(&id, &r.Execution, &r.Turn, &r.Kind, &r.Attr, &r.Data)
-		r.ID = uint64(id)
-		return r, err
-	})
+	if werr := s.readers.run(ctx, func() {
+		rows, qerr := s.rdb.QueryContext(ctx, `SELECT id, execution, turn, kind, attr, data FROM evidence
+			WHERE tenant = ? AND run_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?`, tenant, runID, int64(afterID), int64(throughID), limit)
+		out, err = scanRows(rows, qerr, "read evidence", func(rows *sql.Rows) (r store.EvidenceRecord, err error) {
+			var id int64
+			err = rows.Scan(&id, &r.Execution, &r.Turn, &r.Kind, &r.Attr, &r.Data)
+			r.ID = uint64(id)
+			return r, err
+		})
+	}); werr != nil {
+		return nil, werr
+	}
+	return out, err
 }
 
 // LastEvidence implements store.Evidence.
@@ -67,7 +72,12 @@ func (s *Store) LastEvidence(ctx context.Context, tenant, runID string) (uint64,
 	}
 	defer s.gate.Exit()
 	var id int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM evidence WHERE tenant = ? AND run_id = ?`, tenant, runID).Scan(&id)
+	var err error
+	if werr := s.readers.run(ctx, func() {
+		err = s.rdb.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM evidence WHERE tenant = ? AND run_id = ?`, tenant, runID).Scan(&id)
+	}); werr != nil {
+		return 0, werr
+	}
 	if err != nil {
 		return 0, dbErr("read evidence", err)
 	}

@@ -35,8 +35,8 @@ const WriterMapBytes = writerMapBytes
 
 // WriterMapSize is the writer connection's PRAGMA mmap_size.
 func WriterMapSize(s *Store) (n int64, err error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	err = s.wconn.QueryRowContext(context.Background(), "PRAGMA mmap_size").Scan(&n)
+	_ = s.writer.run(context.Background(), func() {
+		err = s.wconn.QueryRowContext(context.Background(), "PRAGMA mmap_size").Scan(&n)
+	})
 	return n, err
 }

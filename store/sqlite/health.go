@@ -72,10 +72,9 @@ func (s *Store) quickCheck(ctx context.Context) error {
 // probe commits a write that changes nothing in the end (it raises the
 // sequence row and lowers it back in one transaction, so the page is
 // written to the log): it fails when the database cannot be written
-// (read-only, full disk, I/O error). It wakes no watcher.
+// (read-only, full disk, I/O error). It wakes no watcher. After Open it
+// runs on the writer goroutine.
 func (s *Store) probe() error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	if _, err := s.wconn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
 		return classify(fmt.Errorf("write probe: %w", err))
 	}
@@ -104,10 +103,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	defer s.gate.Exit()
 	var last int64
-	if err := s.rstmts[stLastSeq].QueryRowContext(bg).Scan(&last); err != nil {
+	var err error
+	if werr := s.readers.run(ctx, func() { err = s.rstmts[stLastSeq].QueryRowContext(bg).Scan(&last) }); werr != nil {
+		return werr
+	}
+	if err != nil {
 		return classify(fmt.Errorf("store/sqlite: read probe: %w", err))
 	}
-	if err := s.probe(); err != nil {
+	_ = s.writer.run(context.Background(), func() { err = s.probe() })
+	if err != nil {
 		return fmt.Errorf("store/sqlite: %w", err)
 	}
 	return nil

@@ -54,7 +54,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -158,16 +157,14 @@ type Store struct {
 	// gate makes Close wait for the transactions in flight.
 	gate store.Gate
 
-	// writer runs write transactions and readers the Views (runner.go).
+	// writer runs every statement of the writer connection after Open,
+	// one at a time, and readers those of the read pool (runner.go).
 	writer, readers *runner
 
-	// wmu serializes the writer connection's users: the writer goroutine
-	// and the health probe.
-	wmu     sync.Mutex
 	wdb     *sql.DB
 	wconn   *sql.Conn
 	wstmts  [nStmts]*sql.Stmt
-	lastSeq uint64 // committed sequence; guarded by wmu
+	lastSeq uint64 // committed sequence; the writer goroutine's
 
 	rdb    *sql.DB
 	rstmts [nStmts]*sql.Stmt // read statements, prepared on the pool
@@ -440,8 +437,6 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) (err error) {
 // writeTx runs fn in a write transaction of its own and commits it if fn
 // succeeds and wrote anything.
 func (s *Store) writeTx(fn func(*txn) error) (err error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	// Statements run without the caller's context: a cancellation must not
 	// interrupt a transaction half way, and a context with a Done channel
 	// costs the driver a goroutine per statement.

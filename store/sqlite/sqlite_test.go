@@ -514,3 +514,50 @@ func TestTheWriterReadsThroughAMap(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestPingBesideWrites: health pings, whose write probe uses the writer
+// connection, run beside writes and evidence reads without a race or a
+// failure: every statement of a connection runs on the store's goroutines.
+func TestPingBesideWrites(t *testing.T) {
+	s := open(t, t.TempDir(), sqlite.SyncNormal)
+	defer s.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 3 {
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				if err := s.Ping(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				if err := s.Update(ctx, func(tx store.Tx) error {
+					return tx.PutCluster(fmt.Sprintf("t%d-%d", g, i), store.Cluster{Version: 1})
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				if _, err := s.LastEvidence(ctx, "t", "r"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	testkit.Wait(t, &wg)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
