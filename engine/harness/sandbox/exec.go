@@ -329,48 +329,43 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 	infoR, infoW := pipes[0].r, pipes[0].w
 	blockR, blockW := pipes[1].r, pipes[1].w
 	gateR, gateW := pipes[2].r, pipes[2].w
-	fd := 3 + len(cmd.ExtraFiles)
-	if !gated && fd+2 > maxGateFd {
+	fail := func(err error) (func() error, func(), error) {
 		for _, p := range pipes {
 			p.close()
 		}
-		return nil, nil, fmt.Errorf("sandbox: %d inherited files leave no descriptor for the start gate", len(cmd.ExtraFiles))
+		return nil, nil, err
+	}
+	fd := 3 + len(cmd.ExtraFiles)
+	if !gated && fd+2 > maxGateFd {
+		return fail(fmt.Errorf("sandbox: %d inherited files leave no descriptor for the start gate", len(cmd.ExtraFiles)))
 	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR, gateR)
-	progFd := -1
-	var progR *os.File
-	if gated {
-		// bwrap copies the gate from this pipe into the sandbox's /run.
-		// It fits the pipe's buffer (at least a page), so the write
-		// does not wait for bwrap.
-		progR, progFd = pipes[3].r, fd+3
-		_, err := pipes[3].w.Write(gateProgram)
-		pipes[3].w.Close()
-		if err != nil {
-			for _, p := range pipes {
-				p.close()
-			}
-			return nil, nil, fmt.Errorf("sandbox: writing the start gate: %w", err)
-		}
-		cmd.ExtraFiles = append(cmd.ExtraFiles, progR)
-	}
-	// bwrap copies each generated file from a pipe of its own; each fits
-	// the pipe's buffer.
-	etcFds := make([]int, len(e.etc))
-	var etcR []*os.File
-	for i, f := range e.etc {
-		p := pipes[n+i]
-		_, err := p.w.WriteString(f.body)
+	// What bwrap copies into the sandbox (the gate, the files of e.etc)
+	// comes through a pipe of its own, written whole and closed here: each
+	// fits the pipe's buffer (at least a page), so no write waits for
+	// bwrap. feed returns the descriptor bwrap reads it from.
+	var fed []*os.File
+	feed := func(p pipe, data []byte) (int, error) {
+		_, err := p.w.Write(data)
 		p.w.Close()
 		if err != nil {
-			for _, p := range pipes {
-				p.close()
-			}
-			return nil, nil, fmt.Errorf("sandbox: writing %s: %w", f.path, err)
+			return -1, err
 		}
-		etcFds[i] = 3 + len(cmd.ExtraFiles)
-		etcR = append(etcR, p.r)
+		fed = append(fed, p.r)
 		cmd.ExtraFiles = append(cmd.ExtraFiles, p.r)
+		return 2 + len(cmd.ExtraFiles), nil
+	}
+	progFd := -1
+	if gated {
+		if progFd, err = feed(pipes[3], gateProgram); err != nil {
+			return fail(fmt.Errorf("sandbox: writing the start gate: %w", err))
+		}
+	}
+	etcFds := make([]int, len(e.etc))
+	for i, f := range e.etc {
+		if etcFds[i], err = feed(pipes[n+i], []byte(f.body)); err != nil {
+			return fail(fmt.Errorf("sandbox: writing %s: %w", f.path, err))
+		}
 	}
 	dir := cmd.Dir
 	if dir == "" {
@@ -412,10 +407,7 @@ func (e *Execution) Confine(cmd *exec.Cmd) (start func() error, cleanup func(), 
 		blockR.Close()
 		gateR.Close()
 		infoR.Close()
-		if progR != nil {
-			progR.Close()
-		}
-		for _, r := range etcR {
+		for _, r := range fed {
 			r.Close()
 		}
 		<-done
