@@ -9,8 +9,8 @@ import (
 )
 
 // store.Evidence. Appends run as write transactions of their own that
-// wake no watcher; reads run on the read pool, from the read goroutines. Neither is prepared: they
-// come in batches, not per event.
+// wake no watcher; reads run on the read pool, from the read goroutines.
+// Neither is prepared: they come in batches, not per event.
 
 var _ store.Evidence = (*Store)(nil)
 

@@ -10,13 +10,6 @@ import (
 	"github.com/oecp/oecp/internal/testkit"
 )
 
-// bounded is a context that ends a test's wait that would hang.
-func bounded(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.HangGuard)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // panicsWithBoom panics where a stack shows it.
 func panicsWithBoom() { panic(errors.ErrUnsupported) }
 
@@ -28,7 +21,7 @@ func TestRunnerRaisesAPanicInItsCaller(t *testing.T) {
 	defer r.close()
 	got := func() (p any) {
 		defer func() { p = recover() }()
-		_ = r.run(bounded(t), panicsWithBoom)
+		_ = r.run(testkit.Bounded(t), panicsWithBoom)
 		return nil
 	}()
 	p, ok := got.(*Panic)
@@ -37,7 +30,7 @@ func TestRunnerRaisesAPanicInItsCaller(t *testing.T) {
 		t.Fatalf("the caller recovered %#v", got)
 	}
 	ran := false
-	if err := r.run(bounded(t), func() { ran = true }); err != nil || !ran {
+	if err := r.run(testkit.Bounded(t), func() { ran = true }); err != nil || !ran {
 		t.Fatalf("after a panic: run = %v, ran %v", err, ran)
 	}
 }
@@ -52,7 +45,7 @@ func TestRunnerEndsItsCallerOnGoexit(t *testing.T) {
 	ended, after := make(chan struct{}), false
 	go func() {
 		defer close(ended)
-		_ = r.run(bounded(t), runtime.Goexit)
+		_ = r.run(testkit.Bounded(t), runtime.Goexit)
 		after = true
 	}()
 	testkit.Recv(t, ended)
@@ -60,7 +53,7 @@ func TestRunnerEndsItsCallerOnGoexit(t *testing.T) {
 		t.Fatal("the caller went on after its function called runtime.Goexit")
 	}
 	ran := false
-	if err := r.run(bounded(t), func() { ran = true }); err != nil || !ran {
+	if err := r.run(testkit.Bounded(t), func() { ran = true }); err != nil || !ran {
 		t.Fatalf("after a Goexit: run = %v, ran %v", err, ran)
 	}
 }
@@ -71,7 +64,7 @@ func TestRunnerEndsItsCallerOnGoexit(t *testing.T) {
 func TestRunnerGivesUpWhenItsContextEnds(t *testing.T) {
 	r := newRunner(1)
 	busy, release := make(chan struct{}), make(chan struct{})
-	go func() { _ = r.run(bounded(t), func() { close(busy); <-release }) }()
+	go func() { _ = r.run(testkit.Bounded(t), func() { close(busy); <-release }) }()
 	testkit.Recv(t, busy)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
