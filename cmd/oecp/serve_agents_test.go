@@ -368,20 +368,27 @@ func TestAgentDiesWithServer(t *testing.T) {
 			logs.waitStdout("sleeper started")
 			sleeper := findAgent(t, s.secret)
 			t.Cleanup(func() { _ = syscall.Kill(sleeper, syscall.SIGKILL) }) // should it outlive the test
-			pids := []int{sleeper}
-			if mode == "sandboxed" {
-				// The sandbox's init, and its network.
-				pids = append(pids, parentOf(t, sleeper))
-				pids = append(pids, childrenNamed(t, srv.cmd.Process.Pid, "pasta", "passt")...)
-			}
 			var fds []unix.PollFd
-			for _, pid := range pids {
+			watch := func(pid int, mayBeGone bool) {
 				fd, err := unix.PidfdOpen(pid, 0)
+				if mayBeGone && err == unix.ESRCH {
+					return // gone before the server: it cannot outlive it
+				}
 				if err != nil {
 					t.Fatalf("pidfd of %d: %v", pid, err)
 				}
-				defer unix.Close(fd)
+				t.Cleanup(func() { unix.Close(fd) })
 				fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+			}
+			watch(sleeper, false)
+			if mode == "sandboxed" {
+				// The sandbox's init, and the server's networks: the run's
+				// and those made ahead, one of which may be replaced (its
+				// pasta killed and reaped) between the listing and here.
+				watch(parentOf(t, sleeper), false)
+				for _, pid := range childrenNamed(t, srv.cmd.Process.Pid, "pasta", "passt") {
+					watch(pid, true)
+				}
 			}
 			if err := srv.cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
