@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -433,13 +434,17 @@ func procFile(pid int, name string) []byte {
 // findAgent returns the PID of the agent process whose arguments hold
 // secret: the shell that says the sleeper started, or the sleep it becomes
 // (one PID; its arguments hold the secret before it says so), never the
-// sandbox's bwrap processes, whose arguments hold it too.
+// sandbox's bwrap processes, whose arguments hold it too. While the shell
+// is becoming the sleep, /proc shows the process without arguments, so a
+// scan that finds none scans again (until HangGuard).
 func findAgent(t *testing.T, secret string) int {
 	t.Helper()
-	for _, pid := range procs() {
-		comm, b := procFile(pid, "comm"), procFile(pid, "cmdline")
-		if strings.TrimSpace(string(comm)) != "bwrap" && strings.Contains(string(b), secret) {
-			return pid
+	for deadline := time.Now().Add(testkit.HangGuard); time.Now().Before(deadline); runtime.Gosched() {
+		for _, pid := range procs() {
+			comm, b := procFile(pid, "comm"), procFile(pid, "cmdline")
+			if strings.TrimSpace(string(comm)) != "bwrap" && strings.Contains(string(b), secret) {
+				return pid
+			}
 		}
 	}
 	t.Fatalf("no agent process")
