@@ -382,6 +382,17 @@ func benchSQLite(b *testing.B) store.Store {
 	return s
 }
 
+// benchSQLiteFull opens a fresh SQLite store with the server's default
+// durability (synchronous=full: an fsync at every commit) for one
+// benchmark op.
+func benchSQLiteFull(b *testing.B) store.Store {
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncFull})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // benchPostgres opens a store on a fresh schema of the PostgreSQL server
 // OECP_TEST_POSTGRES names (the benchmark is skipped without one).
 func benchPostgres(b *testing.B) store.Store {
@@ -493,8 +504,9 @@ var deepShallowOps = flag.Int("deepqueue.shallow", 16, "BenchmarkDeepQueue: ops 
 // one first in every other op, so that both depths are measured in the
 // same minutes and a machine whose speed drifts moves both alike. It
 // reports each depth's rate over all ops, and the ratio of the two
-// (ratio; 1 is flat). The postgres case runs when OECP_TEST_POSTGRES
-// names a server. Run with:
+// (ratio; 1 is flat). The SQLite cases run with synchronous=normal and
+// with the server's default, synchronous=full; the postgres case runs
+// when OECP_TEST_POSTGRES names a server. Run with:
 //
 //	go test -run '^$' -bench DeepQueue -benchtime 3x ./runs/
 func BenchmarkDeepQueue(b *testing.B) {
@@ -506,6 +518,7 @@ func BenchmarkDeepQueue(b *testing.B) {
 		open    func(b *testing.B) store.Store
 	}{
 		{"sqlite-normal", *deepShallowOps, benchSQLite},
+		{"sqlite-full", *deepShallowOps, benchSQLiteFull},
 		{"postgres", max(1, *deepShallowOps/4), benchPostgres},
 	}
 	for _, c := range cases {
