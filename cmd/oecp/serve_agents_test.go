@@ -286,6 +286,7 @@ func TestAgentSandboxHostileAgent(t *testing.T) {
 				}
 			}
 			if t.Failed() {
+				t.Logf("the server's log:\n%s", s.log.String())
 				return // the greetings below may never come
 			}
 			for range 4 { // two runs, each a writer and a verifier
