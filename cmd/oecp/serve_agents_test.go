@@ -287,6 +287,9 @@ func TestAgentSandboxHostileAgent(t *testing.T) {
 			}
 			if t.Failed() {
 				t.Logf("the server's log:\n%s", s.log.String())
+				for _, id := range []string{"first", "second"} {
+					t.Logf("run %s's log:\n%s", id, oecp(t, srv, "run", "logs", id).stdout)
+				}
 				return // the greetings below may never come
 			}
 			for range 4 { // two runs, each a writer and a verifier

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,8 +33,10 @@ func (n *network) exited() bool {
 	return err != nil || info.Signo != 0
 }
 
-// connectPid connects the network namespace of process pid (connect).
+// connectPid connects the network namespace of process pid (connect),
+// once bwrap has brought the namespace's loopback up (loopbackUp).
 func (h *Host) connectPid(pid int) (*network, error) {
+	loopbackUp(pid)
 	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
 		return nil, err
@@ -147,4 +150,26 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 		l.w.Write(p[:min(room, len(p))])
 	}
 	return len(p), nil
+}
+
+// loopbackWait bounds loopbackUp's wait.
+const loopbackWait = 5 * time.Second
+
+// loopbackUp returns once the loopback of process pid's network namespace
+// is up, or the process is gone, or loopbackWait has passed. bwrap tells
+// its sandbox's PID before the sandbox has set up the loopback of the
+// network namespace it made; pasta, configuring the same namespace, also
+// brings the loopback up, which gives it 127.0.0.1, and bwrap's own
+// setup then fails to add that address. The loopback is up once the
+// namespace's routing table holds 127.0.0.1.
+func loopbackUp(pid int) {
+	path := fmt.Sprintf("/proc/%d/net/fib_trie", pid)
+	deadline := time.Now().Add(loopbackWait)
+	for pause := 50 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err != nil || bytes.Contains(b, []byte("127.0.0.1")) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(pause)
+	}
 }
