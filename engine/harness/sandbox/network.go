@@ -36,7 +36,9 @@ func (n *network) exited() bool {
 // connectPid connects the network namespace of process pid (connect),
 // once bwrap has brought the namespace's loopback up (loopbackUp).
 func (h *Host) connectPid(pid int) (*network, error) {
-	loopbackUp(pid)
+	if !loopbackUp(pid) {
+		h.log.Warn("sandbox: the sandbox's loopback was not up in time; its network is connected regardless", "waited", loopbackWait)
+	}
 	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
 		return nil, err
@@ -155,21 +157,28 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 // loopbackWait bounds loopbackUp's wait.
 const loopbackWait = 5 * time.Second
 
+// loopbackPause is loopbackUp's wait between two reads (a test hook).
+var loopbackPause = time.Sleep
+
 // loopbackUp returns once the loopback of process pid's network namespace
-// is up, or the process is gone, or loopbackWait has passed. bwrap tells
-// its sandbox's PID before the sandbox has set up the loopback of the
-// network namespace it made; pasta, configuring the same namespace, also
-// brings the loopback up, which gives it 127.0.0.1, and bwrap's own
-// setup then fails to add that address. The loopback is up once the
-// namespace's routing table holds 127.0.0.1.
-func loopbackUp(pid int) {
+// is up, or the process is gone (true), or loopbackWait has passed
+// (false). bwrap tells its sandbox's PID before the sandbox has set up the
+// loopback of the network namespace it made; pasta, configuring the same
+// namespace, also brings the loopback up, which gives it 127.0.0.1, and
+// bwrap's own setup then fails to add that address. The loopback is up
+// once the namespace's routing table holds 127.0.0.1. Nothing of the
+// sandbox has run yet: the table is bwrap's and the kernel's.
+func loopbackUp(pid int) bool {
 	path := fmt.Sprintf("/proc/%d/net/fib_trie", pid)
 	deadline := time.Now().Add(loopbackWait)
 	for pause := 50 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		b, err := os.ReadFile(path)
-		if err != nil || bytes.Contains(b, []byte("127.0.0.1")) || time.Now().After(deadline) {
-			return
+		switch {
+		case err != nil || bytes.Contains(b, []byte("127.0.0.1")):
+			return true
+		case time.Now().After(deadline):
+			return false
 		}
-		time.Sleep(pause)
+		loopbackPause(pause)
 	}
 }
