@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -503,10 +505,11 @@ var deepShallowOps = flag.Int("deepqueue.shallow", 16, "BenchmarkDeepQueue: ops 
 // runs -deepqueue.shallow ops of 1,000 runs and one of 16,000, the deep
 // one first in every other op, so that both depths are measured in the
 // same minutes and a machine whose speed drifts moves both alike. It
-// reports each depth's rate over all ops, and the ratio of the two
-// (ratio; 1 is flat). The SQLite cases run with synchronous=normal and
-// with the server's default, synchronous=full; the postgres case runs
-// when OECP_TEST_POSTGRES names a server. Run with:
+// reports each depth's rate over all ops, the ratio of the two (ratio;
+// 1 is flat), and what the process spent per run at each depth
+// (opCost). The SQLite cases run with synchronous=normal and with the
+// server's default, synchronous=full; the postgres case runs when
+// OECP_TEST_POSTGRES names a server. Run with:
 //
 //	go test -run '^$' -bench DeepQueue -benchtime 3x ./runs/
 func BenchmarkDeepQueue(b *testing.B) {
@@ -524,6 +527,7 @@ func BenchmarkDeepQueue(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var shallow, deep time.Duration
+			var cost [2]opCost // at 1,000 and at 16,000 queued
 			// Each op's goroutines carry the label depth (shallow or
 			// deep), so that one CPU profile of the benchmark splits the
 			// two: go tool pprof -tagfocus depth=deep.
@@ -537,9 +541,15 @@ func BenchmarkDeepQueue(b *testing.B) {
 					defer func() { _ = s.Close() }()
 					q := newQueueRig(b, s, capsule.DefaultMaxActive, n)
 					defer q.stop()
+					c0 := readOpCost()
 					t0 := time.Now()
 					q.run(b, func() {})
 					d = time.Since(t0)
+					i := 0
+					if n == deepDeep {
+						i = 1
+					}
+					cost[i] = cost[i].add(readOpCost().minus(c0))
 				})
 				return d
 			}
@@ -561,8 +571,53 @@ func BenchmarkDeepQueue(b *testing.B) {
 			b.ReportMetric(atShallow, "runs/s@1000")
 			b.ReportMetric(atDeep, "runs/s@16000")
 			b.ReportMetric(atDeep/atShallow, "ratio")
+			cost[0].report(b, b.N*c.shallow*deepShallow, "@1000")
+			cost[1].report(b, b.N*deepDeep, "@16000")
 		})
 	}
+}
+
+// opCost is what this process spent over a stretch of time: its CPU (all
+// of it, and the kernel's and the garbage collector's parts) and its
+// minor page faults. BenchmarkDeepQueue reports it per run at each depth:
+// the ratio follows the CPU a run costs at each, and the parts say where
+// the difference lies. A PostgreSQL server's own processes are not in it.
+type opCost struct {
+	cpu, sys, gc time.Duration
+	faults       int64
+}
+
+// readOpCost reads the process's totals so far.
+func readOpCost() opCost {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	gc := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(gc)
+	sys := time.Duration(ru.Stime.Nano())
+	return opCost{
+		cpu:    time.Duration(ru.Utime.Nano()) + sys,
+		sys:    sys,
+		gc:     time.Duration(gc[0].Value.Float64() * float64(time.Second)),
+		faults: ru.Minflt,
+	}
+}
+
+func (c opCost) add(d opCost) opCost {
+	return opCost{c.cpu + d.cpu, c.sys + d.sys, c.gc + d.gc, c.faults + d.faults}
+}
+
+func (c opCost) minus(d opCost) opCost {
+	return opCost{c.cpu - d.cpu, c.sys - d.sys, c.gc - d.gc, c.faults - d.faults}
+}
+
+// report reports c per run over n runs, each metric's unit ending in
+// suffix.
+func (c opCost) report(b *testing.B, n int, suffix string) {
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	b.ReportMetric(us(c.cpu), "cpu-us/run"+suffix)
+	b.ReportMetric(us(c.sys), "sys-us/run"+suffix)
+	b.ReportMetric(us(c.gc), "gc-us/run"+suffix)
+	b.ReportMetric(float64(c.faults)/float64(n), "minflt/run"+suffix)
 }
 
 // benchRig is a backend over st with a running supervisor of at most
