@@ -376,19 +376,15 @@ func BenchmarkRuns(b *testing.B) {
 
 // benchSQLite opens a fresh SQLite store (synchronous=normal) for one
 // benchmark op.
-func benchSQLite(b *testing.B) store.Store {
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncNormal})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s
-}
+func benchSQLite(b *testing.B) store.Store { return openBenchSQLite(b, sqlite.SyncNormal) }
 
 // benchSQLiteFull opens a fresh SQLite store with the server's default
 // durability (synchronous=full: an fsync at every commit) for one
 // benchmark op.
-func benchSQLiteFull(b *testing.B) store.Store {
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sqlite.SyncFull})
+func benchSQLiteFull(b *testing.B) store.Store { return openBenchSQLite(b, sqlite.SyncFull) }
+
+func openBenchSQLite(b *testing.B, sync string) store.Store {
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Dir: b.TempDir(), Sync: sync})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -532,9 +528,9 @@ func BenchmarkDeepQueue(b *testing.B) {
 			// deep), so that one CPU profile of the benchmark splits the
 			// two: go tool pprof -tagfocus depth=deep.
 			one := func(n int) (d time.Duration) {
-				depth := "shallow"
+				depth, at := "shallow", &cost[0]
 				if n == deepDeep {
-					depth = "deep"
+					depth, at = "deep", &cost[1]
 				}
 				pprof.Do(context.Background(), pprof.Labels("depth", depth), func(context.Context) {
 					s := c.open(b)
@@ -545,11 +541,7 @@ func BenchmarkDeepQueue(b *testing.B) {
 					t0 := time.Now()
 					q.run(b, func() {})
 					d = time.Since(t0)
-					i := 0
-					if n == deepDeep {
-						i = 1
-					}
-					cost[i] = cost[i].add(readOpCost().minus(c0))
+					*at = at.add(readOpCost().minus(c0))
 				})
 				return d
 			}
