@@ -96,6 +96,16 @@ const (
 	// ctx return promptly, so this only bites a backend that ignores
 	// cancellation.
 	MaxCancelledRunning = 256
+	// MaxRunningSubmits bounds the run/submit handlers a connection runs
+	// at once (see submitMethod). Admission is unchanged (a request takes
+	// its id and slot when read); a submission admitted while
+	// MaxRunningSubmits handlers run waits, in frame order and without a
+	// goroutine, for one of them to return, and $/cancelRequest takes it
+	// out of the queue. A peer that pipelines a deep batch of submissions
+	// then costs the server a queue entry per waiting submission rather
+	// than a goroutine and its stack, and the store's group commit a
+	// steady stream rather than one transaction of thousands.
+	MaxRunningSubmits = 16
 	// MaxInlineBacklog bounds frames the reader queued past the outbound
 	// capacity (DUPLICATE_REQUEST_ID, SERVER_BUSY, parse errors): the
 	// reader never blocks on the queue, and a peer that floods without
@@ -277,6 +287,7 @@ func (c *Conn) end(reason CloseReason) {
 			c.close(reason)
 		}
 		c.cancel()
+		c.dropQueued()
 	})
 }
 
@@ -316,6 +327,7 @@ func (c *Conn) drain() {
 	c.stopAdmitting()
 	if !c.waitTasks(c.opts.ShutdownGrace) {
 		c.cancel()
+		c.dropQueued()
 		c.waitTasks(c.opts.ShutdownGrace)
 	}
 }
@@ -461,11 +473,30 @@ func (c *Conn) handleFrame(data []byte) bool {
 	r.cancel = cancel
 	if r.subscribe {
 		go c.runSubscription(ctx, r, m, f)
-	} else {
+	} else if m != submitMethod {
 		go c.runUnary(ctx, r, m, f)
+	} else {
+		u := &unaryCall{ctx: ctx, r: r, m: m, f: f}
+		var where int
+		c.updateInFlight(func(s *inFlight) { where = s.start(u) })
+		switch where {
+		case startRunner:
+			go c.runUnaries(u)
+		case startDropped:
+			c.dropUnary(u)
+		}
 	}
 	return true
 }
+
+// submitMethod is the one method whose requests a connection runs at most
+// MaxRunningSubmits at once: a run/submit's handler waits only on the
+// store, never on another request, so a submission that waits in the
+// queue for an earlier one to commit adds no dependency between requests,
+// and a pipelined deep batch of submissions is the load the bound is for.
+// Every other request gets its handler goroutine when admitted, so that a
+// long call never holds up another.
+var submitMethod, _ = protocol.LookupMethod(protocol.MethodRunSubmit)
 
 // classify says what a request frame becomes once admitted: m is its
 // method (nil: answered with an envelope or method error), task whether it
@@ -512,12 +543,16 @@ func (c *Conn) admit(aid *protocol.ID, spec *request) (r *request, v verdict) {
 // admitted deterministically, and cancels its context.
 func (c *Conn) cancelRequest(id protocol.ID) {
 	var r *request
-	c.updateInFlight(func(s *inFlight) { r = s.cancel(id.Key()) })
+	var dequeued bool
+	c.updateInFlight(func(s *inFlight) { r, dequeued = s.cancel(id.Key()) })
 	if c.obs != nil {
 		c.obs.Cancel(r != nil)
 	}
 	if r != nil {
 		r.cancel()
+	}
+	if dequeued {
+		c.wg.Done() // its handler will never run
 	}
 }
 
@@ -547,6 +582,41 @@ func (c *Conn) release(r *request) bool {
 }
 
 func (c *Conn) freeSlot() { c.updateInFlight((*inFlight).freeSlot) }
+
+// runUnaries is a runner: it runs u's handler, then each queued call the
+// in-flight state hands it, until none is queued. A call whose context
+// ended while it was queued (the connection is closing) is ended without
+// running its handler.
+func (c *Conn) runUnaries(u *unaryCall) {
+	for u != nil {
+		if u.ctx.Err() != nil {
+			c.dropUnary(u)
+		} else {
+			c.runUnary(u.ctx, u.r, u.m, u.f)
+		}
+		c.updateInFlight(func(s *inFlight) { u = s.next() })
+	}
+}
+
+// dropUnary ends a queued call that will not run: its id and slot are
+// freed and it is never answered.
+func (c *Conn) dropUnary(u *unaryCall) {
+	defer c.wg.Done()
+	u.r.cancel()
+	if c.release(u.r) {
+		c.freeSlot()
+	}
+}
+
+// dropQueued ends every queued call once the connection's context is
+// cancelled, also when every runner is held by a handler that ignores it.
+func (c *Conn) dropQueued() {
+	var q []*unaryCall
+	c.updateInFlight(func(s *inFlight) { q = s.takeQueue() })
+	for _, u := range q {
+		c.dropUnary(u)
+	}
+}
 
 func (c *Conn) runUnary(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
 	defer c.wg.Done()

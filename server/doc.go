@@ -5,8 +5,11 @@
 // The core (Conn) reads frames on one reader goroutine, in arrival order,
 // and applies the admission rules there: cancels, duplicate ids, task
 // slots, envelope errors. What it admits runs on its own goroutine, one
-// per request or subscription; all of that in-flight state is one value
-// changed in one critical section. Answers and notifications go out
+// per request or subscription, except run/submit: a connection runs at
+// most MaxRunningSubmits of those at once and queues the rest, in frame
+// order, without a goroutine each. All of that in-flight state (ids,
+// slots, subscriptions, the submission queue) is one value changed in one
+// critical section. Answers and notifications go out
 // through one bounded outbound queue: whichever goroutine finds the
 // connection idle writes its frame in place, otherwise the frame is
 // queued for the current writer, so at most one goroutine writes at a

@@ -87,6 +87,30 @@ func (b *scriptBackend) Get(ctx context.Context, p protocol.GetParams) (*protoco
 	return &protocol.GetResult{Spec: []byte("null"), Status: protocol.EmptyStatus()}, nil
 }
 
+// RunUnary scripts run/submit by its runId as Get does by its tag:
+// "gate-NAME" waits for Open("gate-NAME") and ignores ctx; anything else
+// answers at once with the run id.
+func (b *scriptBackend) RunUnary(ctx context.Context, method string, p protocol.RunParams) (any, error) {
+	b.mu.Lock()
+	b.calls++
+	b.mu.Unlock()
+	if strings.HasPrefix(p.RunID, "gate-") {
+		close(b.ch(b.started, p.RunID))
+		<-b.ch(b.gates, p.RunID)
+	}
+	return map[string]string{"runId": p.RunID}, nil
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 func (b *scriptBackend) Watch(ctx context.Context, p protocol.WatchParams) (*server.Subscription, error) {
 	b.mu.Lock()
 	b.subCalls++

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"github.com/oecp/oecp/protocol"
 )
@@ -19,6 +20,16 @@ type request struct {
 	// cancelled: $/cancelRequest released id and slot; the goroutine, when
 	// it returns, only decrements cancelledRunning and drops its result.
 	cancelled bool
+	// queued: the unary request waits in inFlight.queue for a runner.
+	queued bool
+}
+
+// unaryCall is an admitted unary request with what its handler needs.
+type unaryCall struct {
+	ctx context.Context
+	r   *request
+	m   *protocol.MethodInfo
+	f   protocol.Frame
 }
 
 // subscription is one live subscription; pointer identity is ownership.
@@ -40,12 +51,18 @@ type subscription struct {
 //   - an entry is removed only by a party holding its pointer, after
 //     checking the map still holds that pointer.
 //   - once draining is set nothing is admitted or registered again.
+//   - running counts the goroutines running unary handlers (runners),
+//     running <= MaxRunningSubmits; queue holds, in frame order, the
+//     admitted unary requests no runner has started, each marked queued,
+//     and is empty while running < MaxRunningSubmits.
 type inFlight struct {
 	reqs             map[protocol.Key]*request
 	subs             map[string]*subscription
 	tasks            int
 	cancelledRunning int
 	draining         bool
+	running          int
+	queue            []*unaryCall
 }
 
 // verdict is the outcome of admit.
@@ -99,16 +116,75 @@ func (s *inFlight) admit(aid *protocol.ID, task *request) (*request, verdict) {
 // cancel handles $/cancelRequest: it frees the id and slot of the unary
 // request in flight under key at once, so an immediate same-id retry is
 // admitted, and returns it for the caller to cancel (nil: nothing to do).
-func (s *inFlight) cancel(key protocol.Key) *request {
+// A request still queued leaves the queue: no handler will run for it,
+// and dequeued says so (the caller ends its task).
+func (s *inFlight) cancel(key protocol.Key) (r *request, dequeued bool) {
 	r, ok := s.reqs[key]
 	if !ok || r.subscribe || r.cancelled {
-		return nil
+		return nil, false
 	}
 	delete(s.reqs, key)
 	r.cancelled = true
 	s.tasks--
+	if r.queued {
+		r.queued = false
+		i := slices.IndexFunc(s.queue, func(u *unaryCall) bool { return u.r == r })
+		s.queue = slices.Delete(s.queue, i, i+1)
+		return r, true
+	}
 	s.cancelledRunning++
-	return r
+	return r, false
+}
+
+// Where start puts a unary call.
+const (
+	startRunner  = iota // the caller starts a runner for it
+	startQueued         // it waits in the queue for a runner
+	startDropped        // its context has ended: the caller ends it unrun
+)
+
+// start decides who runs the admitted unary call u: a new runner while
+// fewer than MaxRunningSubmits run, else the queue. A call whose context
+// has already ended is not queued: the close sequence cancels the
+// connection's context before it empties the queue, so a call queued
+// after that would wait for a runner that may never come.
+func (s *inFlight) start(u *unaryCall) int {
+	switch {
+	case s.running < MaxRunningSubmits:
+		s.running++
+		return startRunner
+	case u.ctx.Err() != nil:
+		return startDropped
+	}
+	u.r.queued = true
+	s.queue = append(s.queue, u)
+	return startQueued
+}
+
+// next hands a runner whose handler returned the first queued call, or
+// ends the runner (nil) when none is queued.
+func (s *inFlight) next() *unaryCall {
+	if len(s.queue) == 0 {
+		s.running--
+		return nil
+	}
+	u := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	u.r.queued = false
+	return u
+}
+
+// takeQueue empties the queue and returns the calls it held, for the
+// close sequence to end without running them; each still owns its id
+// and slot.
+func (s *inFlight) takeQueue() []*unaryCall {
+	q := s.queue
+	s.queue = nil
+	for _, u := range q {
+		u.r.queued = false
+	}
+	return q
 }
 
 // release ends r's admission when its handler returns: it frees the id if
