@@ -103,8 +103,7 @@ const (
 	// goroutine, for one of them to return, and $/cancelRequest takes it
 	// out of the queue. A peer that pipelines a deep batch of submissions
 	// then costs the server a queue entry per waiting submission rather
-	// than a goroutine and its stack, and the store's group commit a
-	// steady stream rather than one transaction of thousands.
+	// than a goroutine and the stack its request's decoding grew.
 	MaxRunningSubmits = 16
 	// MaxInlineBacklog bounds frames the reader queued past the outbound
 	// capacity (DUPLICATE_REQUEST_ID, SERVER_BUSY, parse errors): the
