@@ -20,8 +20,6 @@ type request struct {
 	// cancelled: $/cancelRequest released id and slot; the goroutine, when
 	// it returns, only decrements cancelledRunning and drops its result.
 	cancelled bool
-	// queued: the unary request waits in inFlight.queue for a runner.
-	queued bool
 }
 
 // unaryCall is an admitted unary request with what its handler needs.
@@ -53,8 +51,8 @@ type subscription struct {
 //   - once draining is set nothing is admitted or registered again.
 //   - running counts the goroutines running unary handlers (runners),
 //     running <= MaxRunningSubmits; queue holds, in frame order, the
-//     admitted unary requests no runner has started, each marked queued,
-//     and is empty while running < MaxRunningSubmits.
+//     admitted unary requests no runner has started, and is empty while
+//     running < MaxRunningSubmits.
 type inFlight struct {
 	reqs             map[protocol.Key]*request
 	subs             map[string]*subscription
@@ -126,9 +124,7 @@ func (s *inFlight) cancel(key protocol.Key) (r *request, dequeued bool) {
 	delete(s.reqs, key)
 	r.cancelled = true
 	s.tasks--
-	if r.queued {
-		r.queued = false
-		i := slices.IndexFunc(s.queue, func(u *unaryCall) bool { return u.r == r })
+	if i := slices.IndexFunc(s.queue, func(u *unaryCall) bool { return u.r == r }); i >= 0 {
 		s.queue = slices.Delete(s.queue, i, i+1)
 		return r, true
 	}
@@ -156,7 +152,6 @@ func (s *inFlight) start(u *unaryCall) int {
 	case u.ctx.Err() != nil:
 		return startDropped
 	}
-	u.r.queued = true
 	s.queue = append(s.queue, u)
 	return startQueued
 }
@@ -171,7 +166,6 @@ func (s *inFlight) next() *unaryCall {
 	u := s.queue[0]
 	s.queue[0] = nil
 	s.queue = s.queue[1:]
-	u.r.queued = false
 	return u
 }
 
@@ -181,9 +175,6 @@ func (s *inFlight) next() *unaryCall {
 func (s *inFlight) takeQueue() []*unaryCall {
 	q := s.queue
 	s.queue = nil
-	for _, u := range q {
-		u.r.queued = false
-	}
 	return q
 }
 
