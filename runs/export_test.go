@@ -20,3 +20,15 @@ func StaleWorkspaceReady(b *Backend, tenant, runID string, src Source, started b
 	_, kept = b.prep.state[k]
 	return kept
 }
+
+// ArmedCalls counts the calls that watch and logs readers armed with
+// their runs' signals and that have not fired.
+func ArmedCalls(b *Backend) int {
+	b.wake.mu.Lock()
+	defer b.wake.mu.Unlock()
+	n := 0
+	for _, e := range b.wake.m {
+		n += len(e.calls)
+	}
+	return n
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oecp/oecp/engine/worker"
 	"github.com/oecp/oecp/protocol"
@@ -279,34 +280,111 @@ func splitActive(entry string) (tk, runID string) {
 
 // signals wakes the readers of one run (watch, logs) after each write for
 // it, so that a commit wakes only its own run's readers rather than every
-// reader of every run. A reader takes the run's channel before it reads
-// and waits on it when it found nothing new; every write path of a run
-// (Backend.update, and the submission that creates it) notifies after its
-// commit, so a missed wake-up cannot happen.
+// reader of every run. A reader takes the run's channel (wait), or arms a
+// call (arm), before it reads, and waits on it when it found nothing new;
+// every write path of a run (Backend.update, and the submission that
+// creates it) notifies after its commit, so a missed wake-up cannot
+// happen.
 type signals struct {
 	mu sync.Mutex
-	m  map[runKey]chan struct{}
+	m  map[runKey]*signal
 }
 
+// signal is one run's pending wake-up: the channel its blocked readers
+// wait on, and the calls its parked readers armed.
+type signal struct {
+	ch    chan struct{}
+	calls []*armedCall
+}
+
+// armedCall is a call armed with a run's signal: fired once the run was
+// written after it was armed, and then wake (once set) is called.
+type armedCall struct {
+	fired atomic.Bool
+	wake  atomic.Pointer[func()]
+}
+
+// setWake makes f the function a fire calls. A fire that came before it
+// calls nothing: the caller checks fired after setWake.
+func (a *armedCall) setWake(f func()) { a.wake.Store(&f) }
+
+func (a *armedCall) fire() {
+	a.fired.Store(true)
+	if w := a.wake.Load(); w != nil {
+		(*w)()
+	}
+}
+
+// entry is k's pending wake-up, made if there is none; s.mu is held.
+func (s *signals) entry(k runKey) *signal {
+	if s.m == nil {
+		s.m = map[runKey]*signal{}
+	}
+	e, ok := s.m[k]
+	if !ok {
+		e = &signal{}
+		s.m[k] = e
+	}
+	return e
+}
+
+// wait returns a channel closed at k's next notify.
 func (s *signals) wait(k runKey) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[runKey]chan struct{}{}
+	e := s.entry(k)
+	if e.ch == nil {
+		e.ch = make(chan struct{})
 	}
-	ch, ok := s.m[k]
+	return e.ch
+}
+
+// arm returns a call fired at k's next notify, calling wake (if not nil)
+// on the notifier's goroutine, so wake must not block.
+func (s *signals) arm(k runKey, wake func()) *armedCall {
+	a := &armedCall{}
+	if wake != nil {
+		a.setWake(wake)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entry(k)
+	e.calls = append(e.calls, a)
+	return a
+}
+
+// disarm takes back a call armed for k that has not fired, so that a
+// reader that is gone leaves nothing behind for a run that may never be
+// written again.
+func (s *signals) disarm(k runKey, a *armedCall) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[k]
 	if !ok {
-		ch = make(chan struct{})
-		s.m[k] = ch
+		return
 	}
-	return ch
+	if i := slices.Index(e.calls, a); i >= 0 {
+		e.calls = slices.Delete(e.calls, i, i+1)
+	}
+	if e.ch == nil && len(e.calls) == 0 {
+		delete(s.m, k)
+	}
 }
 
 func (s *signals) notify(k runKey) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ch, ok := s.m[k]; ok {
-		close(ch)
+	e, ok := s.m[k]
+	if ok {
 		delete(s.m, k)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if e.ch != nil {
+		close(e.ch)
+	}
+	for _, a := range e.calls {
+		a.fire()
 	}
 }

@@ -13,7 +13,11 @@ import (
 // after their position, a page at a time, and wait for the next commit
 // when they have caught up; replay and live delivery are the same read,
 // so they can neither gap nor duplicate. Both close with done once they
-// have passed the run's terminal record.
+// have passed the run's terminal record. On a store of this process they
+// wait without a goroutine (recordStream.PollBatch): the call they arm
+// with their run's signal before each read starts their subscription's
+// loop at the run's next write. The first page is read in the same read
+// transaction that resolves the run.
 
 // tail reads one run's records in order after a position.
 type tail struct {
@@ -29,6 +33,19 @@ type tail struct {
 	// emptied the run's records (a partial page): nothing is new until
 	// one of them fires.
 	caught *wakeups
+	// armed is a parked reader's call armed with the run's signal before
+	// its last read; idle says that read emptied the run's records, so
+	// nothing is new until armed fires.
+	armed *armedCall
+	idle  bool
+}
+
+// close takes back the call t armed, if it has not fired: a tail that is
+// gone leaves nothing behind for a run that may never be written again.
+func (t *tail) close() {
+	if a := t.armed; a != nil && !a.fired.Load() {
+		t.wake.disarm(runKey{t.tk, t.runID}, a)
+	}
 }
 
 // wakeups are what a caught-up tail waits on: its run's signal and, on a
@@ -38,46 +55,76 @@ type wakeups struct{ local, remote <-chan struct{} }
 // next returns the next record, or ok false once the run has finished
 // and every record up to its terminal has been read.
 func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, err error) {
+	ev, rec, ok, _, err = t.step(ctx, nil)
+	return ev, rec, ok, err
+}
+
+// step is next, except that with wake set it does not wait (the store
+// must not be shared): when nothing is new it returns parked, having
+// arranged for wake to be called at the run's next write.
+func (t *tail) step(ctx context.Context, wake func()) (ev store.Event, rec record, ok, parked bool, err error) {
 	for {
 		if len(t.buf) > 0 {
 			ev, t.buf = t.buf[0], t.buf[1:]
+			if len(t.buf) == 0 {
+				t.buf = nil // a waiting tail keeps no page
+			}
 			t.after = ev.Seq
 			if err := json.Unmarshal(ev.Body, &rec); err != nil {
-				return ev, rec, false, err
+				return ev, rec, false, false, err
 			}
 			t.ended = rec.Kind == recTerminal
-			return ev, rec, true, nil
+			return ev, rec, true, false, nil
 		}
 		if t.ended {
-			return ev, rec, false, nil
+			return ev, rec, false, false, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return ev, rec, false, err
+			return ev, rec, false, false, err
 		}
-		if w := t.caught; w != nil {
-			t.caught = nil
-			if err := w.wait(ctx); err != nil {
-				return ev, rec, false, err
+		var w *wakeups
+		if wake != nil {
+			a := t.armed
+			if a != nil {
+				a.setWake(wake)
 			}
-		}
-		w := &wakeups{local: t.wake.wait(runKey{t.tk, t.runID})}
-		// Another replica's write wakes no local signal; on a shared store
-		// its commit is seen through the store (remoteChanges).
-		if t.shared {
-			w.remote = remoteChanges(t.st)
+			switch {
+			case a != nil && !a.fired.Load() && t.idle:
+				// Caught up, and the call armed before the read that
+				// showed it has not fired: nothing is new, and its fire
+				// now calls wake.
+				return ev, rec, false, true, nil
+			case a == nil || a.fired.Load():
+				// Armed before the read, so a write after it fires.
+				t.armed = t.wake.arm(runKey{t.tk, t.runID}, wake)
+			}
+		} else {
+			if w := t.caught; w != nil {
+				t.caught = nil
+				if err := w.wait(ctx); err != nil {
+					return ev, rec, false, false, err
+				}
+			}
+			w = &wakeups{local: t.wake.wait(runKey{t.tk, t.runID})}
+			// Another replica's write wakes no local signal; on a shared
+			// store its commit is seen through the store (remoteChanges).
+			if t.shared {
+				w.remote = remoteChanges(t.st)
+			}
 		}
 		finished, err := t.read(ctx)
+		t.idle = false
 		switch {
 		case err != nil:
-			return ev, rec, false, err
+			return ev, rec, false, false, err
 		case len(t.buf) > 0:
 			if len(t.buf) < protocol.ReplayPageSize {
-				t.caught = w
+				t.caught, t.idle = w, true
 			}
 		case finished:
-			return ev, rec, false, nil
+			return ev, rec, false, false, nil
 		default:
-			t.caught = w
+			t.caught, t.idle = w, true
 		}
 	}
 }
@@ -122,6 +169,11 @@ type SubscribeResult struct {
 func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*tail, string, *runState, error) {
 	tk := b.tenant(ctx)
 	t := &tail{st: b.store, wake: &b.wake, shared: store.IsShared(b.store), tk: tk, runID: runID}
+	if !t.shared {
+		// The first page is read with the run, and the call that wakes
+		// the stream is armed before that read (see tail.step).
+		t.armed = t.wake.arm(runKey{tk, runID}, nil)
+	}
 	at := cursorString(0)
 	var st *runState
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
@@ -134,24 +186,29 @@ func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*
 		if err != nil || !ok {
 			return orNoRun(err)
 		}
-		if fromCursor == nil {
+		if fromCursor != nil {
+			seq, ok := parseCursor(*fromCursor)
+			if ok && seq > 0 {
+				ev, found, err := tx.Event(tk, seq)
+				if err != nil {
+					return err
+				}
+				ok = found && ev.RunID == runID
+			}
+			if !ok {
+				return protocol.AppError(protocol.InvalidPhase, protocol.MsgCursorUnavailable, map[string]any{"currentCursor": cursorString(st.Cursor)})
+			}
+			t.after, at = seq, *fromCursor
+		}
+		if t.armed == nil {
 			return nil
 		}
-		seq, ok := parseCursor(*fromCursor)
-		if ok && seq > 0 {
-			ev, found, err := tx.Event(tk, seq)
-			if err != nil {
-				return err
-			}
-			ok = found && ev.RunID == runID
-		}
-		if !ok {
-			return protocol.AppError(protocol.InvalidPhase, protocol.MsgCursorUnavailable, map[string]any{"currentCursor": cursorString(st.Cursor)})
-		}
-		t.after, at = seq, *fromCursor
-		return nil
+		t.buf, err = tx.Events(tk, runID, t.after, protocol.ReplayPageSize)
+		t.idle = len(t.buf) > 0 && len(t.buf) < protocol.ReplayPageSize
+		return err
 	})
 	if err != nil {
+		t.close()
 		return nil, "", nil, wire(err)
 	}
 	return t, at, st, nil
@@ -166,6 +223,7 @@ func (b *Backend) Watch(ctx context.Context, runID string, fromCursor *string) (
 	}
 	prefix, err := watchPrefix(runID, st)
 	if err != nil {
+		t.close()
 		return nil, err
 	}
 	id := b.nextSubscription("watch")
@@ -197,34 +255,55 @@ type recordStream struct {
 }
 
 func (s *recordStream) Next(ctx context.Context) (server.Notification, error) {
+	n, _, err := s.first(ctx, nil)
+	return n, err
+}
+
+// first returns the next notification, waiting for it unless wake is set
+// (see tail.step): then, when nothing is new, it returns parked.
+func (s *recordStream) first(ctx context.Context, wake func()) (_ server.Notification, parked bool, _ error) {
 	for {
-		ev, rec, ok, err := s.t.next(ctx)
-		if err != nil {
-			return server.Notification{}, err
+		ev, rec, ok, parked, err := s.t.step(ctx, wake)
+		if err != nil || parked {
+			return server.Notification{}, parked, err
 		}
 		if !ok {
-			return server.Notification{Closed: "done"}, nil
+			return server.Notification{Closed: "done"}, false, nil
 		}
 		c := cursorString(ev.Seq)
 		if rest := s.format(c, rec); rest != nil {
-			return server.Notification{Rest: rest, Cursor: c}, nil
+			return server.Notification{Rest: rest, Cursor: c}, false, nil
 		}
 	}
 }
 
-func (s *recordStream) Close() {}
+func (s *recordStream) Close() { s.t.close() }
 
 // NextBatch returns the next notification as Next does, then those that
 // follow it without waiting: the records of the page already read, and
 // the done after the terminal record. An error after the first is kept
 // for the next call, so that nothing already read is lost.
 func (s *recordStream) NextBatch(ctx context.Context, buf []server.Notification, max int) ([]server.Notification, error) {
+	return s.batch(ctx, buf, max, nil)
+}
+
+// PollBatch is NextBatch without waiting, except on a shared store (whose
+// other replicas' writes wake no local signal): when nothing is new it
+// returns nothing, and wake is called at the run's next write.
+func (s *recordStream) PollBatch(ctx context.Context, buf []server.Notification, max int, wake func()) ([]server.Notification, error) {
+	if s.t.shared {
+		wake = nil
+	}
+	return s.batch(ctx, buf, max, wake)
+}
+
+func (s *recordStream) batch(ctx context.Context, buf []server.Notification, max int, wake func()) ([]server.Notification, error) {
 	if err := s.err; err != nil {
 		s.err = nil
 		return buf, err
 	}
-	n, err := s.Next(ctx)
-	if err != nil {
+	n, parked, err := s.first(ctx, wake)
+	if err != nil || parked {
 		return buf, err
 	}
 	buf = append(buf, n)

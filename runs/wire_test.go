@@ -502,9 +502,10 @@ var deepShallowOps = flag.Int("deepqueue.shallow", 16, "BenchmarkDeepQueue: ops 
 // one first in every other op, so that both depths are measured in the
 // same minutes and a machine whose speed drifts moves both alike. It
 // reports each depth's rate over all ops, the ratio of the two (ratio;
-// 1 is flat), and what the process spent per run at each depth
-// (opCost). The SQLite cases run with synchronous=normal and with the
-// server's default, synchronous=full; the postgres case runs when
+// 1 is flat), what the process spent per run at each depth (opCost),
+// and the goroutines and stack memory it held meanwhile (held). The
+// SQLite cases run with synchronous=normal and with the server's
+// default, synchronous=full; the postgres case runs when
 // OECP_TEST_POSTGRES names a server. Run with:
 //
 //	go test -run '^$' -bench DeepQueue -benchtime 3x ./runs/
@@ -523,7 +524,8 @@ func BenchmarkDeepQueue(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var shallow, deep time.Duration
-			var cost [2]opCost // at 1,000 and at 16,000 queued
+			var cost [2]opCost      // at 1,000 and at 16,000 queued
+			kept := map[bool]held{} // by deep
 			// Each op's goroutines carry the label depth (shallow or
 			// deep), so that one CPU profile of the benchmark splits the
 			// two: go tool pprof -tagfocus depth=deep.
@@ -538,10 +540,12 @@ func BenchmarkDeepQueue(b *testing.B) {
 					q := newQueueRig(b, s, capsule.DefaultMaxActive, n)
 					defer q.stop()
 					c0 := readOpCost()
+					stop := sampleHeld()
 					t0 := time.Now()
 					q.run(b, func() {})
 					d = time.Since(t0)
 					*at = at.add(readOpCost().minus(c0))
+					kept[depth == "deep"] = kept[depth == "deep"].add(stop())
 				})
 				return d
 			}
@@ -565,6 +569,8 @@ func BenchmarkDeepQueue(b *testing.B) {
 			b.ReportMetric(atDeep/atShallow, "ratio")
 			cost[0].report(b, b.N*c.shallow*deepShallow, "@1000")
 			cost[1].report(b, b.N*deepDeep, "@16000")
+			kept[false].report(b, "@1000")
+			kept[true].report(b, "@16000")
 		})
 	}
 }
@@ -610,6 +616,65 @@ func (c opCost) report(b *testing.B, n int, suffix string) {
 	b.ReportMetric(us(c.sys), "sys-us/run"+suffix)
 	b.ReportMetric(us(c.gc), "gc-us/run"+suffix)
 	b.ReportMetric(float64(c.faults)/float64(n), "minflt/run"+suffix)
+}
+
+// held is what the process held while ops ran, sampled every 10 ms: the
+// goroutines and their stacks' memory, summed over the samples, and the
+// largest sample of each. BenchmarkDeepQueue reports the mean and the
+// peak at each depth.
+type held struct {
+	samples                    int
+	goroutines, stacks         float64
+	peakGoroutines, peakStacks float64
+}
+
+// sampleHeld samples until the returned function is called, and that
+// function returns the samples.
+func sampleHeld() func() held {
+	var h held
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		s := []metrics.Sample{{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(s)
+			g, st := float64(s[0].Value.Uint64()), float64(s[1].Value.Uint64())/(1<<20)
+			h.samples++
+			h.goroutines += g
+			h.stacks += st
+			h.peakGoroutines = max(h.peakGoroutines, g)
+			h.peakStacks = max(h.peakStacks, st)
+		}
+	}()
+	return func() held {
+		close(stop)
+		<-done
+		return h
+	}
+}
+
+func (h held) add(o held) held {
+	return held{h.samples + o.samples, h.goroutines + o.goroutines, h.stacks + o.stacks,
+		max(h.peakGoroutines, o.peakGoroutines), max(h.peakStacks, o.peakStacks)}
+}
+
+// report reports the mean and the peak, each metric's unit ending in
+// suffix.
+func (h held) report(b *testing.B, suffix string) {
+	if h.samples == 0 {
+		return
+	}
+	b.ReportMetric(h.goroutines/float64(h.samples), "goroutines"+suffix)
+	b.ReportMetric(h.peakGoroutines, "goroutines-peak"+suffix)
+	b.ReportMetric(h.stacks/float64(h.samples), "stack-MB"+suffix)
+	b.ReportMetric(h.peakStacks, "stack-MB-peak"+suffix)
 }
 
 // benchRig is a backend over st with a running supervisor of at most

@@ -7,7 +7,9 @@
 // slots, envelope errors. What it admits runs on its own goroutine, one
 // per request or subscription, except run/submit: a connection runs at
 // most MaxRunningSubmits of those at once and queues the rest, in frame
-// order, without a goroutine each. All of that in-flight state (ids,
+// order, without a goroutine each. A subscription whose stream can be
+// woken (ParkingStream) gives up its goroutine whenever it waits, and a
+// wake-up starts another. All of that in-flight state (ids,
 // slots, subscriptions, the submission queue) is one value changed in one
 // critical section. Answers and notifications go out
 // through one bounded outbound queue: whichever goroutine finds the

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/oecp/oecp/protocol"
 )
@@ -9,16 +10,27 @@ import (
 // runSubscription establishes a subscription on its own goroutine and then
 // streams it until the stream ends, the peer cancels it, or the connection
 // closes. The slot taken at admission is held for the subscription's whole
-// life.
+// life. A subscription whose stream is a ParkingStream gives up its
+// goroutine whenever it waits (see pump); the connection's handler count
+// (c.wg) stays held until it ends.
 func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
-	defer c.wg.Done()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			c.wg.Done()
+		}
+	}()
 	if !c.openSubscription() {
 		c.release(r)
 		r.cancel()
 		c.answer(protocol.ServerBusyFrame(f.ID))
 		return
 	}
-	defer c.closeSubscription()
+	defer func() {
+		if !handedOff {
+			c.closeSubscription()
+		}
+	}()
 	start := c.begin()
 	sctx, span := c.traceRequest(ctx, m)
 	sub, errFrame := c.disp.Subscribe(sctx, m, f.ID, f.Params)
@@ -51,7 +63,8 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 		return
 	}
 	mi := c.subscribed(m)
-	defer func() {
+	p := &pump{c: c, ctx: ctx, sub: sub, mi: mi}
+	p.end = func() {
 		sub.Stream.Close()
 		r.cancel()
 		c.updateInFlight(func(in *inFlight) {
@@ -59,8 +72,174 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 			in.freeSlot()
 		})
 		c.unsubscribed(mi)
-	}()
-	c.stream(ctx, sub, f.ID, mi)
+		c.closeSubscription()
+		c.wg.Done()
+	}
+	handedOff = true
+	p.start(f.ID)
+}
+
+// A ParkingStream is a BatchStream that can wait for its next
+// notification without holding its subscription's goroutine: a
+// subscription that waits then costs the server no goroutine and no
+// stack, only its own state.
+type ParkingStream interface {
+	BatchStream
+	// PollBatch is NextBatch, except that when it has nothing ready it
+	// may, instead of waiting, return no notification and no error after
+	// arranging for wake to be called once it may have more. wake may be
+	// called from any goroutine, before PollBatch returns, and more than
+	// once (a wake-up with nothing new is harmless); the connection calls
+	// PollBatch again after it.
+	PollBatch(ctx context.Context, buf []Notification, max int, wake func()) ([]Notification, error)
+}
+
+// pump streams one established subscription. It writes the establishment
+// result, then the stream's notifications in stream order, until the
+// stream or ctx ends; a subscription/closed is the last frame. Its loop
+// runs on the subscription's goroutine; with a ParkingStream that has
+// nothing ready the loop returns instead of waiting, and the first wake-up
+// (the stream's, or ctx ending) starts it again on a new goroutine. The
+// state word ensures one loop at a time and that no wake-up is lost.
+type pump struct {
+	c      *Conn
+	ctx    context.Context
+	sub    *Subscription
+	mi     int
+	end    func() // releases the subscription; run once, by the last loop
+	stop   func() bool
+	wakeFn func() // p.wake, made once
+	prefix []byte
+	last   string // the last cursor delivered
+	batch  []Notification
+	frames [][]byte
+	state  atomic.Int32
+}
+
+// The states of pump.state.
+const (
+	pumping int32 = iota // a loop runs
+	woken                // a loop runs, and a wake-up came since its last poll
+	parked               // no loop runs; a wake-up starts one
+	ended                // the subscription has ended
+)
+
+// start sends the establishment result and runs the loop on the calling
+// goroutine.
+func (p *pump) start(id protocol.ID) {
+	result, err := protocol.Marshal(p.sub.Result)
+	if err != nil {
+		_ = p.c.send(p.c.ctx, protocol.ErrorFrame(id, protocol.Internal("")))
+		p.finish()
+		return
+	}
+	if p.c.send(p.ctx, protocol.ResultFrame(id, result)) != nil {
+		p.finish()
+		return
+	}
+	p.prefix = protocol.AppendString([]byte(eventPrefix+`{"subscriptionId":`), p.sub.ID)
+	if _, ok := p.sub.Stream.(ParkingStream); ok {
+		p.wakeFn = p.wake
+		p.stop = context.AfterFunc(p.ctx, p.wakeFn)
+	}
+	p.loop()
+}
+
+// wake starts a loop if none runs, or records the wake-up for the one
+// that does.
+func (p *pump) wake() {
+	for {
+		switch st := p.state.Load(); st {
+		case parked:
+			if p.state.CompareAndSwap(parked, pumping) {
+				go p.loop()
+				return
+			}
+		case pumping:
+			if p.state.CompareAndSwap(pumping, woken) {
+				return
+			}
+		default: // woken, ended
+			return
+		}
+	}
+}
+
+// loop writes notifications until the subscription ends or, with a
+// ParkingStream, until nothing is ready and no wake-up came since the
+// poll that found nothing.
+func (p *pump) loop() {
+	for {
+		// A wake-up recorded before this point is seen by the poll below.
+		p.state.Store(pumping)
+		batch, waiting, err := p.next()
+		if err != nil || p.ctx.Err() != nil {
+			p.finish()
+			return
+		}
+		if waiting {
+			// Nothing held between loops: a waiting subscription keeps
+			// no batch and no frames.
+			p.batch, p.frames = nil, nil
+			if p.state.CompareAndSwap(pumping, parked) {
+				return
+			}
+			continue // woken while polling
+		}
+		if !p.write(batch) {
+			p.finish()
+			return
+		}
+	}
+}
+
+// next reads the next batch: a poll that may find nothing (waiting) on a
+// ParkingStream, else a blocking read.
+func (p *pump) next() (batch []Notification, waiting bool, err error) {
+	if ps, ok := p.sub.Stream.(ParkingStream); ok {
+		p.batch, err = ps.PollBatch(p.ctx, p.batch[:0], maxEventBatch, p.wakeFn)
+		return p.batch, err == nil && len(p.batch) == 0, err
+	}
+	p.batch, err = nextBatch(p.ctx, p.sub.Stream, p.batch[:0])
+	return p.batch, false, err
+}
+
+// write sends batch's events and, after the last, its close; it reports
+// whether the subscription goes on.
+func (p *pump) write(batch []Notification) bool {
+	c := p.c
+	var cursor, closed string
+	p.frames, cursor, closed = eventFrames(p.sub, p.prefix, batch, p.frames[:0])
+	if len(p.frames) > 0 {
+		if c.sendAll(p.ctx, p.frames) != nil {
+			return false
+		}
+		if c.obs != nil {
+			for range p.frames {
+				c.obs.Delivered(p.mi)
+			}
+		}
+		if cursor != "" {
+			p.last = cursor
+		}
+	}
+	if closed != "" {
+		if c.send(p.ctx, closedFrame(p.sub, closed, p.last)) == nil && closed == protocol.SlowConsumer && c.obs != nil {
+			c.obs.SlowConsumer(p.mi)
+		}
+		return false
+	}
+	// An event unencodable within bounds ends the subscription silently.
+	return len(p.frames) == len(batch)
+}
+
+// finish ends the subscription: no wake-up starts a loop after it.
+func (p *pump) finish() {
+	p.state.Store(ended)
+	if p.stop != nil {
+		p.stop()
+	}
+	p.end()
 }
 
 // eventPrefix is the start of every event frame; the subscription id and
@@ -98,56 +277,6 @@ func nextBatch(ctx context.Context, s Stream, buf []Notification) ([]Notificatio
 		return buf, err
 	}
 	return append(buf, n), nil
-}
-
-// stream writes the establishment result, then the subscription's
-// notifications in stream order, until the stream or ctx ends; a
-// subscription/closed is the last frame.
-func (c *Conn) stream(ctx context.Context, sub *Subscription, id protocol.ID, mi int) {
-	result, err := protocol.Marshal(sub.Result)
-	if err != nil {
-		_ = c.send(c.ctx, protocol.ErrorFrame(id, protocol.Internal("")))
-		return
-	}
-	if c.send(ctx, protocol.ResultFrame(id, result)) != nil {
-		return
-	}
-	prefix := protocol.AppendString([]byte(eventPrefix+`{"subscriptionId":`), sub.ID)
-	var (
-		last   string
-		batch  []Notification
-		frames [][]byte
-	)
-	for {
-		batch, err = nextBatch(ctx, sub.Stream, batch[:0])
-		if err != nil || ctx.Err() != nil {
-			return
-		}
-		var cursor, closed string
-		frames, cursor, closed = eventFrames(sub, prefix, batch, frames[:0])
-		if len(frames) > 0 {
-			if c.sendAll(ctx, frames) != nil {
-				return
-			}
-			if c.obs != nil {
-				for range frames {
-					c.obs.Delivered(mi)
-				}
-			}
-			if cursor != "" {
-				last = cursor
-			}
-		}
-		if closed != "" {
-			if c.send(ctx, closedFrame(sub, closed, last)) == nil && closed == protocol.SlowConsumer && c.obs != nil {
-				c.obs.SlowConsumer(mi)
-			}
-			return
-		}
-		if len(frames) < len(batch) {
-			return // an event unencodable within bounds: end silently
-		}
-	}
 }
 
 // eventFrames appends to frames the event frames of batch, in one
