@@ -156,10 +156,9 @@ func waitNoPump(t *testing.T) {
 const watchReq = `{"jsonrpc":"2.0","id":1,"method":"watch","params":{}}`
 const watchResp = `{"jsonrpc":"2.0","id":1,"result":{"subscriptionId":"w"}}`
 
-// A subscription whose stream has nothing ready holds no goroutine while
-// it waits; a wake-up streams what is new, in order, and the close after
-// it, and the subscription waits again without a goroutine in between.
-func TestWaitingSubscriptionHoldsNoGoroutine(t *testing.T) {
+// eachWaitingWatch runs test once over every binding, each time with a
+// watch established on a fresh parkStream and waiting for its first push.
+func eachWaitingWatch(t *testing.T, test func(t *testing.T, s *parkStream, w wiretest.Wire)) {
 	for _, bd := range bindings {
 		t.Run(bd.name, func(t *testing.T) {
 			s := newParkStream()
@@ -167,19 +166,28 @@ func TestWaitingSubscriptionHoldsNoGoroutine(t *testing.T) {
 			send(t, w, watchReq)
 			expectGuarded(t, w, watchResp)
 			testkit.Recv(t, s.parked)
-			waitNoPump(t)
-			s.push(2, false)
-			expectGuarded(t, w, evFrame(1))
-			expectGuarded(t, w, evFrame(2))
-			testkit.Recv(t, s.parked)
-			waitNoPump(t)
-			s.push(1, true)
-			expectGuarded(t, w, evFrame(3))
-			expectGuarded(t, w, `{"jsonrpc":"2.0","method":"subscription/closed","params":{"subscriptionId":"w","reason":"done","lastDeliveredCursor":"c3"}}`)
-			testkit.Recv(t, s.closed)
-			roundTrip(t, w, "after")
+			test(t, s, w)
 		})
 	}
+}
+
+// A subscription whose stream has nothing ready holds no goroutine while
+// it waits; a wake-up streams what is new, in order, and the close after
+// it, and the subscription waits again without a goroutine in between.
+func TestWaitingSubscriptionHoldsNoGoroutine(t *testing.T) {
+	eachWaitingWatch(t, func(t *testing.T, s *parkStream, w wiretest.Wire) {
+		waitNoPump(t)
+		s.push(2, false)
+		expectGuarded(t, w, evFrame(1))
+		expectGuarded(t, w, evFrame(2))
+		testkit.Recv(t, s.parked)
+		waitNoPump(t)
+		s.push(1, true)
+		expectGuarded(t, w, evFrame(3))
+		expectGuarded(t, w, `{"jsonrpc":"2.0","method":"subscription/closed","params":{"subscriptionId":"w","reason":"done","lastDeliveredCursor":"c3"}}`)
+		testkit.Recv(t, s.closed)
+		roundTrip(t, w, "after")
+	})
 }
 
 // A wake-up that comes while the stream is being polled, before the poll
@@ -204,71 +212,50 @@ func TestWakeDuringAPollIsNotLost(t *testing.T) {
 // subscription/cancel ends a waiting subscription at once: its stream is
 // closed, and a later wake-up sends nothing.
 func TestCancelledWaitingSubscriptionEnds(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			s := newParkStream()
-			w := bd.start(t, &parkBackend{s: s})
-			send(t, w, watchReq)
-			expectGuarded(t, w, watchResp)
-			testkit.Recv(t, s.parked)
-			waitNoPump(t)
-			send(t, w, `{"jsonrpc":"2.0","method":"subscription/cancel","params":{"subscriptionId":"w"}}`)
-			testkit.Recv(t, s.closed)
-			s.push(1, true)
-			roundTrip(t, w, "after") // no event came before the answer
-			if n := s.closes.Load(); n != 1 {
-				t.Fatalf("stream closed %d times", n)
-			}
-		})
-	}
+	eachWaitingWatch(t, func(t *testing.T, s *parkStream, w wiretest.Wire) {
+		waitNoPump(t)
+		send(t, w, `{"jsonrpc":"2.0","method":"subscription/cancel","params":{"subscriptionId":"w"}}`)
+		testkit.Recv(t, s.closed)
+		s.push(1, true)
+		roundTrip(t, w, "after") // no event came before the answer
+		if n := s.closes.Load(); n != 1 {
+			t.Fatalf("stream closed %d times", n)
+		}
+	})
 }
 
 // The close sequence ends a waiting subscription: its stream is closed
 // and the connection finishes.
 func TestCloseEndsWaitingSubscription(t *testing.T) {
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			s := newParkStream()
-			w := bd.start(t, &parkBackend{s: s})
-			send(t, w, watchReq)
-			expectGuarded(t, w, watchResp)
-			testkit.Recv(t, s.parked)
-			waitNoPump(t)
-			if _, err := w.CloseSend(); err != nil {
-				t.Fatal(err)
-			}
-			testkit.Recv(t, s.closed)
-		})
-	}
+	eachWaitingWatch(t, func(t *testing.T, s *parkStream, w wiretest.Wire) {
+		waitNoPump(t)
+		if _, err := w.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Recv(t, s.closed)
+	})
 }
 
 // Wake-ups from many goroutines at once start one loop at a time: every
 // event is delivered once and in order.
 func TestConcurrentWakesDeliverEachEventOnceInOrder(t *testing.T) {
 	const pushers, each = 4, 250
-	for _, bd := range bindings {
-		t.Run(bd.name, func(t *testing.T) {
-			s := newParkStream()
-			w := bd.start(t, &parkBackend{s: s})
-			send(t, w, watchReq)
-			expectGuarded(t, w, watchResp)
-			testkit.Recv(t, s.parked)
-			var wg sync.WaitGroup
-			for range pushers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range each {
-						s.push(1, false)
-					}
-				}()
-			}
-			for i := 1; i <= pushers*each; i++ {
-				expectGuarded(t, w, evFrame(i))
-			}
-			testkit.Wait(t, &wg)
-			s.push(0, true)
-			expectGuarded(t, w, fmt.Sprintf(`{"jsonrpc":"2.0","method":"subscription/closed","params":{"subscriptionId":"w","reason":"done","lastDeliveredCursor":"c%d"}}`, pushers*each))
-		})
-	}
+	eachWaitingWatch(t, func(t *testing.T, s *parkStream, w wiretest.Wire) {
+		var wg sync.WaitGroup
+		for range pushers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range each {
+					s.push(1, false)
+				}
+			}()
+		}
+		for i := 1; i <= pushers*each; i++ {
+			expectGuarded(t, w, evFrame(i))
+		}
+		testkit.Wait(t, &wg)
+		s.push(0, true)
+		expectGuarded(t, w, fmt.Sprintf(`{"jsonrpc":"2.0","method":"subscription/closed","params":{"subscriptionId":"w","reason":"done","lastDeliveredCursor":"c%d"}}`, pushers*each))
+	})
 }
