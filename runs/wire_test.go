@@ -524,15 +524,15 @@ func BenchmarkDeepQueue(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var shallow, deep time.Duration
-			var cost [2]opCost      // at 1,000 and at 16,000 queued
-			kept := map[bool]held{} // by deep
+			var cost [2]opCost // at 1,000 and at 16,000 queued
+			var kept [2]held   // the same
 			// Each op's goroutines carry the label depth (shallow or
 			// deep), so that one CPU profile of the benchmark splits the
 			// two: go tool pprof -tagfocus depth=deep.
 			one := func(n int) (d time.Duration) {
-				depth, at := "shallow", &cost[0]
+				depth, i := "shallow", 0
 				if n == deepDeep {
-					depth, at = "deep", &cost[1]
+					depth, i = "deep", 1
 				}
 				pprof.Do(context.Background(), pprof.Labels("depth", depth), func(context.Context) {
 					s := c.open(b)
@@ -544,8 +544,8 @@ func BenchmarkDeepQueue(b *testing.B) {
 					t0 := time.Now()
 					q.run(b, func() {})
 					d = time.Since(t0)
-					*at = at.add(readOpCost().minus(c0))
-					kept[depth == "deep"] = kept[depth == "deep"].add(stop())
+					cost[i] = cost[i].add(readOpCost().minus(c0))
+					kept[i] = kept[i].add(stop())
 				})
 				return d
 			}
@@ -569,8 +569,8 @@ func BenchmarkDeepQueue(b *testing.B) {
 			b.ReportMetric(atDeep/atShallow, "ratio")
 			cost[0].report(b, b.N*c.shallow*deepShallow, "@1000")
 			cost[1].report(b, b.N*deepDeep, "@16000")
-			kept[false].report(b, "@1000")
-			kept[true].report(b, "@16000")
+			kept[0].report(b, "@1000")
+			kept[1].report(b, "@16000")
 		})
 	}
 }

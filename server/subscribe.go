@@ -14,11 +14,15 @@ import (
 // goroutine whenever it waits (see pump); the connection's handler count
 // (c.wg) stays held until it ends.
 func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.MethodInfo, f protocol.Frame) {
-	handedOff := false
+	opened, handedOff := false, false
 	defer func() {
-		if !handedOff {
-			c.wg.Done()
+		if handedOff {
+			return // the pump's end releases both
 		}
+		if opened {
+			c.closeSubscription()
+		}
+		c.wg.Done()
 	}()
 	if !c.openSubscription() {
 		c.release(r)
@@ -26,11 +30,7 @@ func (c *Conn) runSubscription(ctx context.Context, r *request, m *protocol.Meth
 		c.answer(protocol.ServerBusyFrame(f.ID))
 		return
 	}
-	defer func() {
-		if !handedOff {
-			c.closeSubscription()
-		}
-	}()
+	opened = true
 	start := c.begin()
 	sctx, span := c.traceRequest(ctx, m)
 	sub, errFrame := c.disp.Subscribe(sctx, m, f.ID, f.Params)
@@ -106,9 +106,10 @@ type pump struct {
 	ctx    context.Context
 	sub    *Subscription
 	mi     int
-	end    func() // releases the subscription; run once, by the last loop
-	stop   func() bool
-	wakeFn func() // p.wake, made once
+	end    func()        // releases the subscription; run once, by the last loop
+	ps     ParkingStream // the stream, when it can be woken; else nil
+	wakeFn func()        // p.wake, made once (with ps)
+	stop   func() bool   // stops ctx's call of wakeFn (with ps)
 	prefix []byte
 	last   string // the last cursor delivered
 	batch  []Notification
@@ -138,8 +139,8 @@ func (p *pump) start(id protocol.ID) {
 		return
 	}
 	p.prefix = protocol.AppendString([]byte(eventPrefix+`{"subscriptionId":`), p.sub.ID)
-	if _, ok := p.sub.Stream.(ParkingStream); ok {
-		p.wakeFn = p.wake
+	if ps, ok := p.sub.Stream.(ParkingStream); ok {
+		p.ps, p.wakeFn = ps, p.wake
 		p.stop = context.AfterFunc(p.ctx, p.wakeFn)
 	}
 	p.loop()
@@ -196,8 +197,8 @@ func (p *pump) loop() {
 // next reads the next batch: a poll that may find nothing (waiting) on a
 // ParkingStream, else a blocking read.
 func (p *pump) next() (batch []Notification, waiting bool, err error) {
-	if ps, ok := p.sub.Stream.(ParkingStream); ok {
-		p.batch, err = ps.PollBatch(p.ctx, p.batch[:0], maxEventBatch, p.wakeFn)
+	if p.ps != nil {
+		p.batch, err = p.ps.PollBatch(p.ctx, p.batch[:0], maxEventBatch, p.wakeFn)
 		return p.batch, err == nil && len(p.batch) == 0, err
 	}
 	p.batch, err = nextBatch(p.ctx, p.sub.Stream, p.batch[:0])
