@@ -88,14 +88,19 @@ func New(cfg Config) *Backend {
 	}
 	b := &Backend{cfg: cfg, store: cfg.Store, live: live.NewHub(), relay: live.NewRelay(cfg.Store), evidence: evidence.NewRecorder(cfg.Store, cfg.Log)}
 	b.logs = logbuf.New(b.writeLogs, cfg.Log)
+	if st := cfg.Store; store.IsShared(st) {
+		b.wake.foreign = func() <-chan struct{} { return remoteChanges(st) }
+	}
 	return b
 }
 
-// Close stops the workspace preparations in flight and waits for pending
+// Close ends the wait of watches for other replicas' commits, stops the
+// workspace preparations in flight and waits for pending
 // log lines and agent evidence to be written; evidence reported after it
 // is refused and counted as dropped. It does not close the store, which the host
 // shares.
 func (b *Backend) Close() {
+	b.wake.close()
 	b.prep.stop()
 	b.relay.Stop()
 	b.logs.Close()

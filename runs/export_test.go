@@ -32,3 +32,11 @@ func ArmedCalls(b *Backend) int {
 	}
 	return n
 }
+
+// RemoteArmedCalls counts the calls armed with other replicas' next
+// commit (on a shared store) that have not fired.
+func RemoteArmedCalls(b *Backend) int {
+	b.wake.mu.Lock()
+	defer b.wake.mu.Unlock()
+	return len(b.wake.remote.calls)
+}

@@ -2,11 +2,14 @@ package runs_test
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/oecp/oecp/internal/testkit"
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
+	"github.com/oecp/oecp/store"
 )
 
 // pollUntilWaiting polls s until it has nothing ready, and returns what
@@ -113,4 +116,187 @@ func TestAbandonedWatchLeavesNothingArmed(t *testing.T) {
 		t.Fatalf("%d armed calls left by readers of no run", n)
 	}
 	close(r.agents.release)
+}
+
+// foreignMemory is the memory store presented as one that other replicas
+// write too and that tells their commits apart (store.ForeignWakes): the
+// test says when another replica committed (kick).
+type foreignMemory struct {
+	sharedMemory
+	mu sync.Mutex
+	n  uint64
+	ch chan struct{}
+}
+
+func newForeignMemory() *foreignMemory {
+	return &foreignMemory{sharedMemory: sharedMemory{store.NewMemory()}, ch: make(chan struct{})}
+}
+
+func (f *foreignMemory) ForeignWakes() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+func (f *foreignMemory) ForeignChanged() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ch
+}
+
+// kick is another replica's commit.
+func (f *foreignMemory) kick() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	close(f.ch)
+	f.ch = make(chan struct{})
+}
+
+// chanWake is a wake function and the channel it signals, without
+// blocking.
+func chanWake() (func(), chan struct{}) {
+	woke := make(chan struct{}, 1)
+	return func() {
+		select {
+		case woke <- struct{}{}:
+		default:
+		}
+	}, woke
+}
+
+// TestWaitingWatchOnASharedStoreIsWokenByAnotherReplica: a watch served
+// by a replica that does not run the run waits without a goroutine too;
+// the run's writes, which the other replica commits, wake it through the
+// store, and it hands over every record up to done, in order. Once it
+// ended nothing of it is armed, with its run or with the store.
+func TestWaitingWatchOnASharedStoreIsWokenByAnotherReplica(t *testing.T) {
+	st := sharedMemory{store.NewMemory()}
+	a := newRig(t, st, 0)
+	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(b.Close)
+	ctx := as("alice")
+	if _, err := a.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Recv(t, a.agents.started)
+	sub, err := b.Watch(ctx, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := sub.Stream.(server.ParkingStream)
+	wake, woke := chanWake()
+	bounded := testkit.Bounded(t)
+	all := pollUntilWaiting(t, bounded, ps, wake)
+	if len(all) == 0 || all[len(all)-1].Closed != "" {
+		t.Fatalf("ready before the step ends: %+v", all)
+	}
+	if n, m := runs.ArmedCalls(b), runs.RemoteArmedCalls(b); n != 1 || m != 1 {
+		t.Fatalf("a waiting watch on a shared store armed %d calls with its run, %d with the store", n, m)
+	}
+	close(a.agents.release)
+	for all[len(all)-1].Closed == "" {
+		testkit.Recv(t, woke)
+		all = append(all, pollUntilWaiting(t, bounded, ps, wake)...)
+		if n, m := runs.ArmedCalls(b), runs.RemoteArmedCalls(b); n > 1 || m > 1 {
+			t.Fatalf("after a wake-up the watch holds %d calls with its run, %d with the store", n, m)
+		}
+	}
+	// admitted, started, completed, terminal, done
+	if len(all) != 5 || all[4].Closed != "done" {
+		t.Fatalf("the watch handed over %+v", all)
+	}
+	for i := 1; i < 4; i++ {
+		if seqOf(all[i].Cursor) <= seqOf(all[i-1].Cursor) {
+			t.Fatalf("cursors out of order: %+v", all)
+		}
+	}
+	sub.Stream.Close()
+	if n, m := runs.ArmedCalls(b), runs.RemoteArmedCalls(b); n != 0 || m != 0 {
+		t.Fatalf("%d calls with the run and %d with the store left after the watch ended", n, m)
+	}
+}
+
+// TestSharedStoreWaitingWatchesHoldOneCallEach: on a shared store that
+// tells other replicas' commits apart, each such commit wakes every
+// waiting watch of a replica, and one that finds nothing new waits again
+// holding one call, not one more per commit. On the replica that writes
+// the run, a call fired by the run's own write leaves the store's wait at
+// once. Watches that go away leave nothing armed.
+func TestSharedStoreWaitingWatchesHoldOneCallEach(t *testing.T) {
+	st := newForeignMemory()
+	r := newRig(t, st, 0)
+	reader := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	t.Cleanup(reader.Close)
+	ctx := as("alice")
+	if _, err := r.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Recv(t, r.agents.started)
+	bounded := testkit.Bounded(t)
+	type waiting struct {
+		ps   server.ParkingStream
+		wake func()
+		woke chan struct{}
+	}
+	watch := func(b *runs.Backend) waiting {
+		sub, err := b.Watch(ctx, "x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := waiting{ps: sub.Stream.(server.ParkingStream)}
+		w.wake, w.woke = chanWake()
+		pollUntilWaiting(t, bounded, w.ps, w.wake)
+		return w
+	}
+	var far, near []waiting // watches of the reader, and of the run's own replica
+	for range 3 {
+		far, near = append(far, watch(reader)), append(near, watch(r.b))
+	}
+	// The reader writes nothing: only other replicas' commits wake its
+	// watches.
+	for round := range 5 {
+		st.kick()
+		for i, w := range far {
+			testkit.Recv(t, w.woke)
+			if got := pollUntilWaiting(t, bounded, w.ps, w.wake); len(got) != 0 {
+				t.Fatalf("round %d: watch %d found %+v after a foreign commit that wrote nothing of its run", round, i, got)
+			}
+		}
+		if n, m := runs.ArmedCalls(reader), runs.RemoteArmedCalls(reader); n != 3 || m != 3 {
+			t.Fatalf("round %d: three waiting watches hold %d calls with their run, %d with the store", round, n, m)
+		}
+	}
+	// The kicks woke the run's own replica's watches too: they wait
+	// again, armed with the run and with the store. The run's own write
+	// then fires their calls; none of them is left waiting for another
+	// replica's commit.
+	for _, w := range near {
+		select {
+		case <-w.woke:
+		default:
+		}
+		pollUntilWaiting(t, bounded, w.ps, w.wake)
+	}
+	close(r.agents.release)
+	for _, w := range near {
+		testkit.Recv(t, w.woke)
+	}
+	if m := runs.RemoteArmedCalls(r.b); m != 0 {
+		t.Fatalf("%d calls fired by their run's write still wait for another replica's commit", m)
+	}
+	// A watch that goes away after another replica's commit woke it,
+	// before it polled again, takes back its call too.
+	st.kick()
+	for _, w := range far {
+		testkit.Recv(t, w.woke)
+	}
+	for _, w := range append(far, near...) {
+		w.ps.Close()
+	}
+	for _, b := range []*runs.Backend{reader, r.b} {
+		if n, m := runs.ArmedCalls(b), runs.RemoteArmedCalls(b); n != 0 || m != 0 {
+			t.Fatalf("%d calls with the run and %d with the store left after the watches ended", n, m)
+		}
+	}
 }

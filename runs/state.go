@@ -285,9 +285,30 @@ func splitActive(entry string) (tk, runID string) {
 // every write path of a run (Backend.update, and the submission that
 // creates it) notifies after its commit, so a missed wake-up cannot
 // happen.
+//
+// On a shared store other replicas' commits notify no run here. There a
+// call is also armed with the store's wake-up for those commits
+// (foreign): a channel taken before the call was armed, so before the
+// reader's read, and closed by any such commit after it. One goroutine
+// waits on it while calls are armed and fires them all when it closes;
+// a call fired either way, or taken back, leaves both.
 type signals struct {
 	mu sync.Mutex
 	m  map[runKey]*signal
+	// foreign, when set, returns the store's channel for other
+	// replicas' commits (remoteChanges); nil on a store of this process.
+	foreign func() <-chan struct{}
+	remote  remoteCalls
+	closed  bool // Backend.Close: no waiting on foreign commits starts
+}
+
+// remoteCalls are the calls armed with other replicas' next commit. While
+// calls is not empty, one goroutine (awaitForeign) waits on ch or on
+// idle, which is closed when calls is emptied by disarm or notify.
+type remoteCalls struct {
+	calls map[*armedCall]struct{}
+	ch    <-chan struct{}
+	idle  chan struct{}
 }
 
 // signal is one run's pending wake-up: the channel its blocked readers
@@ -339,26 +360,80 @@ func (s *signals) wait(k runKey) <-chan struct{} {
 	return e.ch
 }
 
-// arm returns a call fired at k's next notify, calling wake (if not nil)
-// on the notifier's goroutine, so wake must not block.
+// arm returns a call fired at k's next notify (and, on a shared store, at
+// another replica's next commit), calling wake (if not nil) on the
+// notifier's goroutine, so wake must not block.
 func (s *signals) arm(k runKey, wake func()) *armedCall {
 	a := &armedCall{}
 	if wake != nil {
 		a.setWake(wake)
 	}
+	var ch <-chan struct{}
+	if s.foreign != nil {
+		ch = s.foreign() // taken before a is armed, so before the reader's read
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(k)
 	e.calls = append(e.calls, a)
+	if ch != nil && !s.closed {
+		r := &s.remote
+		if r.calls == nil {
+			r.calls = map[*armedCall]struct{}{}
+		}
+		r.calls[a] = struct{}{}
+		if r.ch == nil {
+			r.ch, r.idle = ch, make(chan struct{})
+			go s.awaitForeign(r.ch, r.idle)
+		}
+	}
 	return a
 }
 
-// disarm takes back a call armed for k that has not fired, so that a
-// reader that is gone leaves nothing behind for a run that may never be
-// written again.
+// awaitForeign fires every call armed with other replicas' commits once
+// ch closes, unless idle closes first (no call is armed any more). The
+// calls armed after it took them start another wait.
+func (s *signals) awaitForeign(ch <-chan struct{}, idle chan struct{}) {
+	select {
+	case <-ch:
+	case <-idle:
+		return
+	}
+	s.mu.Lock()
+	r := &s.remote
+	if r.idle != idle {
+		s.mu.Unlock()
+		return // emptied meanwhile
+	}
+	calls := r.calls
+	*r = remoteCalls{}
+	s.mu.Unlock()
+	for a := range calls {
+		a.fire()
+	}
+}
+
+// unarmRemote takes a out of the calls armed with other replicas'
+// commits, ending their wait once none is left; s.mu is held.
+func (s *signals) unarmRemote(a *armedCall) {
+	r := &s.remote
+	if _, ok := r.calls[a]; !ok {
+		return
+	}
+	delete(r.calls, a)
+	if len(r.calls) == 0 {
+		close(r.idle)
+		*r = remoteCalls{}
+	}
+}
+
+// disarm takes back a call armed for k, fired or not, so that a reader
+// that is gone (or has armed another) leaves nothing behind for a run
+// that may never be written again.
 func (s *signals) disarm(k runKey, a *armedCall) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unarmRemote(a)
 	e, ok := s.m[k]
 	if !ok {
 		return
@@ -371,11 +446,26 @@ func (s *signals) disarm(k runKey, a *armedCall) {
 	}
 }
 
+// close ends the wait for other replicas' commits: the calls armed with
+// them are not fired by them any more, and none is armed with them after.
+func (s *signals) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if r := &s.remote; r.idle != nil {
+		close(r.idle)
+		*r = remoteCalls{}
+	}
+}
+
 func (s *signals) notify(k runKey) {
 	s.mu.Lock()
 	e, ok := s.m[k]
 	if ok {
 		delete(s.m, k)
+		for _, a := range e.calls {
+			s.unarmRemote(a)
+		}
 	}
 	s.mu.Unlock()
 	if !ok {

@@ -13,11 +13,11 @@ import (
 // after their position, a page at a time, and wait for the next commit
 // when they have caught up; replay and live delivery are the same read,
 // so they can neither gap nor duplicate. Both close with done once they
-// have passed the run's terminal record. On a store of this process they
-// wait without a goroutine (recordStream.PollBatch): the call they arm
-// with their run's signal before each read starts their subscription's
-// loop at the run's next write. The first page is read in the same read
-// transaction that resolves the run.
+// have passed the run's terminal record. They wait without a goroutine
+// (recordStream.PollBatch): the call they arm with their run's signal
+// before each read starts their subscription's loop at the run's next
+// write, and on a shared store at another replica's next commit too. The
+// first page is read in the same read transaction that resolves the run.
 
 // tail reads one run's records in order after a position.
 type tail struct {
@@ -40,10 +40,12 @@ type tail struct {
 	idle  bool
 }
 
-// close takes back the call t armed, if it has not fired: a tail that is
-// gone leaves nothing behind for a run that may never be written again.
+// close takes back the call t armed: a tail that is gone leaves nothing
+// behind for a run that may never be written again. On a store of this
+// process a fired call is gone already; on a shared store one fired by
+// another replica's commit is still armed with the run.
 func (t *tail) close() {
-	if a := t.armed; a != nil && !a.fired.Load() {
+	if a := t.armed; a != nil && (t.shared || !a.fired.Load()) {
 		t.wake.disarm(runKey{t.tk, t.runID}, a)
 	}
 }
@@ -59,9 +61,10 @@ func (t *tail) next(ctx context.Context) (ev store.Event, rec record, ok bool, e
 	return ev, rec, ok, err
 }
 
-// step is next, except that with wake set it does not wait (the store
-// must not be shared): when nothing is new it returns parked, having
-// arranged for wake to be called at the run's next write.
+// step is next, except that with wake set it does not wait: when nothing
+// is new it returns parked, having arranged for wake to be called at the
+// run's next write (or, on a shared store, at another replica's next
+// commit).
 func (t *tail) step(ctx context.Context, wake func()) (ev store.Event, rec record, ok, parked bool, err error) {
 	for {
 		if len(t.buf) > 0 {
@@ -96,6 +99,9 @@ func (t *tail) step(ctx context.Context, wake func()) (ev store.Event, rec recor
 				return ev, rec, false, true, nil
 			case a == nil || a.fired.Load():
 				// Armed before the read, so a write after it fires.
+				if a != nil && t.shared {
+					t.wake.disarm(runKey{t.tk, t.runID}, a) // fired by the other
+				}
 				t.armed = t.wake.arm(runKey{t.tk, t.runID}, wake)
 			}
 		} else {
@@ -169,11 +175,9 @@ type SubscribeResult struct {
 func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*tail, string, *runState, error) {
 	tk := b.tenant(ctx)
 	t := &tail{st: b.store, wake: &b.wake, shared: store.IsShared(b.store), tk: tk, runID: runID}
-	if !t.shared {
-		// The first page is read with the run, and the call that wakes
-		// the stream is armed before that read (see tail.step).
-		t.armed = t.wake.arm(runKey{tk, runID}, nil)
-	}
+	// The first page is read with the run, and the call that wakes the
+	// stream is armed before that read (see tail.step).
+	t.armed = t.wake.arm(runKey{tk, runID}, nil)
 	at := cursorString(0)
 	var st *runState
 	err := b.store.View(ctx, func(tx store.ReadTx) error {
@@ -199,9 +203,6 @@ func (b *Backend) open(ctx context.Context, runID string, fromCursor *string) (*
 				return protocol.AppError(protocol.InvalidPhase, protocol.MsgCursorUnavailable, map[string]any{"currentCursor": cursorString(st.Cursor)})
 			}
 			t.after, at = seq, *fromCursor
-		}
-		if t.armed == nil {
-			return nil
 		}
 		t.buf, err = tx.Events(tk, runID, t.after, protocol.ReplayPageSize)
 		t.idle = len(t.buf) > 0 && len(t.buf) < protocol.ReplayPageSize
@@ -287,13 +288,10 @@ func (s *recordStream) NextBatch(ctx context.Context, buf []server.Notification,
 	return s.batch(ctx, buf, max, nil)
 }
 
-// PollBatch is NextBatch without waiting, except on a shared store (whose
-// other replicas' writes wake no local signal): when nothing is new it
-// returns nothing, and wake is called at the run's next write.
+// PollBatch is NextBatch without waiting: when nothing is new it returns
+// nothing, and wake is called at the run's next write (or, on a shared
+// store, at another replica's next commit).
 func (s *recordStream) PollBatch(ctx context.Context, buf []server.Notification, max int, wake func()) ([]server.Notification, error) {
-	if s.t.shared {
-		wake = nil
-	}
 	return s.batch(ctx, buf, max, wake)
 }
 
