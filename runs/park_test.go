@@ -10,6 +10,8 @@ import (
 	"github.com/oecp/oecp/runs"
 	"github.com/oecp/oecp/server"
 	"github.com/oecp/oecp/store"
+	"github.com/oecp/oecp/store/postgres"
+	"github.com/oecp/oecp/store/postgres/pgtest"
 )
 
 // pollUntilWaiting polls s until it has nothing ready, and returns what
@@ -170,10 +172,34 @@ func chanWake() (func(), chan struct{}) {
 // the run's writes, which the other replica commits, wake it through the
 // store, and it hands over every record up to done, in order. Once it
 // ended nothing of it is armed, with its run or with the store.
+// It runs on the memory store presented as shared (every commit wakes
+// the reader) and on two PostgreSQL stores of one schema, whose
+// notifications tell the reader another replica committed.
 func TestWaitingWatchOnASharedStoreIsWokenByAnotherReplica(t *testing.T) {
-	st := sharedMemory{store.NewMemory()}
-	a := newRig(t, st, 0)
-	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+	t.Run("memory", func(t *testing.T) {
+		st := sharedMemory{store.NewMemory()}
+		watchAcrossReplicas(t, st, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn, _ := pgtest.Schema(t)
+		open := func() store.Store {
+			st, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}
+		watchAcrossReplicas(t, open(), open())
+	})
+}
+
+// watchAcrossReplicas runs a one-step run on a replica of store writer
+// and checks a watch of it served by a replica of store reader that
+// writes nothing (see TestWaitingWatchOnASharedStoreIsWokenByAnotherReplica).
+func watchAcrossReplicas(t *testing.T, writer, reader store.Store) {
+	a := newRig(t, writer, 0)
+	b := runs.New(runs.Config{Store: reader, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
 	t.Cleanup(b.Close)
 	ctx := as("alice")
 	if _, err := a.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
