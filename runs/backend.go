@@ -94,11 +94,12 @@ func New(cfg Config) *Backend {
 	return b
 }
 
-// Close ends the wait of watches for other replicas' commits, stops the
-// workspace preparations in flight and waits for pending
-// log lines and agent evidence to be written; evidence reported after it
-// is refused and counted as dropped. It does not close the store, which the host
-// shares.
+// Close ends the wait of watches for other replicas' commits (a watch
+// still open is then woken only by its own run's writes: the server is
+// stopped first), stops the workspace preparations in flight and waits
+// for pending log lines and agent evidence to be written; evidence
+// reported after it is refused and counted as dropped. It does not close
+// the store, which the host shares.
 func (b *Backend) Close() {
 	b.wake.close()
 	b.prep.stop()

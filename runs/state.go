@@ -290,8 +290,10 @@ func splitActive(entry string) (tk, runID string) {
 // call is also armed with the store's wake-up for those commits
 // (foreign): a channel taken before the call was armed, so before the
 // reader's read, and closed by any such commit after it. One goroutine
-// waits on it while calls are armed and fires them all when it closes;
-// a call fired either way, or taken back, leaves both.
+// waits on it while calls are armed and fires them all when it closes.
+// A call fired by its run's write, or taken back, leaves both; one fired
+// by another replica's commit stays with its run until its reader arms
+// again or goes away (tail.close).
 type signals struct {
 	mu sync.Mutex
 	m  map[runKey]*signal
@@ -304,7 +306,8 @@ type signals struct {
 
 // remoteCalls are the calls armed with other replicas' next commit. While
 // calls is not empty, one goroutine (awaitForeign) waits on ch or on
-// idle, which is closed when calls is emptied by disarm or notify.
+// idle, which is closed when calls is emptied by disarm or notify, and
+// by close.
 type remoteCalls struct {
 	calls map[*armedCall]struct{}
 	ch    <-chan struct{}
@@ -362,7 +365,7 @@ func (s *signals) wait(k runKey) <-chan struct{} {
 
 // arm returns a call fired at k's next notify (and, on a shared store, at
 // another replica's next commit), calling wake (if not nil) on the
-// notifier's goroutine, so wake must not block.
+// notifier's goroutine or awaitForeign's, so wake must not block.
 func (s *signals) arm(k runKey, wake func()) *armedCall {
 	a := &armedCall{}
 	if wake != nil {
@@ -447,7 +450,8 @@ func (s *signals) disarm(k runKey, a *armedCall) {
 }
 
 // close ends the wait for other replicas' commits: the calls armed with
-// them are not fired by them any more, and none is armed with them after.
+// them are not fired by them any more (a reader still waiting then is
+// woken only by its own run's writes), and none is armed with them after.
 func (s *signals) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -33,9 +33,10 @@ type tail struct {
 	// emptied the run's records (a partial page): nothing is new until
 	// one of them fires.
 	caught *wakeups
-	// armed is a parked reader's call armed with the run's signal before
-	// its last read; idle says that read emptied the run's records, so
-	// nothing is new until armed fires.
+	// armed is the call armed with the run's signal before the tail's
+	// last read (open arms one for every tail; a blocking reader ignores
+	// it); idle says that read emptied the run's records, so a parked
+	// reader has nothing new until armed fires.
 	armed *armedCall
 	idle  bool
 }
