@@ -197,14 +197,13 @@ type sharedMemory struct{ store.Store }
 
 func (sharedMemory) SharedByReplicas() bool { return true }
 
-// TestWatchOnAnotherReplicaFollows: a watch served by a replica that does
-// not run the run (a second backend on the same shared store, with no
-// supervisor) follows its records to the terminal one, woken by the store
-// rather than by its own writes.
-func TestWatchOnAnotherReplicaFollows(t *testing.T) {
-	st := sharedMemory{store.NewMemory()}
-	a := newRig(t, st, 0)
-	b := runs.New(runs.Config{Store: st, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
+// watchOnAnotherReplica starts run "x", one step that blocks, on a
+// replica of store writer (a) and, once its step started, returns a watch
+// of it served by a replica of store reader (b) that runs nothing.
+func watchOnAnotherReplica(t *testing.T, writer, reader store.Store) (a *rig, b *runs.Backend, sub *server.Subscription) {
+	t.Helper()
+	a = newRig(t, writer, 0)
+	b = runs.New(runs.Config{Store: reader, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
 	t.Cleanup(b.Close)
 	ctx := as("alice")
 	if _, err := a.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
@@ -215,6 +214,16 @@ func TestWatchOnAnotherReplicaFollows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a, b, sub
+}
+
+// TestWatchOnAnotherReplicaFollows: a watch served by a replica that does
+// not run the run (a second backend on the same shared store, with no
+// supervisor) follows its records to the terminal one, woken by the store
+// rather than by its own writes.
+func TestWatchOnAnotherReplicaFollows(t *testing.T) {
+	st := sharedMemory{store.NewMemory()}
+	a, _, sub := watchOnAnotherReplica(t, st, st)
 	for i := 0; i < 2; i++ { // run started, node started: all there is while it blocks
 		if n, err := sub.Stream.Next(testkit.Bounded(t)); err != nil || n.Closed != "" {
 			t.Fatalf("replayed record %d: %+v %v", i, n, err)

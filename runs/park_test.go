@@ -34,6 +34,21 @@ func pollUntilWaiting(t *testing.T, ctx context.Context, s server.ParkingStream,
 	}
 }
 
+// checkOneStepWatch checks what a one-step run's watch handed over from
+// its start: admitted, started, completed and terminal, in cursor order,
+// then done.
+func checkOneStepWatch(t *testing.T, all []server.Notification) {
+	t.Helper()
+	if len(all) != 5 || all[4].Closed != "done" {
+		t.Fatalf("the watch handed over %+v", all)
+	}
+	for i := 1; i < 4; i++ {
+		if seqOf(all[i].Cursor) <= seqOf(all[i-1].Cursor) {
+			t.Fatalf("cursors out of order: %+v", all)
+		}
+	}
+}
+
 // TestWaitingWatchIsWokenByItsRunsWrites: a run's watch on a store of
 // this process waits without a goroutine (a poll returns nothing and
 // arms a call), its run's next write calls it, and the events it then
@@ -70,15 +85,7 @@ func TestWaitingWatchIsWokenByItsRunsWrites(t *testing.T) {
 		testkit.Recv(t, woke)
 		all = append(all, pollUntilWaiting(t, ctx, ps, wake)...)
 	}
-	// admitted, started, completed, terminal, done
-	if len(all) != 5 || all[4].Closed != "done" {
-		t.Fatalf("the watch handed over %+v", all)
-	}
-	for i := 1; i < 4; i++ {
-		if seqOf(all[i].Cursor) <= seqOf(all[i-1].Cursor) {
-			t.Fatalf("cursors out of order: %+v", all)
-		}
-	}
+	checkOneStepWatch(t, all)
 	sub.Stream.Close()
 	if n := runs.ArmedCalls(r.b); n != 0 {
 		t.Fatalf("%d armed calls left after the watch ended", n)
@@ -198,18 +205,7 @@ func TestWaitingWatchOnASharedStoreIsWokenByAnotherReplica(t *testing.T) {
 // and checks a watch of it served by a replica of store reader that
 // writes nothing (see TestWaitingWatchOnASharedStoreIsWokenByAnotherReplica).
 func watchAcrossReplicas(t *testing.T, writer, reader store.Store) {
-	a := newRig(t, writer, 0)
-	b := runs.New(runs.Config{Store: reader, Agents: newFakeAgents(), Log: slog.New(slog.DiscardHandler)})
-	t.Cleanup(b.Close)
-	ctx := as("alice")
-	if _, err := a.b.Submit(ctx, "x", oneStep("x", "block")); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Recv(t, a.agents.started)
-	sub, err := b.Watch(ctx, "x", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, sub := watchOnAnotherReplica(t, writer, reader)
 	ps := sub.Stream.(server.ParkingStream)
 	wake, woke := chanWake()
 	bounded := testkit.Bounded(t)
@@ -228,15 +224,7 @@ func watchAcrossReplicas(t *testing.T, writer, reader store.Store) {
 			t.Fatalf("after a wake-up the watch holds %d calls with its run, %d with the store", n, m)
 		}
 	}
-	// admitted, started, completed, terminal, done
-	if len(all) != 5 || all[4].Closed != "done" {
-		t.Fatalf("the watch handed over %+v", all)
-	}
-	for i := 1; i < 4; i++ {
-		if seqOf(all[i].Cursor) <= seqOf(all[i-1].Cursor) {
-			t.Fatalf("cursors out of order: %+v", all)
-		}
-	}
+	checkOneStepWatch(t, all)
 	sub.Stream.Close()
 	if n, m := runs.ArmedCalls(b), runs.RemoteArmedCalls(b); n != 0 || m != 0 {
 		t.Fatalf("%d calls with the run and %d with the store left after the watch ended", n, m)
