@@ -22,7 +22,8 @@ func StaleWorkspaceReady(b *Backend, tenant, runID string, src Source, started b
 }
 
 // ArmedCalls counts the calls that watch and logs readers armed with
-// their runs' signals and that have not fired.
+// their runs' signals and that are still kept with them: neither fired
+// by a write of their run nor taken back.
 func ArmedCalls(b *Backend) int {
 	b.wake.mu.Lock()
 	defer b.wake.mu.Unlock()

@@ -326,6 +326,10 @@ type signal struct {
 type armedCall struct {
 	fired atomic.Bool
 	wake  atomic.Pointer[func()]
+	// at is the call's index in its run's calls while it is there
+	// (guarded by signals.mu), so that taking it back costs the same
+	// however many readers the run has.
+	at int
 }
 
 // setWake makes f the function a fire calls. A fire that came before it
@@ -378,6 +382,7 @@ func (s *signals) arm(k runKey, wake func()) *armedCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(k)
+	a.at = len(e.calls)
 	e.calls = append(e.calls, a)
 	if ch != nil && !s.closed {
 		r := &s.remote
@@ -441,8 +446,13 @@ func (s *signals) disarm(k runKey, a *armedCall) {
 	if !ok {
 		return
 	}
-	if i := slices.Index(e.calls, a); i >= 0 {
-		e.calls = slices.Delete(e.calls, i, i+1)
+	// a.at may be stale (a notify took the run's calls since); then a
+	// is not at it.
+	if i, n := a.at, len(e.calls); i < n && e.calls[i] == a {
+		last := e.calls[n-1]
+		e.calls[i], last.at = last, i
+		e.calls[n-1] = nil
+		e.calls = e.calls[:n-1]
 	}
 	if e.ch == nil && len(e.calls) == 0 {
 		delete(s.m, k)
